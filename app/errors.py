@@ -1,0 +1,136 @@
+"""The one error tree of the service; each class knows its HTTP status and stable `code`.
+
+    SessionaryError                      (500 internal_error)
+    ├── Unauthorized                     (401 unauthorized)
+    ├── Forbidden                        (403 forbidden)
+    ├── NotFound                         (404 not_found)
+    │   └── SessionNotFound              (404 session_not_found)
+    ├── Conflict                         (409 conflict)
+    │   ├── SessionAlreadyExists         (409 session_already_exists)
+    │   └── EventConflict                (409 event_conflict)
+    ├── StaleSession                     (412 stale_session)
+    ├── PayloadTooLarge                  (413 payload_too_large)
+    ├── UnsupportedMediaType             (415 unsupported_media_type)
+    ├── InvalidInput                     (422 validation_error)
+    ├── DatabaseUnavailable              (503 database_unavailable)
+    └── SchemaBehind                     (503 schema_behind)
+
+Services raise these; `app.api.problems` renders them as RFC 9457 problem+json.
+"""
+
+from typing import Any, ClassVar
+
+
+class SessionaryError(Exception):
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal_error"
+    title: ClassVar[str] = "Internal server error"
+    headers: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+
+class Unauthorized(SessionaryError):
+    status = 401
+    code = "unauthorized"
+    title = "Unauthorized"
+    headers: ClassVar[dict[str, str]] = {"WWW-Authenticate": "Bearer"}
+
+
+class Forbidden(SessionaryError):
+    status = 403
+    code = "forbidden"
+    title = "Outside this API key's scope"
+
+
+class NotFound(SessionaryError):
+    status = 404
+    code = "not_found"
+    title = "Not found"
+
+
+class SessionNotFound(NotFound):
+    code = "session_not_found"
+    title = "Session not found"
+
+    def __init__(self, app_name: str, user_id: str, session_id: str) -> None:
+        super().__init__(
+            f"Session {session_id!r} of user {user_id!r} in app {app_name!r} does not exist."
+        )
+
+
+class Conflict(SessionaryError):
+    status = 409
+    code = "conflict"
+    title = "Conflict"
+
+
+class SessionAlreadyExists(Conflict):
+    code = "session_already_exists"
+    title = "Session already exists"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"A session with id {session_id!r} already exists for this user.")
+
+
+class EventConflict(Conflict):
+    code = "event_conflict"
+    title = "Event id already used"
+
+    def __init__(self, event_id: str) -> None:
+        super().__init__(
+            f"Event {event_id!r} is already stored in this session with different content; "
+            "a retry must resend the same event, a new event needs a new id."
+        )
+
+
+class StaleSession(SessionaryError):
+    status = 412
+    code = "stale_session"
+    title = "Session changed since it was read"
+
+    def __init__(self, expected: int, actual: int) -> None:
+        super().__init__(
+            f"If-Match expected version {expected} but the session is at version {actual}; "
+            "reload the session and retry.",
+            currentVersion=actual,
+        )
+
+
+class PayloadTooLarge(SessionaryError):
+    status = 413
+    code = "payload_too_large"
+    title = "Payload too large"
+
+
+class UnsupportedMediaType(SessionaryError):
+    status = 415
+    code = "unsupported_media_type"
+    title = "Unsupported media type"
+
+
+class InvalidInput(SessionaryError):
+    status = 422
+    code = "validation_error"
+    title = "Invalid input"
+
+
+class DatabaseUnavailable(SessionaryError):
+    status = 503
+    code = "database_unavailable"
+    title = "Database unavailable"
+
+
+class SchemaBehind(SessionaryError):
+    status = 503
+    code = "schema_behind"
+    title = "Database schema is not at this version's migration head"
+
+    def __init__(self, current: str | None, head: str | None) -> None:
+        super().__init__(
+            f"The database schema is at revision {current}, this code needs {head}: "
+            "run `sessionary migrate`."
+        )

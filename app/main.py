@@ -1,0 +1,91 @@
+"""The application factory: wires settings, the database and the routers together."""
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from app import db
+from app.api import events, health, sessions, state
+from app.api.guards import BodyLimitMiddleware, PathGuardMiddleware
+from app.api.problems import install_error_handlers
+from app.config import Settings, get_settings
+from app.observability import RequestObserver, instrument_pool
+from app.schemas import Problem
+from app.services.auth import GrantCache
+from app.services.health import check_ready
+
+logger = logging.getLogger("sessionary")
+
+DESCRIPTION = """\
+A session store for AI agents. Sessions are ordered logs of events plus key-value state,
+with the data model and semantics of Google ADK's session service: `app:` and `user:` state
+keys are shared across an app's and a user's sessions, `temp:` keys are never stored.
+
+Errors are `application/problem+json` with a stable `code`.
+"""
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    if settings.database_url is None:
+        raise RuntimeError("DATABASE_URL is not set; `sessionary serve` starts an embedded one.")
+    engine = db.create_engine(
+        str(settings.database_url),
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        connect_timeout=settings.db_connect_timeout,
+        command_timeout=settings.db_command_timeout,
+    )
+    try:
+        await check_ready(engine)
+        if not settings.auth_enabled:
+            logger.warning(
+                "AUTH IS OFF: anyone who can reach this port can read and write every session. "
+                "Set SESSIONARY_AUTH=true and create keys with `sessionary keys create`."
+            )
+        instrument_pool(engine)
+        app.state.engine = engine
+        app.state.sessionmaker = db.create_sessionmaker(engine)
+        yield
+    finally:
+        await engine.dispose()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="Sessionary",
+        version=version("sessionary"),
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        redirect_slashes=False,
+    )
+    app.state.settings = settings
+    app.state.grant_cache = GrantCache(settings.auth_cache_seconds)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(PathGuardMiddleware)
+    app.add_middleware(RequestObserver)  # added last, so outermost: it sees every answer
+    install_error_handlers(app)
+    for module in (sessions, events, state, health):
+        app.include_router(module.router)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            schema["components"]["schemas"]["Problem"] = Problem.model_json_schema()
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,137 @@
+"""The tables, with ADK's names: sessions, events, app_states, user_states."""
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Double,
+    ForeignKeyConstraint,
+    Index,
+    LargeBinary,
+    MetaData,
+    String,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+ID_LENGTH = 128
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+Json = dict[str, Any]
+Timestamp = TIMESTAMP(timezone=True)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _id() -> Mapped[str]:
+    return mapped_column(String(ID_LENGTH), primary_key=True)
+
+
+def _state() -> Mapped[Json]:
+    return mapped_column(JSONB, nullable=False, server_default=text("'{}'::jsonb"))
+
+
+def _now() -> Mapped[datetime]:
+    return mapped_column(Timestamp, nullable=False, server_default=func.now())
+
+
+class StorageSession(Base):
+    """A conversation. `version` is the seq of its last event (0 when empty)."""
+
+    __tablename__ = "sessions"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    id: Mapped[str] = _id()
+    state: Mapped[Json] = _state()
+    version: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    create_time: Mapped[datetime] = _now()
+    # The timestamp of the last event, as in ADK (the create time while there is none).
+    update_time: Mapped[datetime] = _now()
+
+    __table_args__ = (
+        # Keyset pagination of list-by-user and list-by-app, both directions.
+        Index(None, "app_name", "user_id", "update_time", "id"),
+        Index(None, "app_name", "update_time", "user_id", "id"),
+    )
+
+
+class StorageEvent(Base):
+    """One event of a session's append-only log, stored verbatim as JSONB."""
+
+    __tablename__ = "events"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    session_id: Mapped[str] = _id()
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), nullable=False)
+    invocation_id: Mapped[str | None] = mapped_column(String)
+    author: Mapped[str | None] = mapped_column(String)
+    # Epoch seconds exactly as ADK sends them, so timestamp filters compare like ADK's.
+    timestamp: Mapped[float] = mapped_column(Double, nullable=False)
+    # sha256 of the event as the client sent it: an identical retry is recognised by it.
+    request_hash: Mapped[bytes] = mapped_column(LargeBinary(32), nullable=False)
+    event: Mapped[Json] = mapped_column(JSONB, nullable=False)
+
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["app_name", "user_id", "session_id"],
+            ["sessions.app_name", "sessions.user_id", "sessions.id"],
+            ondelete="CASCADE",
+        ),
+        UniqueConstraint("app_name", "user_id", "session_id", "id"),
+        Index(None, "app_name", "user_id", "session_id", "timestamp"),
+    )
+
+
+class StorageAppState(Base):
+    """State shared by every user and session of an app (`app:` keys, stored unprefixed)."""
+
+    __tablename__ = "app_states"
+
+    app_name: Mapped[str] = _id()
+    state: Mapped[Json] = _state()
+    update_time: Mapped[datetime] = _now()
+
+
+class StorageUserState(Base):
+    """State shared by every session of one user of an app (`user:` keys, stored unprefixed)."""
+
+    __tablename__ = "user_states"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    state: Mapped[Json] = _state()
+    update_time: Mapped[datetime] = _now()
+
+
+class StorageApiKey(Base):
+    """An API key, stored as the sha256 of its secret: the key itself is shown once, at creation.
+
+    `app_name` NULL is an admin key (every app); `user_id` NULL means every user of the app.
+    """
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    secret_hash: Mapped[bytes] = mapped_column(LargeBinary(32), nullable=False, unique=True)
+    name: Mapped[str] = mapped_column(String(200), nullable=False, server_default="")
+    app_name: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    user_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    read_only: Mapped[bool] = mapped_column(nullable=False, server_default=text("false"))
+    create_time: Mapped[datetime] = _now()
+    revoke_time: Mapped[datetime | None] = mapped_column(Timestamp)

@@ -1,0 +1,157 @@
+"""What operators see: one JSON log line per request, with its request id, and Prometheus metrics.
+
+Metrics work across uvicorn workers through prometheus-client's multiprocess mode:
+`sessionary serve` points PROMETHEUS_MULTIPROC_DIR at a fresh folder before workers start.
+"""
+
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.multiprocess import MultiProcessCollector
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+access_log = logging.getLogger("sessionary.access")
+
+REQUESTS = Counter(
+    "sessionary_http_requests_total",
+    "HTTP requests answered, by route template and status.",
+    ["method", "route", "status"],
+)
+LATENCY = Histogram(
+    "sessionary_http_request_duration_seconds",
+    "Time from request to the end of the response, by route template.",
+    ["method", "route"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+EVENTS_APPENDED = Counter(
+    "sessionary_events_appended_total", "Events stored (not retries, not partial events)."
+)
+POOL_OPEN = Gauge(
+    "sessionary_db_pool_connections_open",
+    "Database connections open, over all workers.",
+    multiprocess_mode="livesum",
+)
+POOL_IN_USE = Gauge(
+    "sessionary_db_pool_connections_in_use",
+    "Database connections checked out by requests, over all workers.",
+    multiprocess_mode="livesum",
+)
+
+_REQUEST_ID = re.compile(r"^[\w.:-]{1,128}$")
+
+
+def metrics_text() -> tuple[bytes, str]:
+    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def instrument_pool(engine: AsyncEngine) -> None:
+    pool = engine.sync_engine.pool
+    event.listen(pool, "connect", lambda *_: POOL_OPEN.inc())
+    event.listen(pool, "close", lambda *_: POOL_OPEN.dec())
+    event.listen(pool, "checkout", lambda *_: POOL_IN_USE.inc())
+    event.listen(pool, "checkin", lambda *_: POOL_IN_USE.dec())
+
+
+class RequestObserver:
+    """Pure ASGI middleware: request id in and out, one access log line, request metrics."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+        status = 500
+        started = time.perf_counter()
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"x-request-id", request_id.encode()),
+                ]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            duration = time.perf_counter() - started
+            route = getattr(scope.get("route"), "path", "unmatched")
+            method = scope["method"]
+            REQUESTS.labels(method, route, str(status)).inc()
+            LATENCY.labels(method, route).observe(duration)
+            access_log.info(
+                "%s %s %s",
+                method,
+                route,
+                status,
+                extra={
+                    "method": method,
+                    "route": route,
+                    "path": scope["path"],
+                    "status": status,
+                    "duration_ms": round(duration * 1000, 3),
+                    "request_id": request_id,
+                },
+            )
+
+
+_RECORD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message"}
+
+
+class JSONFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, and any `extra` fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        entry.update((k, v) for k, v in vars(record).items() if k not in _RECORD_FIELDS)
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def log_config(level: str = "INFO") -> dict[str, Any]:
+    """For uvicorn: every logger (ours and uvicorn's) writes JSON lines to stderr."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": JSONFormatter}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
+        "root": {"handlers": ["stderr"], "level": level},
+        "loggers": {
+            "uvicorn": {"handlers": [], "propagate": True},
+            "uvicorn.error": {"handlers": [], "propagate": True},
+            "uvicorn.access": {"handlers": [], "propagate": False},
+        },
+    }

@@ -1,0 +1,175 @@
+"""The wire format: ADK's camelCase JSON, accepting snake_case on input."""
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic.alias_generators import to_camel
+
+from app.models import ID_LENGTH
+
+ID_PATTERN = r"^[^/\x00-\x1f\x7f-\x9f]+$"
+ID_DESCRIPTION = f"1 to {ID_LENGTH} characters, no `/` and no control characters."
+
+Id = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=ID_LENGTH, pattern=ID_PATTERN),
+    Field(description=ID_DESCRIPTION),
+]
+State = dict[str, Any]
+Order = Literal["asc", "desc"]
+INT64_MAX = 2**63 - 1
+# Epoch seconds of years 1 to 9999: what PostgreSQL timestamps and Python datetimes both hold.
+MIN_TIMESTAMP, MAX_TIMESTAMP = -62135596800.0, 253402300799.0
+
+_SNAKE_KEY = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True, strict=True
+    )
+
+
+class ControlBody(WireModel):
+    """A request body the service interprets itself: unknown fields are mistakes, refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class OpenRecord(WireModel):
+    """An ADK record kept verbatim: unknown (newer) fields are preserved, snake_case keys
+    at this level are stored camelCase like every ADK client sends them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _camel_case_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(_SNAKE_KEY.match(key) for key in data):
+            camel = {(to_camel(k) if _SNAKE_KEY.match(k) else k): v for k, v in data.items()}
+            if len(camel) != len(data):
+                raise ValueError("the same field is given both in camelCase and snake_case")
+            return camel
+        return data
+
+
+class EventActions(OpenRecord):
+    state_delta: State | None = Field(
+        default=None,
+        description="State changes made by this event. `app:` and `user:` keys update the app's "
+        "and the user's shared state, `temp:` keys are dropped, other keys update the session.",
+    )
+
+
+class EventIn(OpenRecord):
+    """An ADK event. Fields not listed here are stored and returned unchanged."""
+
+    id: Id | None = Field(
+        default=None, description="Unique within the session; generated when absent."
+    )
+    author: str | None = Field(default=None, description="`user` or the name of an agent.")
+    invocation_id: str | None = None
+    timestamp: float | None = Field(
+        default=None,
+        ge=MIN_TIMESTAMP,
+        le=MAX_TIMESTAMP,
+        description="Epoch seconds (years 1 to 9999); the server's clock when absent.",
+    )
+    partial: bool | None = Field(
+        default=None, description="A streaming fragment: acknowledged (202) but not stored."
+    )
+    actions: EventActions | None = None
+
+
+class Event(EventIn):
+    """A stored event: what was appended, plus the server-assigned fields."""
+
+    id: str
+    timestamp: float
+    seq: int = Field(description="Position in the session's log: 1, 2, 3, … without gaps.")
+
+
+class SessionCreate(ControlBody):
+    session_id: Id | None = Field(default=None, description="Generated (a UUID) when absent.")
+    state: State | None = Field(
+        default=None,
+        description="Initial state. `app:` and `user:` keys merge into shared state; "
+        "`temp:` keys are dropped.",
+    )
+    events: list[EventIn] | None = Field(
+        default=None, description="Events to append, in order, as the session is created."
+    )
+
+
+class EventBatch(ControlBody):
+    events: list[EventIn] = Field(
+        description="Appended in order at consecutive seqs, all or nothing; `partial` events "
+        "are skipped."
+    )
+
+
+class EventList(WireModel):
+    events: list[Event]
+
+
+class StateDelta(ControlBody):
+    state_delta: State = Field(description="Keys to set; `null` values are stored as null.")
+
+
+class Session(WireModel):
+    id: str
+    app_name: str
+    user_id: str
+    state: State = Field(
+        description="Session keys as stored, app keys prefixed `app:`, user keys `user:`."
+    )
+    events: list[Event] = Field(description="In append order; empty in listings.")
+    last_update_time: float = Field(
+        description="Epoch seconds: the timestamp of the last event, or the creation time."
+    )
+    create_time: float = Field(description="Epoch seconds.")
+    version: int = Field(
+        description="The `seq` of the last event (0 when empty); also the ETag for If-Match."
+    )
+
+
+class SessionPage(WireModel):
+    sessions: list[Session]
+    next_page_token: str | None = Field(description="Pass as `pageToken` for the next page.")
+
+
+class EventPage(WireModel):
+    events: list[Event]
+    next_page_token: str | None = Field(description="Pass as `pageToken` for the next page.")
+
+
+class ScopeState(WireModel):
+    state: State = Field(description="Keys without their `app:`/`user:` prefix.")
+
+
+class Problem(BaseModel):
+    """An error, as RFC 9457 problem details."""
+
+    type: str = Field(description="A URN naming the kind of problem.")
+    title: str
+    status: int
+    detail: str = Field(description="What went wrong with this request, for people.")
+    code: str = Field(
+        description="Stable, machine-readable: `session_not_found`, `session_already_exists`, "
+        "`stale_session`, `event_conflict`, `payload_too_large`, `validation_error`, "
+        "`database_unavailable`, `not_found`, `internal_error`, …"
+    )
+    instance: str = Field(description="The request path.")
+    errors: list[dict[str, Any]] | None = Field(
+        default=None, description="For `validation_error`: each invalid field."
+    )
+
+
+class Health(WireModel):
+    status: Literal["ok"]
+
+
+class Readiness(WireModel):
+    status: Literal["ready"]
+    schema_revision: str = Field(description="The Alembic revision the database is at.")

@@ -1,0 +1,1 @@
+"""The rules: prefix scoping, append concurrency, idempotency, limits. Services commit."""

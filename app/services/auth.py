@@ -1,0 +1,116 @@
+"""API keys: minted and revoked, verified per request, and matched against what it touches.
+
+Keys look like `sk_<id>_<secret>`; only the sha256 of the whole key is stored. A verified key
+is remembered per process for a few seconds (`SESSIONARY_AUTH_CACHE_SECONDS`), so most
+requests pay no database round trip for it; a revocation takes effect within that time.
+"""
+
+import enum
+import hashlib
+import secrets
+import time
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import Forbidden, NotFound, Unauthorized
+from app.models import StorageApiKey
+from app.repositories import api_keys as key_rows
+
+
+class Need(enum.Enum):
+    """How much of an app a route touches, which decides the keys that may call it."""
+
+    USER = "user"  # one user's data, named in the path: that user's keys or app-wide keys
+    APP = "app"  # every user of the app (list by app, app state writes): app-wide keys only
+    APP_SHARED = "app_shared"  # app state, which every user's sessions show anyway: any key
+
+
+@dataclass(frozen=True)
+class Grant:
+    key_id: str
+    app_name: str | None  # None: every app (an admin key)
+    user_id: str | None  # None: every user of the app
+    read_only: bool
+
+    def authorize(self, need: Need, app_name: str, user_id: str | None, write: bool) -> None:
+        """Refuse with 403 anything outside the key's scope; judged on the path alone, so a
+        refusal never tells whether the session exists."""
+        if self.app_name is not None and self.app_name != app_name:
+            raise Forbidden(f"This API key is for app {self.app_name!r} only.")
+        if self.user_id is not None:
+            if need is Need.APP or (need is Need.USER and user_id != self.user_id):
+                raise Forbidden(f"This API key is for user {self.user_id!r} only.")
+        if write and self.read_only:
+            raise Forbidden("This API key is read-only.")
+
+
+def hash_key(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
+
+
+def _grant(row: StorageApiKey) -> Grant:
+    return Grant(row.id, row.app_name, row.user_id, row.read_only)
+
+
+class GrantCache:
+    """Verified keys of this process, each for `ttl` seconds; unknown keys are never cached."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self._grants: dict[bytes, tuple[Grant, float]] = {}
+
+    def get(self, key_hash: bytes) -> Grant | None:
+        cached = self._grants.get(key_hash)
+        if cached is None or cached[1] < time.monotonic():
+            return None
+        return cached[0]
+
+    def put(self, key_hash: bytes, grant: Grant) -> None:
+        if self.ttl > 0:
+            self._grants[key_hash] = (grant, time.monotonic() + self.ttl)
+
+
+class AuthService:
+    def __init__(self, db: AsyncSession, cache: GrantCache) -> None:
+        self.db = db
+        self.cache = cache
+
+    async def authenticate(self, key: str | None) -> Grant:
+        if not key:
+            raise Unauthorized("Send an API key: Authorization: Bearer sk_…")
+        key_hash = hash_key(key)
+        grant = self.cache.get(key_hash)
+        if grant is None:
+            row = await key_rows.find_active(self.db, key_hash)
+            if row is None:
+                raise Unauthorized("This API key is not valid (unknown or revoked).")
+            grant = _grant(row)
+            self.cache.put(key_hash, grant)
+        return grant
+
+    async def create(
+        self, name: str, app_name: str | None, user_id: str | None, read_only: bool
+    ) -> tuple[StorageApiKey, str]:
+        """A new key; the returned secret is the only time it is ever shown."""
+        key_id = secrets.token_hex(6)
+        key = f"sk_{key_id}_{secrets.token_urlsafe(32)}"
+        row = StorageApiKey(
+            id=key_id,
+            secret_hash=hash_key(key),
+            name=name,
+            app_name=app_name,
+            user_id=user_id,
+            read_only=read_only,
+        )
+        await key_rows.insert(self.db, row)
+        await self.db.commit()
+        return row, key
+
+    async def list(self) -> list[StorageApiKey]:
+        return await key_rows.list_all(self.db)
+
+    async def revoke(self, key_id: str) -> None:
+        if not await key_rows.revoke(self.db, key_id):
+            raise NotFound(f"No active API key with id {key_id!r}.")
+        await self.db.commit()

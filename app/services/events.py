@@ -1,0 +1,224 @@
+"""Appending to and reading a session's event log: seq, If-Match, idempotent retries, limits."""
+
+import enum
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app import pagination
+from app.config import Settings
+from app.domain import NewEvent, SessionKey
+from app.errors import (
+    Conflict,
+    EventConflict,
+    InvalidInput,
+    PayloadTooLarge,
+    SessionNotFound,
+    StaleSession,
+)
+from app.observability import EVENTS_APPENDED
+from app.repositories import events as event_rows
+from app.repositories import sessions as session_rows
+from app.schemas import EventIn, Order
+from app.state import split_delta, without_temp
+
+
+class Appended(enum.Enum):
+    CREATED = "created"
+    REPLAYED = "replayed"  # this id was stored already, with the same content
+    PARTIAL = "partial"  # a streaming fragment: acknowledged, never stored
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def server_time() -> float:
+    """Epoch seconds at microsecond precision, the precision PostgreSQL keeps for update_time."""
+    return round(time.time(), 6)
+
+
+def prepare(event: EventIn, settings: Settings) -> NewEvent:
+    """The event as it will be stored: `temp:` keys stripped, server fields filled in."""
+    document = event.model_dump(by_alias=True, exclude_unset=True)
+    document.pop("seq", None)  # the server's to assign
+    delta: dict[str, Any] = (event.actions and event.actions.state_delta) or {}
+    if delta:
+        document["actions"]["stateDelta"] = without_temp(delta)
+    request_hash = hashlib.sha256(canonical_json(document)).digest()
+    if document.get("id") is None:
+        document["id"] = str(uuid.uuid4())
+    if document.get("timestamp") is None:
+        document["timestamp"] = server_time()
+    size = len(canonical_json(document))
+    if size > settings.max_event_bytes:
+        raise PayloadTooLarge(
+            f"Event {document['id']!r} is {size} bytes; the limit is "
+            f"{settings.max_event_bytes} (SESSIONARY_MAX_EVENT_BYTES)."
+        )
+    return NewEvent(
+        id=document["id"],
+        author=document.get("author"),
+        invocation_id=document.get("invocationId"),
+        timestamp=document["timestamp"],
+        request_hash=request_hash,
+        document=document,
+        delta=split_delta(delta),
+    )
+
+
+def is_resent(event: NewEvent, stored: dict[str, Any]) -> bool:
+    """A client may retry with the event exactly as the server returned it (with its seq)."""
+    return canonical_json(event.document) == canonical_json(
+        {key: value for key, value in stored.items() if key != "seq"}
+    )
+
+
+def prepare_batch(events: Sequence[EventIn], settings: Settings) -> list[NewEvent]:
+    if len(events) > settings.max_events_per_request:
+        raise PayloadTooLarge(
+            f"{len(events)} events in one request; the limit is "
+            f"{settings.max_events_per_request} (SESSIONARY_MAX_EVENTS_PER_REQUEST)."
+        )
+    prepared = [prepare(event, settings) for event in events if not event.partial]
+    if len({event.id for event in prepared}) != len(prepared):
+        raise InvalidInput("Two events in one request share an id.", field="events")
+    return prepared
+
+
+def check_state_size(size: int, settings: Settings) -> None:
+    if size > settings.max_state_bytes:
+        raise PayloadTooLarge(
+            f"The state would grow to {size} bytes; the limit per scope is "
+            f"{settings.max_state_bytes} (SESSIONARY_MAX_STATE_BYTES)."
+        )
+
+
+class EventService:
+    def __init__(self, db: AsyncSession, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+
+    async def append(
+        self, key: SessionKey, event: EventIn, expected_version: int | None
+    ) -> tuple[dict[str, Any], Appended]:
+        """Store one event; returns it as stored (with `seq`) and what the append did."""
+        if event.partial:
+            # ADK keeps streaming fragments out of the log; the session must still exist.
+            await self._require_session(key)
+            return event.model_dump(exclude_unset=True), Appended.PARTIAL
+        stored, appended = await self._append_all(
+            key, [prepare(event, self.settings)], expected_version
+        )
+        return stored[0], appended
+
+    async def append_batch(
+        self, key: SessionKey, events: list[EventIn], expected_version: int | None
+    ) -> tuple[list[dict[str, Any]], Appended]:
+        """Store events all or nothing, at consecutive seqs; partial events are skipped."""
+        new = prepare_batch(events, self.settings)
+        if not new:
+            await self._require_session(key)
+            return [], Appended.PARTIAL
+        return await self._append_all(key, new, expected_version)
+
+    async def _append_all(
+        self, key: SessionKey, events: list[NewEvent], expected_version: int | None
+    ) -> tuple[list[dict[str, Any]], Appended]:
+        stored = await self.append_prepared(key, events, expected_version)
+        if stored is not None:
+            await self.db.commit()
+            EVENTS_APPENDED.inc(len(stored))
+            return stored, Appended.CREATED
+        await self.db.rollback()
+        return await self._explain_refusal(key, events, expected_version), Appended.REPLAYED
+
+    async def _require_session(self, key: SessionKey) -> int:
+        version = await session_rows.get_version(self.db, key)
+        if version is None:
+            raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+        return version
+
+    async def append_prepared(
+        self, key: SessionKey, events: list[NewEvent], expected_version: int | None
+    ) -> list[dict[str, Any]] | None:
+        """Append inside the caller's transaction; None if nothing could be written.
+
+        None means: the session is absent, at another version, or holds one of the ids.
+        """
+        try:
+            outcome = await event_rows.append(self.db, key, events, expected_version)
+        except event_rows.DuplicateEventId:
+            return None
+        if outcome is None:
+            return None
+        check_state_size(outcome.largest_state_bytes, self.settings)
+        return [
+            {**event.document, "seq": outcome.base_seq + position}
+            for position, event in enumerate(events, start=1)
+        ]
+
+    async def _explain_refusal(
+        self, key: SessionKey, events: list[NewEvent], expected_version: int | None
+    ) -> list[dict[str, Any]]:
+        """After a refused append: an identical retry gets the stored events, else an error.
+
+        A retry resends the whole request, so either every event is stored, identically,
+        or none is; anything in between reuses ids for other content.
+        """
+        stored = await event_rows.find_by_ids(self.db, key, [event.id for event in events])
+        for event in events:
+            if event.id not in stored:
+                if stored:
+                    raise EventConflict(next(iter(stored)))
+                break
+            request_hash, document = stored[event.id]
+            if not (request_hash == event.request_hash or is_resent(event, document)):
+                raise EventConflict(event.id)
+        else:
+            return [stored[event.id][1] for event in events]
+        version = await self._require_session(key)
+        if expected_version is not None:
+            raise StaleSession(expected_version, version)
+        # Only a delete and re-create of the session between the two statements lands here.
+        raise Conflict("The session changed while the event was appended; retry.")
+
+    async def page(
+        self,
+        key: SessionKey,
+        *,
+        page_size: int,
+        page_token: str | None,
+        after_seq: int | None,
+        after_timestamp: float | None,
+        before_timestamp: float | None,
+        order: Order,
+    ) -> dict[str, Any]:
+        await self._require_session(key)
+        newest_first = order == "desc"
+        query = f"events:{order}:{after_seq}:{after_timestamp}:{before_timestamp}"
+        last_seq = pagination.decode(page_token, query, (int,))[0] if page_token else None
+        if newest_first:
+            after, before = after_seq, last_seq
+        else:
+            after, before = (after_seq if last_seq is None else last_seq), None
+        events = await event_rows.select_events(
+            self.db,
+            key,
+            after_seq=after,
+            before_seq=before,
+            after_timestamp=after_timestamp,
+            before_timestamp=before_timestamp,
+            newest_first=newest_first,
+            limit=page_size + 1,
+        )
+        next_token = None
+        if len(events) > page_size:
+            events = events[:page_size]
+            next_token = pagination.encode(query, [events[-1]["seq"]])
+        return {"events": events, "nextPageToken": next_token}

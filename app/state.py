@@ -1,0 +1,64 @@
+"""ADK's state scoping, as pure functions: `app:` and `user:` keys are shared, `temp:` never kept.
+
+A state delta names keys with their scope prefix (`app:theme`, `user:name`, `temp:scratch`,
+`step`). Storage keeps each scope in its own row without the prefix; reads merge them back.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+APP_PREFIX = "app:"
+USER_PREFIX = "user:"
+TEMP_PREFIX = "temp:"
+
+State = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ScopedDelta:
+    """A delta split by scope, keys unprefixed; `temp:` keys are gone."""
+
+    app: State = field(default_factory=dict)
+    user: State = field(default_factory=dict)
+    session: State = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.app or self.user or self.session)
+
+
+def split_delta(delta: State) -> ScopedDelta:
+    app: State = {}
+    user: State = {}
+    session: State = {}
+    for key, value in delta.items():
+        if key.startswith(APP_PREFIX):
+            app[key.removeprefix(APP_PREFIX)] = value
+        elif key.startswith(USER_PREFIX):
+            user[key.removeprefix(USER_PREFIX)] = value
+        elif not key.startswith(TEMP_PREFIX):
+            session[key] = value
+    return ScopedDelta(app=app, user=user, session=session)
+
+
+def merge_deltas(deltas: list[ScopedDelta]) -> ScopedDelta:
+    """Several deltas applied in order equal their top-level merge (later keys win)."""
+    merged = ScopedDelta()
+    for delta in deltas:
+        merged.app.update(delta.app)
+        merged.user.update(delta.user)
+        merged.session.update(delta.session)
+    return merged
+
+
+def without_temp(delta: State) -> State:
+    """The delta as it is stored in an event: `temp:` keys live only for one invocation."""
+    return {key: value for key, value in delta.items() if not key.startswith(TEMP_PREFIX)}
+
+
+def merged_state(session: State, app: State, user: State) -> State:
+    """What a reader sees: session keys as stored, app and user keys with their prefixes."""
+    return {
+        **session,
+        **{APP_PREFIX + key: value for key, value in app.items()},
+        **{USER_PREFIX + key: value for key, value in user.items()},
+    }

@@ -1,0 +1,1 @@
+"""Benchmarks of Sessionary against google-adk's DatabaseSessionService and a SQL floor."""

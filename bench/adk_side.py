@@ -1,0 +1,82 @@
+"""google-adk's DatabaseSessionService, in-process in the benchmark, on its own database.
+
+This is ADK as an agent embeds it: no HTTP, its own SQLAlchemy engine on asyncpg. The pool is
+sized to the client count so ADK never waits for a connection Sessionary would have had.
+"""
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from google.adk.events import Event
+from google.adk.sessions import DatabaseSessionService, Session
+from google.adk.sessions.base_session_service import GetSessionConfig
+from sqlalchemy.engine import make_url
+
+from bench.systems import PageToken
+from bench.workload import EventSpec, SessionKey, adk_event
+
+
+class AdkLane:
+    def __init__(self, service: DatabaseSessionService) -> None:
+        self.service = service
+
+    async def append(self, session: Session, event: Event) -> None:
+        await self.service.append_event(session, event)
+
+    async def append_batch(self, session: Session, events: list[Event]) -> None:
+        """ADK has no batch append: one `append_event` per event is its only way."""
+        for event in events:
+            await self.service.append_event(session, event)
+
+    async def read(self, key: SessionKey, recent: int | None) -> int:
+        session = await self.service.get_session(
+            app_name=key.app_name,
+            user_id=key.user_id,
+            session_id=key.session_id,
+            config=None if recent is None else GetSessionConfig(num_recent_events=recent),
+        )
+        assert session is not None, key
+        return len(session.events)
+
+    async def list_page(self, app: str, page_size: int, token: PageToken) -> tuple[int, PageToken]:
+        """ADK cannot page: `list_sessions` returns every session of the app at once."""
+        if token is not None:
+            raise NotImplementedError("ADK's list_sessions has no pages")
+        listed = await self.service.list_sessions(app_name=app)
+        return len(listed.sessions), None
+
+
+class Adk:
+    name = "ADK"
+
+    def __init__(self, dsn: str, pool: int) -> None:
+        url = make_url(dsn).set(drivername="postgresql+asyncpg")
+        self.service = DatabaseSessionService(
+            url.render_as_string(hide_password=False), pool_size=pool, max_overflow=0
+        )
+
+    async def prepare(self) -> None:
+        """Let ADK create its tables, as it does on first use."""
+        await self.service.prepare_tables()
+
+    async def create_sessions(self, keys: Sequence[SessionKey]) -> list[Any]:
+        return [
+            await self.service.create_session(
+                app_name=key.app_name, user_id=key.user_id, session_id=key.session_id
+            )
+            for key in keys
+        ]
+
+    def encode(self, key: SessionKey, events: Sequence[EventSpec]) -> list[Event]:
+        return [adk_event(event) for event in events]
+
+    def encode_batch(self, key: SessionKey, events: Sequence[EventSpec]) -> list[Event]:
+        return self.encode(key, events)
+
+    @asynccontextmanager
+    async def lane(self) -> AsyncIterator[AdkLane]:
+        yield AdkLane(self.service)
+
+    async def close(self) -> None:
+        await self.service.close()

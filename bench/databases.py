@@ -1,0 +1,239 @@
+"""The bench databases: one per system on the same server, and set-based seeding.
+
+Sessionary and the Floor each get a database built by `sessionary migrate`, so the Floor runs
+its minimal SQL on exactly Sessionary's tables and indexes; ADK gets its own database, where
+`DatabaseSessionService` creates its schema (same table names, so they cannot share one).
+
+Large data (the 2,000-event session, the 10,000 listed sessions, S6's million events) is not
+written through any API: one `INSERT … SELECT FROM generate_series` per chunk builds every
+row inside PostgreSQL from the same event template the timed workload uses. Loading a million
+events that way takes about a minute per database instead of an hour through ADK.
+"""
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import asyncpg
+from sqlalchemy.engine import make_url
+
+from bench import workload
+
+Schema = Literal["sessionary", "adk"]
+
+
+@dataclass(frozen=True)
+class Databases:
+    """DSNs (postgresql://) of the three bench databases on the server of DATABASE_URL."""
+
+    admin: str
+    sessionary: str
+    adk: str
+    floor: str
+
+    @classmethod
+    def on(cls, database_url: str, prefix: str) -> "Databases":
+        url = make_url(database_url.replace("postgres://", "postgresql://", 1)).set(
+            drivername="postgresql"
+        )
+
+        def named(name: str) -> str:
+            return url.set(database=name).render_as_string(hide_password=False)
+
+        return cls(
+            admin=url.render_as_string(hide_password=False),
+            sessionary=named(prefix),
+            adk=named(f"{prefix}_adk"),
+            floor=named(f"{prefix}_floor"),
+        )
+
+    def all(self) -> Iterator[str]:
+        yield from (self.sessionary, self.adk, self.floor)
+
+
+def database_name(dsn: str) -> str:
+    name = make_url(dsn).database
+    assert name, f"no database in {dsn}"
+    return name
+
+
+async def recreate(databases: Databases) -> None:
+    """Drop and create the bench's own databases (never the one DATABASE_URL names)."""
+    admin = await asyncpg.connect(databases.admin)
+    try:
+        for dsn in databases.all():
+            name = database_name(dsn)
+            if name == database_name(databases.admin):
+                raise SystemExit(f"refusing to drop {name!r}: it is the DATABASE_URL database")
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+
+
+def migrate(dsn: str) -> None:
+    """The schema users get: `sessionary migrate` (Alembic), run as its own command."""
+    sessionary = Path(sys.executable).parent / "sessionary"
+    subprocess.run(
+        [str(sessionary), "migrate"], check=True, env=_env(DATABASE_URL=dsn), capture_output=True
+    )
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return {**os.environ, **extra}
+
+
+def _event_json(schema: Schema) -> str:
+    """SQL turning the template into one row's event (id, turn, timestamp substituted)."""
+    tpl = workload.template(wire=schema == "sessionary").replace("'", "''")
+    return (
+        f"replace(replace(replace(replace('{tpl}', "
+        f"'\"{workload.ID_MARK}\"', to_json(e_id)::text), "
+        f"'{workload.TURN_MARK}', n::text), "
+        f"'{workload.TIME_MARK}', ts::text), "
+        f"'\"{workload.INVOCATION_MARK}\"', to_json('inv-' || (n / 2))::text)::jsonb"
+    )
+
+
+# Row generator shared by both schemas: session s of the chunk, event n of the session.
+_ROWS = """
+    FROM generate_series($2::int, $3::int) AS s,
+         LATERAL (SELECT $4::text || (s % $5::int) AS user_id, $6::text || s AS session_id) AS k,
+         generate_series(1, $7::int) AS n,
+         LATERAL (SELECT k.session_id || '-e' || n AS e_id,
+                         $8::float8 + s + n * 0.001 AS ts) AS v
+"""
+
+_SESSIONS_SQL: dict[Schema, str] = {
+    "sessionary": """
+        INSERT INTO sessions (app_name, user_id, id, state, version, create_time, update_time)
+        SELECT $1, $4::text || (s % $5::int), $6::text || s,
+               jsonb_build_object('turn', $7::int, 'last_city', 'Oslo'), $7::int,
+               to_timestamp($8::float8), to_timestamp($8::float8 + s + $7::int * 0.001)
+        FROM generate_series($2::int, $3::int) AS s
+    """,
+    "adk": """
+        INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)
+        SELECT $1, $4::text || (s % $5::int), $6::text || s,
+               jsonb_build_object('turn', $7::int, 'last_city', 'Oslo'),
+               to_timestamp($8::float8) AT TIME ZONE 'UTC',
+               to_timestamp($8::float8 + s + $7::int * 0.001) AT TIME ZONE 'UTC'
+        FROM generate_series($2::int, $3::int) AS s
+    """,
+}
+
+
+def _events_sql(schema: Schema) -> str:
+    if schema == "sessionary":
+        return f"""
+            INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
+                                timestamp, request_hash, event)
+            SELECT $1, k.user_id, k.session_id, n, e_id, 'inv-' || (n / 2), 'weather_agent',
+                   ts, sha256(convert_to(e_id, 'UTF8')),
+                   {_event_json(schema)} || jsonb_build_object('seq', n)
+            {_ROWS}
+        """
+    return f"""
+        INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp,
+                            event_data)
+        SELECT e_id, $1, k.user_id, k.session_id, 'inv-' || (n / 2),
+               to_timestamp(ts) AT TIME ZONE 'UTC', {_event_json(schema)}
+        {_ROWS}
+    """
+
+
+# ADK's state tables have no server defaults for their times; Sessionary's do.
+_SHARED_STATE_SQL: dict[Schema, tuple[str, str]] = {
+    "sessionary": (
+        "INSERT INTO app_states (app_name, state) VALUES ($1, '{}') ON CONFLICT DO NOTHING",
+        "INSERT INTO user_states (app_name, user_id, state) "
+        "SELECT $1, $2::text || u, '{}' FROM generate_series(0, $3::int - 1) AS u "
+        "ON CONFLICT DO NOTHING",
+    ),
+    "adk": (
+        "INSERT INTO app_states (app_name, state, update_time) "
+        "VALUES ($1, '{}', now() AT TIME ZONE 'UTC') ON CONFLICT DO NOTHING",
+        "INSERT INTO user_states (app_name, user_id, state, update_time) "
+        "SELECT $1, $2::text || u, '{}', now() AT TIME ZONE 'UTC' "
+        "FROM generate_series(0, $3::int - 1) AS u ON CONFLICT DO NOTHING",
+    ),
+}
+
+
+async def seed(
+    dsn: str,
+    schema: Schema,
+    *,
+    app: str,
+    sessions: int,
+    events_per_session: int,
+    users: int,
+    user_prefix: str = "u",
+    session_prefix: str = "s",
+    chunk_events: int = 100_000,
+) -> None:
+    """Sessions `<session_prefix>1..N` of users `<user_prefix>0..users-1`, with their events.
+
+    Chunked so each statement stays a few seconds long and one transaction never holds a
+    million uncommitted rows.
+    """
+    connection = await asyncpg.connect(dsn)
+    try:
+        app_sql, user_sql = _SHARED_STATE_SQL[schema]
+        await connection.execute(app_sql, app)
+        await connection.execute(user_sql, app, user_prefix, users)
+        per_chunk = max(1, chunk_events // max(1, events_per_session))
+        base = workload.BASE_TIME
+        for first in range(1, sessions + 1, per_chunk):
+            last = min(sessions, first + per_chunk - 1)
+            async with connection.transaction():
+                await connection.execute(
+                    _SESSIONS_SQL[schema],
+                    app,
+                    first,
+                    last,
+                    user_prefix,
+                    users,
+                    session_prefix,
+                    events_per_session,
+                    base,
+                )
+                if events_per_session:
+                    await connection.execute(
+                        _events_sql(schema),
+                        app,
+                        first,
+                        last,
+                        user_prefix,
+                        users,
+                        session_prefix,
+                        events_per_session,
+                        base,
+                    )
+        await connection.execute("ANALYZE")
+    finally:
+        await connection.close()
+
+
+def seeded_key(
+    app: str, number: int, *, users: int, user_prefix: str = "u", session_prefix: str = "s"
+) -> workload.SessionKey:
+    """The key `seed` gave session number `number`."""
+    return workload.SessionKey(app, f"{user_prefix}{number % users}", f"{session_prefix}{number}")
+
+
+async def scan_counts(dsn: str) -> dict[str, tuple[int, int]]:
+    """(sequential scans, index scans) so far on sessions and events: an index-use check."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        rows = await connection.fetch(
+            "SELECT relname, seq_scan, coalesce(idx_scan, 0) AS idx_scan "
+            "FROM pg_stat_user_tables WHERE relname IN ('sessions', 'events')"
+        )
+    finally:
+        await connection.close()
+    return {row["relname"]: (row["seq_scan"], row["idx_scan"]) for row in rows}

@@ -1,0 +1,181 @@
+"""The one table and the target checks, printed as Markdown so a run pastes into the README."""
+
+import math
+from dataclasses import dataclass, field
+
+SYSTEMS = ("Sessionary", "ADK", "Floor")
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    scenario: str
+    metric: str
+
+
+ROWS = (
+    Row("s1_eps", "S1 append", "events/s"),
+    Row("s1_p50", "S1 append", "p50 ms"),
+    Row("s1_p99", "S1 append", "p99 ms"),
+    Row("s2_eps", "S2 batch append", "events/s"),
+    Row("s3_ms", "S3 read whole session", "ms"),
+    Row("s4_ms", "S4 read recent events", "ms"),
+    Row("s5_first_ms", "S5 list, first page", "ms"),
+    Row("s5_far_ms", "S5 list, far page", "ms"),
+    Row("s6_s1_eps", "S6 (big db) S1 append", "events/s"),
+    Row("s6_s1_p50", "S6 (big db) S1 append", "p50 ms"),
+    Row("s6_s1_p99", "S6 (big db) S1 append", "p99 ms"),
+    Row("s6_s4_ms", "S6 (big db) S4 read recent", "ms"),
+)
+
+
+@dataclass
+class Results:
+    """Figures by row key and system, plus the run's side measurements."""
+
+    figures: dict[str, dict[str, float]] = field(default_factory=dict)
+    ceiling_rps: float = math.nan
+    worker_peak_rss: dict[int, int] = field(default_factory=dict)
+    read_growth_bytes: int = 0
+    read_response_bytes: int = 0
+    s6_scans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def put(self, key: str, system: str, value: float) -> None:
+        self.figures.setdefault(key, {})[system] = value
+
+    def get(self, key: str, system: str = "Sessionary") -> float:
+        return self.figures.get(key, {}).get(system, math.nan)
+
+
+def _figure(value: float) -> str:
+    if math.isnan(value):
+        return "n/a"
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def _ratio(numerator: float, denominator: float) -> str:
+    if math.isnan(numerator) or math.isnan(denominator) or denominator == 0:
+        return "n/a"
+    return f"{numerator / denominator:.2f}x"
+
+
+def table(results: Results) -> str:
+    lines = [
+        "| Scenario | Metric | Sessionary | ADK | Floor | Sessionary/ADK | Sessionary/Floor |",
+        "|---|---|--:|--:|--:|--:|--:|",
+    ]
+    for row in ROWS:
+        values = [results.get(row.key, system) for system in SYSTEMS]
+        lines.append(
+            f"| {row.scenario} | {row.metric} | "
+            + " | ".join(_figure(value) for value in values)
+            + f" | {_ratio(values[0], values[1])} | {_ratio(values[0], values[2])} |"
+        )
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    met: bool
+    detail: str
+
+
+def targets(results: Results) -> list[Target]:
+    r = results.get
+    checks = [
+        Target(
+            "S1 ≥ 6x ADK events/s",
+            r("s1_eps") >= 6 * r("s1_eps", "ADK"),
+            f"{r('s1_eps') / r('s1_eps', 'ADK'):.2f}x",
+        ),
+        Target(
+            "S1 ≥ 70% of Floor events/s",
+            r("s1_eps") >= 0.7 * r("s1_eps", "Floor"),
+            f"{r('s1_eps') / r('s1_eps', 'Floor'):.0%}",
+        ),
+        Target("S1 p99 < 50 ms", r("s1_p99") < 50, f"{r('s1_p99'):.1f} ms"),
+        Target(
+            "S2 ≥ 5x S1 events/s",
+            r("s2_eps") >= 5 * r("s1_eps"),
+            f"{r('s2_eps') / r('s1_eps'):.2f}x",
+        ),
+        Target(
+            "S3 ≥ 20x faster than ADK get_session",
+            r("s3_ms", "ADK") >= 20 * r("s3_ms"),
+            f"{r('s3_ms', 'ADK') / r('s3_ms'):.1f}x faster",
+        ),
+        Target(
+            "S4 no slower than ADK in-process",
+            r("s4_ms") <= r("s4_ms", "ADK"),
+            f"{r('s4_ms'):.2f} ms vs {r('s4_ms', 'ADK'):.2f} ms",
+        ),
+        Target(
+            "S5 far page within 1.5x of first page",
+            r("s5_far_ms") <= 1.5 * r("s5_first_ms"),
+            f"{r('s5_far_ms') / r('s5_first_ms'):.2f}x",
+        ),
+        Target(
+            "S6 S1 events/s within 1.5x of small db",
+            r("s6_s1_eps") * 1.5 >= r("s1_eps"),
+            f"{r('s1_eps') / r('s6_s1_eps'):.2f}x slower",
+        ),
+        Target(
+            "S6 S4 within 1.5x of small db",
+            r("s6_s4_ms") <= 1.5 * r("s4_ms"),
+            f"{r('s6_s4_ms') / r('s4_ms'):.2f}x",
+        ),
+    ]
+    peak = max(results.worker_peak_rss.values(), default=0)
+    checks.append(
+        Target(
+            "Each worker's RSS < 300 MB",
+            0 < peak < 300 * MiB,
+            ", ".join(f"{value / MiB:.0f} MB" for value in results.worker_peak_rss.values()),
+        )
+    )
+    copies = results.read_growth_bytes / max(1, results.read_response_bytes)
+    checks.append(
+        Target(
+            "S3 read holds ≤ 5 copies of its response",
+            copies <= 5,
+            f"peak +{results.read_growth_bytes / MiB:.1f} MB for a "
+            f"{results.read_response_bytes / MiB:.2f} MB response ({copies:.1f} copies)",
+        )
+    )
+    if results.s6_scans:
+        seq = {name: counts[0] for name, counts in results.s6_scans.items()}
+        checks.append(
+            Target(
+                "S6: no sequential scan of sessions/events (Sessionary)",
+                not any(seq.values()),
+                ", ".join(f"{name}: {count} seq scans" for name, count in sorted(seq.items())),
+            )
+        )
+    top_rate = max(r("s1_eps"), r("s6_s1_eps"))
+    checks.append(
+        Target(
+            "Load generator ceiling ≥ 2x the highest request rate measured",
+            results.ceiling_rps >= 2 * top_rate,
+            f"{results.ceiling_rps:,.0f} req/s vs {top_rate:,.0f} req/s",
+        )
+    )
+    return checks
+
+
+def render(results: Results, header: str) -> str:
+    lines = [header, "", table(results), ""]
+    lines.append(
+        f"Load generator ceiling (GET /healthz, same clients): {results.ceiling_rps:,.0f} req/s."
+    )
+    lines.extend(f"- {note}" for note in results.notes)
+    lines += ["", "| Target | Met | Measured |", "|---|---|---|"]
+    for target in targets(results):
+        lines.append(f"| {target.name} | {'yes' if target.met else '**no**'} | {target.detail} |")
+    return "\n".join(lines)

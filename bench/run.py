@@ -1,0 +1,304 @@
+"""`make bench`: Sessionary vs ADK's DatabaseSessionService vs a plain-asyncpg Floor.
+
+Needs DATABASE_URL naming a PostgreSQL server; the bench creates (and recreates on each run)
+its own databases there, `<prefix>`, `<prefix>_adk` and `<prefix>_floor`, and leaves them
+behind for EXPLAIN. See bench/README.md.
+"""
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import platform
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python bench/run.py`: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import databases, loadgen, scenarios, server
+from bench.adk_side import Adk
+from bench.databases import Databases, Schema, seeded_key
+from bench.floor import Floor
+from bench.report import Results, render
+from bench.sessionary_side import Sessionary, session_path
+from bench.systems import System
+from bench.workload import GROWTH_APP, LIST_APP, READ_APP, Sizes
+
+QUICK = Sizes(
+    append_sessions=8,
+    appends_per_session=10,
+    clients=4,
+    batch=20,
+    long_session=200,
+    recent=20,
+    list_sessions=500,
+    page_size=20,
+    far_page=5,
+    growth_events=20_000,
+    growth_sessions=200,
+    repeat=2,
+    read_repeat=5,
+)
+LIST_USERS = 100
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    parser.add_argument("--db-prefix", default="sessionary_bench")
+    parser.add_argument("--workers", type=int, default=2, help="sessionary serve --workers")
+    parser.add_argument("--skip-adk", action="store_true", help="no ADK column")
+    parser.add_argument("--skip-growth", action="store_true", help="no S6")
+    parser.add_argument("--output", type=Path, help="also write the report to this file")
+    for sizing in dataclasses.fields(Sizes):
+        parser.add_argument(
+            "--" + sizing.name.replace("_", "-"),
+            type=int,
+            help=f"default {sizing.default} ({getattr(QUICK, sizing.name)} with --quick)",
+        )
+    return parser.parse_args(argv)
+
+
+def sizes_from(args: argparse.Namespace) -> Sizes:
+    chosen = {
+        sizing.name: getattr(args, sizing.name)
+        for sizing in dataclasses.fields(Sizes)
+        if getattr(args, sizing.name) is not None
+    }
+    return dataclasses.replace(QUICK if args.quick else Sizes(), **chosen)
+
+
+READ_KEY = seeded_key(READ_APP, 1, users=1, user_prefix="reader", session_prefix="long")
+
+
+def _schemas(dbs: Databases) -> list[tuple[str, Schema]]:
+    return [(dbs.sessionary, "sessionary"), (dbs.floor, "sessionary"), (dbs.adk, "adk")]
+
+
+async def seed_small(dbs: Databases, sizes: Sizes) -> None:
+    """S3/S4's long session and S5's listed sessions, the same rows in all three databases."""
+    for dsn, schema in _schemas(dbs):
+        await databases.seed(
+            dsn,
+            schema,
+            app=READ_APP,
+            sessions=1,
+            events_per_session=sizes.long_session,
+            users=1,
+            user_prefix="reader",
+            session_prefix="long",
+        )
+        await databases.seed(
+            dsn,
+            schema,
+            app=LIST_APP,
+            sessions=sizes.list_sessions,
+            events_per_session=2,
+            users=LIST_USERS,
+        )
+
+
+async def seed_growth(dbs: Databases, sizes: Sizes) -> None:
+    """S6: a million events in every database at once (one loader connection each)."""
+    per_session = sizes.growth_events // sizes.growth_sessions
+    await asyncio.gather(
+        *(
+            databases.seed(
+                dsn,
+                schema,
+                app=GROWTH_APP,
+                sessions=sizes.growth_sessions,
+                events_per_session=per_session,
+                users=max(1, sizes.growth_sessions // 10),
+            )
+            for dsn, schema in _schemas(dbs)
+        )
+    )
+
+
+async def memory_probe(serve: server.Server, sizes: Sizes, results: Results) -> None:
+    """The peak memory one whole-session read costs a worker, against its response size.
+
+    Runs before any other work, so no earlier request has already grown the heap; several
+    connections so that every worker serves some of the reads.
+    """
+    key = READ_KEY
+    before = {pid: server.rss(pid) for pid in serve.worker_pids()}
+    for pid in before:
+        server.reset_peak(pid)
+    for _ in range(4 * serve.workers):
+        async with loadgen.Connection(serve.host, serve.port) as connection:
+            for _ in range(3):
+                response = await connection.call("GET", session_path(key))
+                results.read_response_bytes = len(response.body)
+    results.read_growth_bytes = max(
+        server.peak_rss(pid) - rss_before for pid, rss_before in before.items()
+    )
+
+
+async def run_small(system: System, sizes: Sizes, results: Results, label: str) -> None:
+    key = READ_KEY
+
+    async def s1() -> None:
+        burst = await scenarios.append(system, sizes, f"{label}-s1")
+        results.put("s1_eps", system.name, burst.events_per_second)
+        results.put("s1_p50", system.name, burst.p50_ms)
+        results.put("s1_p99", system.name, burst.p99_ms)
+
+    async def s2() -> None:
+        burst = await scenarios.batch_append(system, sizes, f"{label}-s2")
+        results.put("s2_eps", system.name, burst.events_per_second)
+
+    async def s3() -> None:
+        results.put("s3_ms", system.name, await scenarios.read(system, sizes, key, None))
+
+    async def s4() -> None:
+        results.put("s4_ms", system.name, await scenarios.read(system, sizes, key, sizes.recent))
+
+    async def s5() -> None:
+        paged = system.name != "ADK"
+        first, far = await scenarios.list_pages(system, sizes, LIST_APP, paged=paged)
+        results.put("s5_first_ms", system.name, first)
+        results.put("s5_far_ms", system.name, far)
+
+    steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+        ("S1", s1),
+        ("S2", s2),
+        ("S3", s3),
+        ("S4", s4),
+        ("S5", s5),
+    ]
+    for name, step in steps:
+        log(f"{system.name}: {name}")
+        await step()
+
+
+async def run_growth(system: System, sizes: Sizes, results: Results, label: str) -> None:
+    log(f"{system.name}: S6 (S1, S4 on the big database)")
+    burst = await scenarios.append(system, sizes, f"{label}-s6")
+    results.put("s6_s1_eps", system.name, burst.events_per_second)
+    results.put("s6_s1_p50", system.name, burst.p50_ms)
+    results.put("s6_s1_p99", system.name, burst.p99_ms)
+    results.put(
+        "s6_s4_ms", system.name, await scenarios.read(system, sizes, READ_KEY, sizes.recent)
+    )
+
+
+async def phase(
+    systems: Sequence[Callable[[], Awaitable[System]]],
+    body: Callable[[System], Awaitable[None]],
+) -> None:
+    """Run `body` on each system in turn, holding only one system's connections at a time
+    (the server's max_connections is shared with Sessionary's own pools)."""
+    for open_system in systems:
+        system = await open_system()
+        try:
+            await body(system)
+        finally:
+            await system.close()
+
+
+async def bench(args: argparse.Namespace) -> str:
+    database_url = os.environ.get("DATABASE_URL")
+    if not database_url:
+        raise SystemExit("Set DATABASE_URL to a PostgreSQL server (see bench/README.md).")
+    sizes = sizes_from(args)
+    dbs = Databases.on(database_url, args.db_prefix)
+    results = Results()
+    started = time.monotonic()
+
+    log("creating and migrating the bench databases")
+    await databases.recreate(dbs)
+    databases.migrate(dbs.sessionary)
+    databases.migrate(dbs.floor)
+    adk = None if args.skip_adk else Adk(dbs.adk, pool=sizes.clients)
+    if adk is not None:
+        await adk.prepare()
+    log("seeding the long session and the listed sessions")
+    await seed_small(dbs, sizes)
+
+    with server.Server(dbs.sessionary, args.workers, {"SESSIONARY_AUTH": "false"}) as serve:
+        log(f"sessionary serve --workers {args.workers} on port {serve.port}")
+        results.ceiling_rps = await loadgen.ceiling(
+            serve.host,
+            serve.port,
+            clients=sizes.clients,
+            requests=20_000 if not args.quick else 500,
+        )
+        await memory_probe(serve, sizes, results)
+
+        sessionary = Sessionary(serve.host, serve.port)
+
+        async def open_sessionary() -> System:
+            return sessionary
+
+        async def open_adk() -> System:
+            assert adk is not None
+            return adk
+
+        async def open_floor() -> System:
+            floor = Floor(dbs.floor, pool=sizes.clients)
+            await floor.open()
+            return floor
+
+        systems = [open_sessionary] + ([open_adk] if adk else []) + [open_floor]
+        await phase(systems, lambda system: run_small(system, sizes, results, "small"))
+
+        if not args.skip_growth:
+            log(f"S6: loading {sizes.growth_events:,} events into each database")
+            loading = time.monotonic()
+            await seed_growth(dbs, sizes)
+            results.notes.append(
+                f"S6 load: {sizes.growth_events:,} events over {sizes.growth_sessions:,} "
+                f"sessions per database, by INSERT … SELECT, {time.monotonic() - loading:.0f} s."
+            )
+            before = await databases.scan_counts(dbs.sessionary)
+            await run_growth(sessionary, sizes, results, "big")
+            await asyncio.sleep(11)  # idle backends flush their table statistics within 10 s
+            after = await databases.scan_counts(dbs.sessionary)
+            results.s6_scans = {
+                table: (after[table][0] - before[table][0], after[table][1] - before[table][1])
+                for table in after
+            }
+            await phase(systems[1:], lambda system: run_growth(system, sizes, results, "big"))
+        results.worker_peak_rss = serve.peak_per_worker()
+
+    results.notes.append(f"Sizes: {dataclasses.asdict(sizes)}.")
+    results.notes.append(f"Whole run: {(time.monotonic() - started) / 60:.1f} min.")
+    return render(results, header())
+
+
+def header() -> str:
+    cpu = "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    memory_kib = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            memory_kib = int(line.split()[1])
+    return (
+        f"Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} CPUs ({cpu}), "
+        f"{memory_kib / 1024 / 1024:.0f} GiB RAM, Python {platform.python_version()}."
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    report = asyncio.run(bench(args))
+    print(report)
+    if args.output:
+        args.output.write_text(report + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""`SessionaryService`: google-adk's `BaseSessionService` backed by a Sessionary server.
+
+    runner = Runner(agent=agent, app_name="my-app",
+                    session_service=SessionaryService("http://127.0.0.1:8000"))
+
+It keeps ADK's in-process contract: `get_session` gives None for a missing session,
+`create_session` raises `AlreadyExistsError`, `append_event` applies `temp:` keys to the live
+session and strips them from the stored event, skips partial events, raises
+`SessionNotFoundError` for a missing session and `StaleSessionError` when the session changed
+on the server since it was loaded (the append carries the loaded version as If-Match).
+"""
+
+import weakref
+from typing import Any
+
+import httpx
+from google.adk.errors import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+
+from sessionary_client import errors
+from sessionary_client import models as wire
+from sessionary_client._client import DEFAULT_TIMEOUT, AsyncSessionaryClient
+
+_STALE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+
+
+class _Versions:
+    """The server version of each Session object handed out, without touching the object.
+
+    A private attribute on the Session would make it compare unequal to the one ADK's own
+    services return (pydantic compares private attributes), so the version lives here,
+    keyed by object identity and dropped when the object is collected.
+    """
+
+    def __init__(self) -> None:
+        self._by_object: dict[int, int] = {}
+
+    def get(self, session: Session) -> int | None:
+        return self._by_object.get(id(session))
+
+    def set(self, session: Session, version: int) -> None:
+        key = id(session)
+        if key not in self._by_object:
+            weakref.finalize(session, self._by_object.pop, key, None)
+        self._by_object[key] = version
+
+
+def _event(data: wire.Event) -> Event:
+    # `seq` is ours, not ADK's; Event ignores unknown fields today, but must not have to.
+    return Event.model_validate({k: v for k, v in data.items() if k != "seq"})
+
+
+class SessionaryService(BaseSessionService):
+    """ADK sessions stored in Sessionary: any number of processes may share them."""
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retries: int = 2,
+        api_key: str | None = None,
+        headers: dict[str, str] | None = None,
+        client: AsyncSessionaryClient | None = None,
+    ) -> None:
+        self.client = client or AsyncSessionaryClient(
+            base_url, timeout=timeout, retries=retries, api_key=api_key, headers=headers
+        )
+        self._versions = _Versions()
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    def _session(self, data: wire.Session) -> Session:
+        session = Session(
+            id=data["id"],
+            app_name=data["appName"],
+            user_id=data["userId"],
+            state=data["state"],
+            events=[_event(event) for event in data["events"]],
+            last_update_time=data["lastUpdateTime"],
+        )
+        self._versions.set(session, data["version"])
+        return session
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        # As ADK's in-memory service: surrounding blanks are ignored, a blank id means "pick one".
+        chosen = session_id.strip() or None if session_id is not None else None
+        try:
+            created = await self.client.create_session(
+                app_name, user_id, session_id=chosen, state=state
+            )
+        except errors.SessionAlreadyExistsError as error:
+            raise AlreadyExistsError(f"Session with id {chosen} already exists.") from error
+        return self._session(created)
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        config = config or GetSessionConfig()
+        try:
+            found = await self.client.get_session(
+                app_name,
+                user_id,
+                session_id,
+                num_recent_events=config.num_recent_events,
+                after_timestamp=config.after_timestamp,
+            )
+        except errors.SessionNotFoundError:
+            return None
+        return self._session(found)
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        sessions = [
+            self._session(data)
+            async for data in self.client.iter_sessions(app_name, user_id, page_size=1000)
+        ]
+        return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        try:
+            await self.client.delete_session(app_name, user_id, session_id)
+        except errors.SessionNotFoundError:
+            pass  # ADK's services delete a missing session silently.
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await self.client.get_user_state(app_name, user_id)
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        # The same steps, in the same order, as ADK's own services: temp keys reach the live
+        # session (later agents of this invocation read them), never the store.
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        loaded = self._versions.get(session)
+        try:
+            stored = await self.client.append_event(
+                session.app_name,
+                session.user_id,
+                session.id,
+                event.model_dump(mode="json", by_alias=True, exclude_none=True),
+                if_match=loaded,
+            )
+        except errors.StaleSessionError as error:
+            raise StaleSessionError(_STALE) from error
+        except errors.SessionNotFoundError as error:
+            raise SessionNotFoundError(f"Session {session.id} not found.") from error
+        if loaded is not None and stored["seq"] <= loaded:
+            # The server already held this very event (a re-delivery): like ADK's in-memory
+            # service, leave the session as it is rather than apply the event twice.
+            return event
+        self._versions.set(session, stored["seq"])
+        session.last_update_time = event.timestamp
+        return self._commit_event_to_session(session, event)

@@ -1,0 +1,115 @@
+"""The client's error tree: every problem+json answer becomes the exception named by its `code`.
+
+    SessionaryError                          anything this package raises on purpose
+    └── APIError                             the server answered with an error status
+        ├── NotFoundError                    404
+        │   └── SessionNotFoundError         404 session_not_found
+        ├── ConflictError                    409
+        │   ├── SessionAlreadyExistsError    409 session_already_exists
+        │   └── EventConflictError           409 event_conflict
+        ├── StaleSessionError                412 stale_session (has `current_version`)
+        ├── PayloadTooLargeError             413 payload_too_large
+        ├── InvalidRequestError              422 validation_error (has `errors`)
+        └── ServiceUnavailableError          503 database_unavailable, schema_behind
+
+Network failures stay httpx's own (`httpx.TransportError`), after the client's retries.
+"""
+
+from typing import Any
+
+import httpx
+
+
+class SessionaryError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class APIError(SessionaryError):
+    """An error answer. `problem` is the RFC 9457 body (synthesised when the body was not one)."""
+
+    def __init__(self, status: int, problem: dict[str, Any]) -> None:
+        self.status = status
+        self.problem = problem
+        self.code: str = str(problem.get("code", "http_error"))
+        self.detail: str = str(problem.get("detail", ""))
+        super().__init__(f"{status} {self.code}: {self.detail}")
+
+
+class NotFoundError(APIError):
+    pass
+
+
+class SessionNotFoundError(NotFoundError):
+    pass
+
+
+class ConflictError(APIError):
+    pass
+
+
+class SessionAlreadyExistsError(ConflictError):
+    pass
+
+
+class EventConflictError(ConflictError):
+    """The event id is already stored with other content: a new event needs a new id."""
+
+
+class StaleSessionError(APIError):
+    """If-Match named an older version; nothing was written. Reload the session and retry."""
+
+    @property
+    def current_version(self) -> int | None:
+        version = self.problem.get("currentVersion")
+        return version if isinstance(version, int) else None
+
+
+class PayloadTooLargeError(APIError):
+    pass
+
+
+class InvalidRequestError(APIError):
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        errors = self.problem.get("errors")
+        return errors if isinstance(errors, list) else []
+
+
+class ServiceUnavailableError(APIError):
+    pass
+
+
+_BY_CODE: dict[str, type[APIError]] = {
+    "session_not_found": SessionNotFoundError,
+    "session_already_exists": SessionAlreadyExistsError,
+    "event_conflict": EventConflictError,
+    "stale_session": StaleSessionError,
+    "payload_too_large": PayloadTooLargeError,
+    "validation_error": InvalidRequestError,
+}
+# For codes this client does not know yet (newer servers) and for non-problem bodies.
+_BY_STATUS: dict[int, type[APIError]] = {
+    404: NotFoundError,
+    409: ConflictError,
+    412: StaleSessionError,
+    413: PayloadTooLargeError,
+    422: InvalidRequestError,
+    503: ServiceUnavailableError,
+}
+
+
+def error_for(response: httpx.Response) -> APIError:
+    """The typed exception for an error response."""
+    problem: dict[str, Any]
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        problem = body
+    else:
+        # A proxy's or load balancer's page, not the service's: keep what we can for debugging.
+        problem = {"status": response.status_code, "detail": response.text[:500]}
+    code = problem.get("code")
+    kind = _BY_CODE.get(code) if isinstance(code, str) else None
+    return (kind or _BY_STATUS.get(response.status_code, APIError))(response.status_code, problem)

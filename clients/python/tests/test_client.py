@@ -1,0 +1,279 @@
+"""The sync and async clients on a live server: every endpoint, typed errors, paging, retries."""
+
+import httpx
+import pytest
+from sessionary_client import (
+    APIError,
+    AsyncSessionaryClient,
+    EventConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    ServiceUnavailableError,
+    SessionAlreadyExistsError,
+    SessionaryClient,
+    SessionNotFoundError,
+    StaleSessionError,
+)
+from sessionary_client.errors import error_for
+
+USER = "ada"
+
+
+def event(event_id: str, timestamp: float, **delta: object) -> dict[str, object]:
+    return {
+        "id": event_id,
+        "author": "agent",
+        "invocationId": "inv-1",
+        "timestamp": timestamp,
+        "actions": {"stateDelta": delta},
+    }
+
+
+def test_sync_client_covers_every_endpoint(sync_client: SessionaryClient, app_name: str) -> None:
+    created = sync_client.create_session(
+        app_name,
+        USER,
+        session_id="s1",
+        state={"k": 1, "app:a": 2, "user:u": 3, "temp:t": 4},
+        events=[{"author": "user", "timestamp": 1.0}],
+    )
+    assert created["state"] == {"k": 1, "app:a": 2, "user:u": 3}
+    assert created["version"] == 1 and created["events"][0]["id"]
+
+    stored = sync_client.append_event(app_name, USER, "s1", event("e2", 2.0, k=5), if_match=1)
+    assert stored["seq"] == 2
+    patched = sync_client.update_session_state(app_name, USER, "s1", {"k": 6}, if_match=2)
+    assert patched["state"]["k"] == 6 and patched["version"] == 3
+    batch = [event("e4", 4.0), {"author": "user", "timestamp": 5.0}]
+    assert [e["seq"] for e in sync_client.append_events(app_name, USER, "s1", batch)] == [4, 5]
+    assert sync_client.health() == {"status": "ok"}
+    assert sync_client.readiness()["status"] == "ready"
+
+    recent = sync_client.get_session(app_name, USER, "s1", num_recent_events=1)
+    assert [e["seq"] for e in recent["events"]] == [5]
+    since = sync_client.get_session(app_name, USER, "s1", after_timestamp=2.0)
+    assert [e["seq"] for e in since["events"]] == [2, 3, 4, 5]
+
+    page = sync_client.list_events(app_name, USER, "s1", page_size=2)
+    assert [e["seq"] for e in page["events"]] == [1, 2] and page["nextPageToken"]
+    newest_first = sync_client.iter_events(app_name, USER, "s1", page_size=2, order="desc")
+    assert [e["seq"] for e in newest_first] == [5, 4, 3, 2, 1]
+    after = sync_client.iter_events(app_name, USER, "s1", after_seq=1, before_timestamp=2.5)
+    assert [e["id"] for e in after] == ["e2"]
+
+    sync_client.create_session(app_name, "bob", session_id="s2")
+    listed = sync_client.list_sessions(app_name, USER)
+    assert [s["id"] for s in listed["sessions"]] == ["s1"] and listed["nextPageToken"] is None
+    everyone = sync_client.iter_sessions(app_name, page_size=1)
+    assert sorted(s["userId"] for s in everyone) == ["ada", "bob"]
+
+    assert sync_client.update_app_state(app_name, {"b": 1}) == {"a": 2, "b": 1}
+    assert sync_client.get_app_state(app_name) == {"a": 2, "b": 1}
+    assert sync_client.update_user_state(app_name, USER, {"v": None}) == {"u": 3, "v": None}
+    assert sync_client.get_user_state(app_name, USER) == {"u": 3, "v": None}
+
+    sync_client.delete_session(app_name, USER, "s1")
+    with pytest.raises(SessionNotFoundError):
+        sync_client.get_session(app_name, USER, "s1")
+
+
+async def test_async_client_covers_every_endpoint(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    created = await client.create_session(app_name, USER, state={"user:u": 1})
+    session_id = created["id"]
+    stored = await client.append_event(
+        app_name, USER, session_id, event("e1", 1.0, k=1), if_match=0
+    )
+    assert stored["seq"] == 1
+    patched = await client.update_session_state(app_name, USER, session_id, {"k": 2})
+    assert patched["version"] == 2
+    batch = [event("e3", 3.0), event("e4", 4.0)]
+    stored_batch = await client.append_events(app_name, USER, session_id, batch, if_match=2)
+    assert [e["seq"] for e in stored_batch] == [3, 4]
+    assert await client.append_events(app_name, USER, session_id, batch) == stored_batch
+    assert await client.health() == {"status": "ok"}
+    assert (await client.readiness())["status"] == "ready"
+    found = await client.get_session(app_name, USER, session_id, num_recent_events=0)
+    assert found["events"] == [] and found["state"] == {"k": 2, "user:u": 1}
+
+    page = await client.list_events(app_name, USER, session_id, page_size=1, order="desc")
+    assert [e["seq"] for e in page["events"]] == [4]
+    pages = client.iter_events(app_name, USER, session_id, page_size=1, before_timestamp=4.0)
+    assert [e["seq"] async for e in pages] == [1, 3]
+
+    for _ in range(2):
+        await client.create_session(app_name, USER)
+    listed = await client.list_sessions(app_name, USER, page_size=2, order="desc")
+    assert len(listed["sessions"]) == 2 and listed["nextPageToken"]
+    assert len([s async for s in client.iter_sessions(app_name, USER, page_size=2)]) == 3
+    assert len([s async for s in client.iter_sessions(app_name)]) == 3
+
+    assert await client.update_app_state(app_name, {"a": 1}) == {"a": 1}
+    assert await client.get_app_state(app_name) == {"a": 1}
+    assert await client.update_user_state(app_name, USER, {"w": 2}) == {"u": 1, "w": 2}
+    assert await client.get_user_state(app_name, USER) == {"u": 1, "w": 2}
+
+    await client.delete_session(app_name, USER, session_id)
+    with pytest.raises(SessionNotFoundError):
+        await client.delete_session(app_name, USER, session_id)
+
+
+async def test_ids_with_spaces_and_reserved_characters_round_trip(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    odd = "a b?c#d%e&f ✓"
+    await client.create_session(app_name + odd, odd, session_id=odd)
+    found = await client.get_session(app_name + odd, odd, odd)
+    assert (found["appName"], found["userId"], found["id"]) == (app_name + odd, odd, odd)
+
+
+async def test_problems_become_exceptions_named_by_their_code(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    with pytest.raises(SessionNotFoundError) as missing:
+        await client.get_session(app_name, USER, "nope")
+    assert missing.value.status == 404 and missing.value.problem["instance"].endswith("/nope")
+
+    await client.create_session(app_name, USER, session_id="s1")
+    with pytest.raises(SessionAlreadyExistsError):
+        await client.create_session(app_name, USER, session_id="s1")
+
+    await client.append_event(app_name, USER, "s1", event("e1", 1.0))
+    with pytest.raises(StaleSessionError) as stale:
+        await client.append_event(app_name, USER, "s1", event("e2", 2.0), if_match=0)
+    assert stale.value.code == "stale_session" and stale.value.current_version == 1
+
+    with pytest.raises(EventConflictError):
+        await client.append_event(app_name, USER, "s1", event("e1", 1.0, changed=True))
+
+    with pytest.raises(InvalidRequestError) as invalid:
+        await client.list_sessions(app_name, USER, page_size=0)
+    assert invalid.value.errors and invalid.value.detail
+
+
+def test_unknown_codes_fall_back_on_the_status_and_non_problem_bodies_are_kept() -> None:
+    request = httpx.Request("GET", "http://sessionary/x")
+    newer = httpx.Response(404, json={"code": "label_not_found", "detail": "d"}, request=request)
+    assert type(error_for(newer)) is NotFoundError
+    proxy = httpx.Response(503, text="<html>Bad gateway</html>", request=request)
+    error = error_for(proxy)
+    assert type(error) is ServiceUnavailableError and error.code == "http_error"
+    assert "Bad gateway" in error.detail
+    odd = httpx.Response(418, json={"title": "teapot"}, request=request)
+    assert type(error_for(odd)) is APIError
+
+
+async def test_partial_events_are_echoed_not_stored(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    await client.create_session(app_name, USER, session_id="s1")
+    echoed = await client.append_event(app_name, USER, "s1", {"author": "a", "partial": True})
+    assert "seq" not in echoed
+    assert (await client.get_session(app_name, USER, "s1"))["version"] == 0
+
+
+class LoseFirstAnswer(httpx.AsyncBaseTransport):
+    """Delivers the first request to the server, then pretends its answer never came back."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.requests = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        self.requests += 1
+        if self.requests == 1:
+            await response.aread()
+            await response.aclose()
+            raise httpx.ReadTimeout("the answer was lost", request=request)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class RefuseFirstConnection(httpx.AsyncBaseTransport):
+    """The first request never reaches the server; later ones do."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.requests = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests += 1
+        if self.requests == 1:
+            raise httpx.ConnectError("connection refused", request=request)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def flaky(live_server: str, transport: httpx.AsyncBaseTransport) -> AsyncSessionaryClient:
+    http = httpx.AsyncClient(base_url=live_server, transport=transport)
+    return AsyncSessionaryClient(live_server, http=http, backoff=0.01)
+
+
+async def test_an_append_whose_answer_was_lost_is_resent_and_stored_once(
+    client: AsyncSessionaryClient, live_server: str, app_name: str
+) -> None:
+    await client.create_session(app_name, USER, session_id="s1")
+    transport = LoseFirstAnswer()
+    no_id = {"author": "user", "timestamp": 1.0}  # the client gives it one, kept across resends
+    async with flaky(live_server, transport) as retrying:
+        stored = await retrying.append_event(app_name, USER, "s1", no_id, if_match=0)
+    assert transport.requests == 2 and stored["seq"] == 1 and stored["id"]
+    assert (await client.get_session(app_name, USER, "s1"))["version"] == 1
+
+
+async def test_a_create_whose_answer_was_lost_is_not_resent(
+    live_server: str, app_name: str
+) -> None:
+    transport = LoseFirstAnswer()
+    async with flaky(live_server, transport) as retrying:
+        with pytest.raises(httpx.ReadTimeout):
+            await retrying.create_session(app_name, USER)
+    assert transport.requests == 1
+
+
+async def test_a_request_that_never_left_is_resent_whatever_it_is(
+    client: AsyncSessionaryClient, live_server: str, app_name: str
+) -> None:
+    transport = RefuseFirstConnection()
+    async with flaky(live_server, transport) as retrying:
+        created = await retrying.create_session(app_name, USER)
+    assert transport.requests == 2
+    assert len((await client.list_sessions(app_name, USER))["sessions"]) == 1
+    assert created["version"] == 0
+
+
+class RefuseEveryConnection(httpx.AsyncBaseTransport):
+    def __init__(self) -> None:
+        self.requests = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests += 1
+        raise httpx.ConnectError("connection refused", request=request)
+
+
+async def test_retries_give_up_after_the_configured_number(live_server: str) -> None:
+    transport = RefuseEveryConnection()
+    http = httpx.AsyncClient(base_url=live_server, transport=transport)
+    async with AsyncSessionaryClient(live_server, http=http, retries=3, backoff=0.01) as down:
+        with pytest.raises(httpx.ConnectError):
+            await down.get_app_state("any")
+    assert transport.requests == 4
+
+
+def test_an_api_key_is_sent_as_a_bearer_token() -> None:
+    seen: list[str | None] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("Authorization"))
+        return httpx.Response(200, json={"state": {}})
+
+    with SessionaryClient("http://sessionary", api_key="sk_test") as keyed:
+        keyed._http._transport = httpx.MockTransport(answer)
+        keyed.get_app_state("any")
+    assert seen == ["Bearer sk_test"]

@@ -1,0 +1,22 @@
+"""The README's "Use it from ADK" example runs as written."""
+
+import re
+from pathlib import Path
+
+from google.adk.runners import Runner
+from sessionary_client.adk import SessionaryService
+
+README = Path(__file__).parents[1] / "README.md"
+
+
+async def test_the_use_it_from_adk_example_builds_a_runner_on_sessionary() -> None:
+    section = README.read_text().split("## Use it from ADK", 1)[1]
+    example = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert example is not None
+    assert len(example.group(1).strip().splitlines()) <= 6
+    scope: dict[str, object] = {}
+    exec(example.group(1), scope)
+    runner = scope["runner"]
+    assert isinstance(runner, Runner)
+    assert isinstance(runner.session_service, SessionaryService)
+    await runner.session_service.close()

@@ -1,0 +1,35 @@
+"""Alembic environment: runs migrations over the service's own async engine settings."""
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from app.config import get_settings
+from app.db import create_engine
+from app.models import Base
+
+target_metadata = Base.metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(connection=connection, target_metadata=target_metadata)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_online() -> None:
+    url = context.config.attributes.get("database_url") or get_settings().database_url
+    if url is None:
+        raise SystemExit("DATABASE_URL is not set: there is no database to migrate.")
+    engine = create_engine(str(url), pool_size=1)
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_run)
+    finally:
+        await engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("Offline (SQL script) migrations are not supported; run against a database.")
+asyncio.run(_run_online())

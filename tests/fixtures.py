@@ -1,0 +1,175 @@
+"""Fixtures: a real PostgreSQL, a throwaway database built by Alembic, an HTTP client on the app.
+
+The server is TEST_DATABASE_URL or DATABASE_URL when set, else an embedded PostgreSQL started
+for this test session. Either way the tests create their own database on it and drop it after.
+"""
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from app import db
+from app.config import Settings
+from app.embedded import EmbeddedPostgres
+from app.main import create_app
+
+
+def with_database(dsn: str, name: str) -> str:
+    return make_url(dsn).set(database=name).render_as_string(hide_password=False)
+
+
+def admin(dsn: str, *statements: str) -> None:
+    async def run() -> None:
+        connection = await asyncpg.connect(with_database(dsn, "postgres"))
+        try:
+            for statement in statements:
+                await connection.execute(statement)
+        finally:
+            await connection.close()
+
+    asyncio.run(run())
+
+
+@pytest.fixture(scope="session")
+def server_dsn() -> Iterator[str]:
+    """A PostgreSQL server the tests may create databases on."""
+    given = os.environ.get("TEST_DATABASE_URL") or os.environ.get("DATABASE_URL")
+    if given:
+        yield given.replace("+asyncpg", "")
+        return
+    folder = Path(tempfile.mkdtemp(prefix="sessionary-test-pg-"))
+    folder.chmod(0o755)  # under root the server runs as `nobody`, which must reach its data
+    server = EmbeddedPostgres(folder)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def new_database(server_dsn: str) -> Iterator[Callable[[], str]]:
+    """A factory of empty databases, all dropped at the end of the session."""
+    created: list[str] = []
+
+    def create() -> str:
+        name = f"sessionary_test_{uuid.uuid4().hex[:12]}"
+        admin(server_dsn, f'CREATE DATABASE "{name}"')
+        created.append(name)
+        return with_database(server_dsn, name)
+
+    yield create
+    for name in created:
+        admin(server_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def database_url(new_database: Callable[[], str]) -> str:
+    """The database the HTTP tests use, migrated to head by Alembic."""
+    url = new_database()
+    db.upgrade(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, auth=False)
+
+
+@pytest.fixture(scope="session")
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture(autouse=True)
+async def _empty_tables(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """Every test that touches the database starts from empty tables."""
+    yield
+    if "app" in request.fixturenames:
+        application: FastAPI = request.getfixturevalue("app")
+        async with application.state.sessionmaker() as session:
+            await session.execute(text("TRUNCATE sessions, events, app_states, user_states"))
+            await session.commit()
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http:
+        yield http
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_server(
+    database_url: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`sessionary serve` as users run it, on a free loopback port; returns once it answers."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(Path(sys.executable).with_name("sessionary")), "serve", "--port", str(port), *args],
+        env={**os.environ, "SESSIONARY_AUTH": "false", **(env or {}), "DATABASE_URL": database_url},
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(f"{base_url}/readyz", timeout=1).raise_for_status()
+            return process, base_url
+        except httpx.TransportError:
+            if process.poll() is not None:
+                raise RuntimeError("sessionary serve exited during start-up") from None
+            if time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError("sessionary serve did not answer within 30 s") from None
+            time.sleep(0.2)
+
+
+def keys_command(database_url: str, *args: str) -> str:
+    """Run the real `sessionary keys …` command; returns what it printed (a new key, a list)."""
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("sessionary")), "keys", *args],
+        env={**os.environ, "DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> int:
+    process.send_signal(signal.SIGTERM)
+    return process.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def live_server(database_url: str) -> Iterator[str]:
+    """The base URL of a real server process (two workers) on the test database."""
+    process, base_url = start_server(database_url, "--workers", "2")
+    try:
+        yield base_url
+    finally:
+        stop_server(process)

@@ -1,0 +1,89 @@
+"""End to end: the real `sessionary serve` process on a loopback port, driven over HTTP."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fixtures import free_port, start_server, stop_server
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_whole_conversation_against_the_real_server(database_url: str) -> None:
+    process, base_url = start_server(database_url, "--workers", "2")
+    try:
+        converse(base_url)
+    finally:
+        assert stop_server(process) == 0, "SIGTERM must end the server cleanly"
+
+
+def converse(base_url: str) -> None:
+    with httpx.Client(base_url=base_url, timeout=10) as http:
+        created = http.post(
+            "/apps/shop/users/ada/sessions",
+            json={"sessionId": "chat", "state": {"user:tier": "gold"}},
+        )
+        assert created.status_code == 201
+        turns = [
+            {"author": "user", "content": {"role": "user", "parts": [{"text": "Weather?"}]}},
+            {
+                "author": "assistant",
+                "content": {"parts": [{"functionCall": {"id": "c1", "name": "weather"}}]},
+            },
+            {
+                "author": "assistant",
+                "content": {"parts": [{"functionResponse": {"id": "c1", "name": "weather"}}]},
+                "actions": {"stateDelta": {"app:calls": 1, "last_city": "Oslo", "temp:x": 1}},
+            },
+            {"author": "assistant", "content": {"parts": [{"text": "Sunny in Oslo."}]}},
+        ]
+        for n, turn in enumerate(turns, start=1):
+            response = http.post(
+                "/apps/shop/users/ada/sessions/chat/events",
+                json={"id": f"e{n}", "invocationId": "i1", **turn},
+                headers={"If-Match": f'"{n - 1}"'},
+            )
+            assert response.status_code == 201, response.text
+        session = http.get("/apps/shop/users/ada/sessions/chat").json()
+        assert [e["id"] for e in session["events"]] == ["e1", "e2", "e3", "e4"]
+        assert session["state"] == {"last_city": "Oslo", "app:calls": 1, "user:tier": "gold"}
+        recent = http.get("/apps/shop/users/ada/sessions/chat", params={"numRecentEvents": 1})
+        assert [e["id"] for e in recent.json()["events"]] == ["e4"]
+        page = http.get("/apps/shop/users/ada/sessions/chat/events", params={"pageSize": 3})
+        assert len(page.json()["events"]) == 3 and page.json()["nextPageToken"]
+        assert http.delete("/apps/shop/users/ada/sessions/chat").status_code == 204
+        assert http.get("/apps/shop/users/ada/sessions/chat").status_code == 404
+
+
+def test_serve_without_database_url_runs_an_embedded_postgres_and_stops_it() -> None:
+    tmp_path = Path(tempfile.mkdtemp(prefix="sessionary-serve-"))
+    tmp_path.chmod(0o755)  # under root, PostgreSQL runs as `nobody`, which must reach it
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DATABASE_URL")}
+    port = free_port()
+    process = subprocess.Popen(
+        [str(Path(sys.executable).with_name("sessionary")), "serve", "--port", str(port)],
+        env={**env, "SESSIONARY_DATA_DIR": str(tmp_path / "data")},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        converse(f"http://127.0.0.1:{port}")
+    finally:
+        assert stop_server(process) == 0
+    assert (tmp_path / "data" / "pgdata" / "PG_VERSION").exists()
+    assert not (tmp_path / "data" / "pgdata" / "postmaster.pid").exists(), "PostgreSQL stopped"
+    shutil.rmtree(tmp_path)
