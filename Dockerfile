@@ -1,17 +1,21 @@
-# Sessionary: the API server. Run `sessionary migrate` once per release (same image) before
-# starting it; it needs DATABASE_URL pointing at PostgreSQL. Mirrors the Makefile's install:
-# a venv, dependencies pinned by requirements.lock, the project installed editable.
+# Sessionary: the API server. It needs DATABASE_URL pointing at PostgreSQL, and the schema
+# migrated by `sessionary migrate` (same image, a separate step, once per release) before
+# `sessionary serve` starts: serve refuses a schema that is behind.
+# Mirrors the Makefile's install: a venv, pip upgraded, the project installed editable with
+# its dependencies pinned by requirements.lock; the service alone (no extras, no client).
 FROM python:3.12-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-RUN python -m venv /venv
+RUN python -m venv /venv && /venv/bin/python -m pip install --quiet --upgrade pip
 WORKDIR /srv
 # Dependencies first: this layer is rebuilt only when the pins change.
 COPY pyproject.toml requirements.lock README.md ./
-RUN mkdir app && /venv/bin/pip install -c requirements.lock . && /venv/bin/pip uninstall -y sessionary
+RUN mkdir app && /venv/bin/python -m pip install --quiet -c requirements.lock . \
+    && /venv/bin/python -m pip uninstall --quiet -y sessionary
 COPY alembic.ini ./
 COPY migrations ./migrations
 COPY app ./app
-RUN /venv/bin/pip install --no-deps -e .
+# Editable, as in the Makefile: the app finds alembic.ini and migrations/ next to app/.
+RUN /venv/bin/python -m pip install --quiet --no-deps -c requirements.lock -e .
 
 FROM python:3.12-slim
 RUN useradd --system --uid 10001 --no-create-home sessionary
@@ -22,4 +26,7 @@ USER sessionary
 ENV PATH=/venv/bin:$PATH PYTHONUNBUFFERED=1
 EXPOSE 8000
 STOPSIGNAL SIGTERM
+# Liveness only (the process answers); the slim image has no curl, so Python asks.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2)"]
 CMD ["sessionary", "serve", "--host", "0.0.0.0", "--port", "8000"]

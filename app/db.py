@@ -1,5 +1,6 @@
 """The database handle: engine, sessionmaker, and the migration state of the schema."""
 
+from functools import cache
 from pathlib import Path
 
 from alembic import command
@@ -44,9 +45,13 @@ def create_engine(
     connect_timeout: float = 5.0,
     command_timeout: float = 30.0,
 ) -> AsyncEngine:
-    """Every wait is bounded: a database that is down or stuck is a 503, never a hang."""
+    """Every wait is bounded: a database that is down or stuck is a 503, never a hang.
+
+    `hide_parameters`: a logged database error must not carry event bodies or state.
+    """
     return create_async_engine(
         async_url(dsn),
+        hide_parameters=True,
         pool_size=pool_size,
         max_overflow=max_overflow,
         pool_timeout=connect_timeout,
@@ -73,7 +78,9 @@ def downgrade(dsn: str, revision: str) -> None:
     command.downgrade(alembic_config(dsn), revision)
 
 
+@cache
 def head_revision() -> str | None:
+    """The migration head this code needs; read once, as the scripts ship with the code."""
     return ScriptDirectory.from_config(Config(ALEMBIC_INI)).get_current_head()
 
 

@@ -65,6 +65,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         redirect_slashes=False,
+        # Operation ids are the route functions' names: `create_session`, `append_event`, …
+        generate_unique_id_function=lambda route: route.name,
     )
     app.state.settings = settings
     app.state.grant_cache = GrantCache(settings.auth_cache_seconds)
@@ -83,7 +85,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 description=app.description,
                 routes=app.routes,
             )
-            schema["components"]["schemas"]["Problem"] = Problem.model_json_schema()
+            problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+            schema["components"]["schemas"].update(problem.pop("$defs"))
+            schema["components"]["schemas"]["Problem"] = problem
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -6,7 +6,6 @@ Metrics work across uvicorn workers through prometheus-client's multiprocess mod
 
 import json
 import logging
-import os
 import re
 import time
 import uuid
@@ -21,10 +20,12 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
+    values,
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.pool import QueuePool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 access_log = logging.getLogger("sessionary.access")
@@ -54,11 +55,14 @@ POOL_IN_USE = Gauge(
     multiprocess_mode="livesum",
 )
 
-_REQUEST_ID = re.compile(r"^[\w.:-]{1,128}$")
+_REQUEST_ID = re.compile(r"[\w.:-]{1,128}", re.ASCII)  # matched against the whole value
 
 
 def metrics_text() -> tuple[bytes, str]:
-    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+    # Whether values live in shared files is fixed when prometheus_client is imported. With one
+    # worker, `sessionary serve` imports it before it sets PROMETHEUS_MULTIPROC_DIR and serves
+    # from that same process, so the values are in memory although the variable is set.
+    if values.ValueClass is not values.MutexValue:
         registry = CollectorRegistry()
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return generate_latest(registry), CONTENT_TYPE_LATEST
@@ -67,6 +71,9 @@ def metrics_text() -> tuple[bytes, str]:
 
 def instrument_pool(engine: AsyncEngine) -> None:
     pool = engine.sync_engine.pool
+    if isinstance(pool, QueuePool):  # connections opened before this (the start-up check)
+        POOL_OPEN.inc(pool.checkedin() + pool.checkedout())
+        POOL_IN_USE.inc(pool.checkedout())
     event.listen(pool, "connect", lambda *_: POOL_OPEN.inc())
     event.listen(pool, "close", lambda *_: POOL_OPEN.dec())
     event.listen(pool, "checkout", lambda *_: POOL_IN_USE.inc())
@@ -84,7 +91,9 @@ class RequestObserver:
             await self.app(scope, receive, send)
             return
         given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+        request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+        # For the 500 handler, whose answer is sent outside this middleware.
+        scope.setdefault("state", {})["request_id"] = request_id
         status = 500
         started = time.perf_counter()
 
@@ -153,5 +162,7 @@ def log_config(level: str = "INFO") -> dict[str, Any]:
             "uvicorn": {"handlers": [], "propagate": True},
             "uvicorn.error": {"handlers": [], "propagate": True},
             "uvicorn.access": {"handlers": [], "propagate": False},
+            # Its INFO lines come with every /readyz (it reads the schema revision).
+            "alembic": {"level": "WARNING"},
         },
     }

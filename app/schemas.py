@@ -1,10 +1,12 @@
 """The wire format: ADK's camelCase JSON, accepting snake_case on input."""
 
+import enum
 import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
+from typing_extensions import TypeAliasType
 
 from app.models import ID_LENGTH
 
@@ -16,8 +18,26 @@ Id = Annotated[
     StringConstraints(min_length=1, max_length=ID_LENGTH, pattern=ID_PATTERN),
     Field(description=ID_DESCRIPTION),
 ]
-State = dict[str, Any]
-Order = Literal["asc", "desc"]
+# A named alias, so the spec has one `State` schema and generated SDKs one State class.
+State = TypeAliasType(
+    "State",
+    Annotated[
+        dict[str, Any],
+        Field(
+            description="Key-value state. In a delta, `app:` and `user:` keys address the app's "
+            "and the user's shared state and `temp:` keys are dropped; values are any JSON."
+        ),
+    ],
+)
+
+
+class Order(enum.StrEnum):
+    """`asc`: oldest first; `desc`: newest first."""
+
+    ASC = "asc"
+    DESC = "desc"
+
+
 INT64_MAX = 2**63 - 1
 # Epoch seconds of years 1 to 9999: what PostgreSQL timestamps and Python datetimes both hold.
 MIN_TIMESTAMP, MAX_TIMESTAMP = -62135596800.0, 253402300799.0
@@ -148,6 +168,12 @@ class ScopeState(WireModel):
     state: State = Field(description="Keys without their `app:`/`user:` prefix.")
 
 
+class ValidationErrorItem(BaseModel):
+    loc: list[str | int] = Field(description="Where: `body`, `query` or `path`, then the field.")
+    msg: str
+    type: str = Field(description="The kind of check that failed, e.g. `missing`.")
+
+
 class Problem(BaseModel):
     """An error, as RFC 9457 problem details."""
 
@@ -161,7 +187,7 @@ class Problem(BaseModel):
         "`database_unavailable`, `not_found`, `internal_error`, …"
     )
     instance: str = Field(description="The request path.")
-    errors: list[dict[str, Any]] | None = Field(
+    errors: list[ValidationErrorItem] | None = Field(
         default=None, description="For `validation_error`: each invalid field."
     )
 

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 import asyncpg
 import httpx
@@ -125,13 +126,20 @@ def free_port() -> int:
 
 
 def start_server(
-    database_url: str, *args: str, env: dict[str, str] | None = None
+    database_url: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    stderr: IO[bytes] | None = None,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """`sessionary serve` as users run it, on a free loopback port; returns once it answers."""
+    """`sessionary serve` as users run it, on a free loopback port; returns once it answers.
+
+    Its log goes to `stderr` when given (an open file), else to this process's stderr.
+    """
     port = free_port()
     process = subprocess.Popen(
         [str(Path(sys.executable).with_name("sessionary")), "serve", "--port", str(port), *args],
         env={**os.environ, "SESSIONARY_AUTH": "false", **(env or {}), "DATABASE_URL": database_url},
+        stderr=stderr,
     )
     base_url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30

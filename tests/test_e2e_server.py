@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -25,9 +26,10 @@ def test_a_whole_conversation_against_the_real_server(database_url: str) -> None
 
 
 def converse(base_url: str) -> None:
+    app = f"shop-{uuid.uuid4().hex[:8]}"  # other tests write app state on the same database
     with httpx.Client(base_url=base_url, timeout=10) as http:
         created = http.post(
-            "/apps/shop/users/ada/sessions",
+            f"/apps/{app}/users/ada/sessions",
             json={"sessionId": "chat", "state": {"user:tier": "gold"}},
         )
         assert created.status_code == 201
@@ -46,20 +48,20 @@ def converse(base_url: str) -> None:
         ]
         for n, turn in enumerate(turns, start=1):
             response = http.post(
-                "/apps/shop/users/ada/sessions/chat/events",
+                f"/apps/{app}/users/ada/sessions/chat/events",
                 json={"id": f"e{n}", "invocationId": "i1", **turn},
                 headers={"If-Match": f'"{n - 1}"'},
             )
             assert response.status_code == 201, response.text
-        session = http.get("/apps/shop/users/ada/sessions/chat").json()
+        session = http.get(f"/apps/{app}/users/ada/sessions/chat").json()
         assert [e["id"] for e in session["events"]] == ["e1", "e2", "e3", "e4"]
         assert session["state"] == {"last_city": "Oslo", "app:calls": 1, "user:tier": "gold"}
-        recent = http.get("/apps/shop/users/ada/sessions/chat", params={"numRecentEvents": 1})
+        recent = http.get(f"/apps/{app}/users/ada/sessions/chat", params={"numRecentEvents": 1})
         assert [e["id"] for e in recent.json()["events"]] == ["e4"]
-        page = http.get("/apps/shop/users/ada/sessions/chat/events", params={"pageSize": 3})
+        page = http.get(f"/apps/{app}/users/ada/sessions/chat/events", params={"pageSize": 3})
         assert len(page.json()["events"]) == 3 and page.json()["nextPageToken"]
-        assert http.delete("/apps/shop/users/ada/sessions/chat").status_code == 204
-        assert http.get("/apps/shop/users/ada/sessions/chat").status_code == 404
+        assert http.delete(f"/apps/{app}/users/ada/sessions/chat").status_code == 204
+        assert http.get(f"/apps/{app}/users/ada/sessions/chat").status_code == 404
 
 
 def test_serve_without_database_url_runs_an_embedded_postgres_and_stops_it() -> None:

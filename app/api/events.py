@@ -99,7 +99,7 @@ async def list_events(
         float | None,
         Query(alias="beforeTimestamp", allow_inf_nan=False, description="timestamp < this."),
     ] = None,
-    order: Annotated[Order, Query(description="`asc`: by seq; `desc`: newest first.")] = "asc",
+    order: Annotated[Order, Query(description="`asc`: by seq; `desc`: newest first.")] = Order.ASC,
 ) -> Response:
     """Page through a session's events by `seq`."""
     page = await events.page(

@@ -26,14 +26,6 @@ HTTP_CODES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
 }
-# Failures that mean "the database cannot be reached right now", not "this request is wrong".
-UNAVAILABLE = (
-    OSError,
-    TimeoutError,
-    sa_exc.TimeoutError,
-    sa_exc.OperationalError,
-    sa_exc.InterfaceError,
-)
 
 
 def problem(
@@ -112,14 +104,24 @@ async def _database_error(request: Request, error: Exception) -> JSONResponse:
 
 
 async def _unexpected(request: Request, error: Exception) -> JSONResponse:
-    logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=error)
-    return problem(
+    request_id = getattr(request.state, "request_id", None)
+    logger.error(
+        "unhandled error on %s %s",
+        request.method,
+        request.url.path,
+        exc_info=error,
+        extra={"request_id": request_id},
+    )
+    response = problem(
         request,
         500,
         "internal_error",
         "Internal server error",
-        "An unexpected error occurred; it has been logged.",
+        "An unexpected error occurred; it has been logged with this request's id.",
     )
+    if request_id is not None:
+        response.headers["X-Request-ID"] = request_id
+    return response
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -98,7 +98,7 @@ async def list_sessions(
     sessions: Sessions,
     page_size: PageSize = 100,
     page_token: PageToken = None,
-    order: ListOrder = "asc",
+    order: ListOrder = Order.ASC,
 ) -> Response:
     """A user's sessions with merged state and without events."""
     page = await sessions.list(
@@ -118,7 +118,7 @@ async def list_app_sessions(
     sessions: Sessions,
     page_size: PageSize = 100,
     page_token: PageToken = None,
-    order: ListOrder = "asc",
+    order: ListOrder = Order.ASC,
 ) -> Response:
     """The sessions of every user of an app, with merged state and without events."""
     page = await sessions.list(

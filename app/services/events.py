@@ -200,7 +200,7 @@ class EventService:
         order: Order,
     ) -> dict[str, Any]:
         await self._require_session(key)
-        newest_first = order == "desc"
+        newest_first = order is Order.DESC
         query = f"events:{order}:{after_seq}:{after_timestamp}:{before_timestamp}"
         last_seq = pagination.decode(page_token, query, (int,))[0] if page_token else None
         if newest_first:

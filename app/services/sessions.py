@@ -129,7 +129,7 @@ class SessionService:
             self.db,
             app_name,
             user_id,
-            newest_first=order == "desc",
+            newest_first=order is Order.DESC,
             after=after,
             limit=page_size + 1,
         )

@@ -1,7 +1,6 @@
 """An SDK generated from openapi/openapi.json by openapi-python-client, used on a live server."""
 
 import importlib
-import pkgutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -46,14 +45,8 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Module
 
 
 def operation(sdk: ModuleType, tag: str, name: str) -> Any:
-    """The module of one operation. Today's operationIds carry a path suffix
-    (`create_session_apps_app_name_…_post`); accepting both spellings keeps this test
-    meaningful before and after the spec names its operations."""
-    package = importlib.import_module(f"{sdk.__name__}.api.{tag}")
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name == name or module.name.startswith(f"{name}_apps_"):
-            return importlib.import_module(f"{package.__name__}.{module.name}")
-    raise LookupError(f"no operation {name!r} under api.{tag}")
+    """The module of one operation, named after its operationId."""
+    return importlib.import_module(f"{sdk.__name__}.api.{tag}.{name}")
 
 
 def test_the_generated_sdk_creates_a_session_appends_an_event_and_reads_it_back(
@@ -62,53 +55,96 @@ def test_the_generated_sdk_creates_a_session_appends_an_event_and_reads_it_back(
     sdk, output = generated
     assert "Warning" not in output, output
     models = importlib.import_module(f"{SDK}.models")
-    client = sdk.Client(base_url=live_server, raise_on_unexpected_status=True)
+    with sdk.Client(base_url=live_server, raise_on_unexpected_status=True) as client:
+        created = operation(sdk, "sessions", "create_session").sync(
+            app_name,
+            "ada",
+            client=client,
+            body=models.SessionCreate.from_dict({"sessionId": "s1", "state": {"user:u": 1}}),
+        )
+        assert isinstance(created, models.Session) and created.version == 0
 
-    created = operation(sdk, "sessions", "create_session").sync(
-        app_name,
-        "ada",
-        client=client,
-        body=models.SessionCreate.from_dict({"sessionId": "s1", "state": {"user:u": 1}}),
-    )
-    assert isinstance(created, models.Session) and created.version == 0
+        event = {
+            "id": "e1",
+            "author": "user",
+            "invocationId": "inv-1",
+            "timestamp": 1700000000.5,
+            "content": {"role": "user", "parts": [{"text": "Weather in Oslo?"}]},
+            "actions": {"stateDelta": {"city": "Oslo"}},
+        }
+        stored = operation(sdk, "events", "append_event").sync(
+            app_name,
+            "ada",
+            "s1",
+            client=client,
+            body=models.EventIn.from_dict(event),
+            if_match='"0"',
+        )
+        assert isinstance(stored, models.Event) and stored.seq == 1
+        assert stored.to_dict() == {**event, "seq": 1}
 
-    event = {
-        "id": "e1",
-        "author": "user",
-        "invocationId": "inv-1",
-        "timestamp": 1700000000.5,
-        "content": {"role": "user", "parts": [{"text": "Weather in Oslo?"}]},
-        "actions": {"stateDelta": {"city": "Oslo"}},
-    }
-    stored = operation(sdk, "events", "append_event").sync(
-        app_name, "ada", "s1", client=client, body=models.EventIn.from_dict(event), if_match='"0"'
-    )
-    assert isinstance(stored, models.Event) and stored.seq == 1
-    assert stored.to_dict() == {**event, "seq": 1}
+        session = operation(sdk, "sessions", "get_session").sync(
+            app_name, "ada", "s1", client=client
+        )
+        assert isinstance(session, models.Session) and session.version == 1
+        assert session.state.to_dict() == {"city": "Oslo", "user:u": 1}
+        assert [e.to_dict() for e in session.events] == [{**event, "seq": 1}]
 
-    session = operation(sdk, "sessions", "get_session").sync(app_name, "ada", "s1", client=client)
-    assert isinstance(session, models.Session) and session.version == 1
-    assert session.state.to_dict() == {"city": "Oslo", "user:u": 1}
-    assert [e.to_dict() for e in session.events] == [{**event, "seq": 1}]
+        page = operation(sdk, "events", "list_events").sync(app_name, "ada", "s1", client=client)
+        assert [e.id for e in page.events] == ["e1"] and page.next_page_token is None
 
-    page = operation(sdk, "events", "list_events").sync(app_name, "ada", "s1", client=client)
-    assert [e.id for e in page.events] == ["e1"] and page.next_page_token is None
-
-    missing = operation(sdk, "sessions", "get_session").sync(app_name, "ada", "no", client=client)
-    assert isinstance(missing, models.Problem) and missing.code == "session_not_found"
+        missing = operation(sdk, "sessions", "get_session").sync(
+            app_name, "ada", "no", client=client
+        )
+        assert isinstance(missing, models.Problem) and missing.code == "session_not_found"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the spec changes listed in clients/python/README.md, 'The generated SDK'",
-)
 def test_the_spec_generates_named_operations_and_named_schemas(
     generated: tuple[ModuleType, str],
 ) -> None:
+    """Operations named after the routes, one class per schema, none made up from a path."""
     sdk, _ = generated
     root = Path(sdk.__file__).parent
-    operations = [path.stem for path in (root / "api").glob("*/*.py") if path.stem != "__init__"]
-    models = [path.stem for path in (root / "models").glob("*.py")]
-    assert [name for name in operations if "_apps_" in name] == []
-    assert [name for name in models if "_type_0" in name or "_apps_" in name] == []
-    assert len([name for name in models if name.endswith("order")]) == 1
+    operations = {
+        f"{path.parent.name}.{path.stem}"
+        for path in (root / "api").glob("*/*.py")
+        if path.stem != "__init__"
+    }
+    assert operations == {
+        "sessions.create_session",
+        "sessions.get_session",
+        "sessions.list_sessions",
+        "sessions.list_app_sessions",
+        "sessions.delete_session",
+        "sessions.update_session_state",
+        "events.append_event",
+        "events.append_events",
+        "events.list_events",
+        "state.get_app_state",
+        "state.update_app_state",
+        "state.get_user_state",
+        "state.update_user_state",
+        "operations.healthz",
+        "operations.readyz",
+        "operations.metrics",
+    }
+    models = {path.stem for path in (root / "models").glob("*.py")} - {"__init__"}
+    assert models == {
+        "event",
+        "event_actions",
+        "event_batch",
+        "event_in",
+        "event_list",
+        "event_page",
+        "health",
+        "order",
+        "problem",
+        "readiness",
+        "scope_state",
+        "session",
+        "session_create",
+        "session_page",
+        "state",
+        "state_delta",
+        "validation_error_item",
+    }
