@@ -87,26 +87,25 @@ def keys(args: argparse.Namespace) -> None:
 async def _keys(args: argparse.Namespace, dsn: str) -> None:
     engine = db.create_engine(dsn, pool_size=1)
     try:
-        async with db.create_sessionmaker(engine)() as session:
-            service = AuthService(session, GrantCache(0))
-            if args.action == "create":
-                if args.admin == (args.app is not None):
-                    sys.exit("sessionary keys create: give exactly one of --app APP or --admin.")
-                row, key = await service.create(args.name, args.app, args.user, args.read_only)
-                print(key)
-                print(f"id {row.id}: {_scope(row)}. Shown once: store it now.", file=sys.stderr)
-            elif args.action == "list":
-                print(f"{'ID':<14}{'CREATED':<22}{'STATUS':<10}SCOPE")
-                for row in await service.list():
-                    status = "revoked" if row.revoke_time else "active"
-                    created = f"{row.create_time:%Y-%m-%d %H:%M:%S}"
-                    print(f"{row.id:<14}{created:<22}{status:<10}{_scope(row)}")
-            else:
-                try:
-                    await service.revoke(args.key_id)
-                except NotFound as error:
-                    sys.exit(f"sessionary keys revoke: {error.detail}")
-                print(f"revoked {args.key_id}", file=sys.stderr)
+        service = AuthService(db.create_sessionmaker(engine), GrantCache(0))
+        if args.action == "create":
+            if args.admin == (args.app is not None):
+                sys.exit("sessionary keys create: give exactly one of --app APP or --admin.")
+            row, key = await service.create(args.name, args.app, args.user, args.read_only)
+            print(key)
+            print(f"id {row.id}: {_scope(row)}. Shown once: store it now.", file=sys.stderr)
+        elif args.action == "list":
+            print(f"{'ID':<14}{'CREATED':<22}{'STATUS':<10}SCOPE")
+            for row in await service.list():
+                status = "revoked" if row.revoke_time else "active"
+                created = f"{row.create_time:%Y-%m-%d %H:%M:%S}"
+                print(f"{row.id:<14}{created:<22}{status:<10}{_scope(row)}")
+        else:
+            try:
+                await service.revoke(args.key_id)
+            except NotFound as error:
+                sys.exit(f"sessionary keys revoke: {error.detail}")
+            print(f"revoked {args.key_id}", file=sys.stderr)
     finally:
         await engine.dispose()
 

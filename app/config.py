@@ -23,8 +23,15 @@ class Settings(BaseSettings):
         default=Path(".sessionary"),
         description="Where the embedded PostgreSQL keeps its data (only without DATABASE_URL).",
     )
-    db_pool_size: int = Field(default=10, ge=1, description="Connections per worker.")
-    db_max_overflow: int = Field(default=10, ge=0, description="Extra connections under burst.")
+    db_pool_size: int = Field(
+        default=20,
+        ge=1,
+        description="Connections each worker keeps open. Size it to the requests a worker has "
+        "in flight: a connection beyond it is opened for one request and closed after it.",
+    )
+    db_max_overflow: int = Field(
+        default=10, ge=0, description="Extra, short-lived connections a worker may open in a burst."
+    )
     db_connect_timeout: float = Field(
         default=5.0, gt=0, description="Seconds to wait for a database connection."
     )

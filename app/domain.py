@@ -19,8 +19,6 @@ class NewEvent:
     """An event ready to store: its JSON document and the columns extracted from it."""
 
     id: str
-    author: str | None
-    invocation_id: str | None
     timestamp: float
     request_hash: bytes
     document: dict[str, Any]
@@ -39,11 +37,3 @@ class StoredSession:
     create_time: datetime
     update_time: datetime
     last_event_time: float | None
-
-
-@dataclass(frozen=True)
-class AppendOutcome:
-    """What one append statement did: the seq before it and the resulting state sizes."""
-
-    base_seq: int
-    largest_state_bytes: int

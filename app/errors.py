@@ -10,6 +10,7 @@
     │   └── EventConflict                (409 event_conflict)
     ├── StaleSession                     (412 stale_session)
     ├── PayloadTooLarge                  (413 payload_too_large)
+    │   └── StateTooLarge                (413 payload_too_large)
     ├── UnsupportedMediaType             (415 unsupported_media_type)
     ├── InvalidInput                     (422 validation_error)
     ├── DatabaseUnavailable              (503 database_unavailable)
@@ -104,6 +105,15 @@ class PayloadTooLarge(SessionaryError):
     status = 413
     code = "payload_too_large"
     title = "Payload too large"
+
+
+class StateTooLarge(PayloadTooLarge):
+    def __init__(self, scope: str, size: int | None, limit: int) -> None:
+        grown = f"would grow to {size} bytes" if size is not None else "would grow too large"
+        super().__init__(
+            f"The {scope} state {grown}; the limit per scope is {limit} bytes "
+            "(SESSIONARY_MAX_STATE_BYTES). Nothing was written."
+        )
 
 
 class UnsupportedMediaType(SessionaryError):

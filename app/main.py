@@ -17,7 +17,10 @@ from app.config import Settings, get_settings
 from app.observability import RequestObserver, instrument_pool
 from app.schemas import Problem
 from app.services.auth import GrantCache
+from app.services.events import EventService
 from app.services.health import check_ready
+from app.services.sessions import SessionService
+from app.services.state import StateService
 
 logger = logging.getLogger("sessionary")
 
@@ -50,8 +53,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                 "Set SESSIONARY_AUTH=true and create keys with `sessionary keys create`."
             )
         instrument_pool(engine)
+        sessionmaker = db.create_sessionmaker(engine)
         app.state.engine = engine
-        app.state.sessionmaker = db.create_sessionmaker(engine)
+        app.state.sessionmaker = sessionmaker
+        app.state.sessions = SessionService(sessionmaker, settings)
+        app.state.events = EventService(sessionmaker, settings)
+        app.state.states = StateService(sessionmaker, settings)
         yield
     finally:
         await engine.dispose()

@@ -7,7 +7,7 @@ import pytest
 from app.domain import SessionKey
 from app.errors import StaleSession
 from app.schemas import EventIn
-from app.services.events import EventService
+from app.services.events import Appended, EventService
 from tests.helpers import APP, SESSIONS, USER, append, create_session, delta_event, session_url
 
 WRITERS, EVENTS_EACH = 12, 10
@@ -89,18 +89,17 @@ async def test_service_appends_on_separate_connections_serialise_in_postgres(app
     await create_session(client, sessionId="s1")
     key = SessionKey(APP, USER, "s1")
 
+    service = EventService(app.state.sessionmaker, app.state.settings)
+
     async def append_once(n: int) -> int:
-        async with app.state.sessionmaker() as db:
-            service = EventService(db, app.state.settings)
-            stored, created = await service.append(key, EventIn(author=f"w{n}"), None)
-            assert created
-            seq: int = stored["seq"]
-            return seq
+        stored, appended = await service.append(key, EventIn(author=f"w{n}"), None)
+        assert appended is Appended.CREATED
+        seq: int = stored["seq"]
+        return seq
 
     seqs = await asyncio.gather(*(append_once(n) for n in range(20)))
     assert sorted(seqs) == list(range(1, 21))
 
-    async with app.state.sessionmaker() as db:
-        with pytest.raises(StaleSession) as refused:
-            await EventService(db, app.state.settings).append(key, EventIn(author="x"), 3)
+    with pytest.raises(StaleSession) as refused:
+        await service.append(key, EventIn(author="x"), 3)
     assert refused.value.extra == {"currentVersion": 20}

@@ -1,14 +1,15 @@
-"""Every dependency of the routes, declared once as an `Annotated` alias."""
+"""Every dependency of the routes, declared once as an `Annotated` alias.
+
+They are all `async def`, even those that never await: FastAPI runs a plain `def` dependency
+in a thread pool, a hand-off that costs more than the dependency itself.
+"""
 
 import re
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import Settings
 from app.domain import SessionKey
 from app.errors import InvalidInput
 from app.models import ID_LENGTH
@@ -33,21 +34,16 @@ UserId = Annotated[str, _path_id("The end user within the app.")]
 SessionId = Annotated[str, _path_id("The session.")]
 
 
-def get_settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
+def _service(name: str) -> Any:
+    """The service the app made at start-up (stateless: it opens a session per call)."""
+
+    async def provide(request: Request) -> Any:
+        return getattr(request.app.state, name)
+
+    return Depends(provide)
 
 
-async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
-    async with request.app.state.sessionmaker() as db:
-        yield db
-
-
-AppSettings = Annotated[Settings, Depends(get_settings)]
-Db = Annotated[AsyncSession, Depends(get_db)]
-
-
-def session_key(app_name: AppName, user_id: UserId, session_id: SessionId) -> SessionKey:
+async def session_key(app_name: AppName, user_id: UserId, session_id: SessionId) -> SessionKey:
     return SessionKey(app_name, user_id, session_id)
 
 
@@ -56,7 +52,7 @@ Key = Annotated[SessionKey, Depends(session_key)]
 _VERSION_TAG = re.compile(r'^\s*"?(\d{1,18})"?\s*$')
 
 
-def expected_version(
+async def expected_version(
     if_match: Annotated[
         str | None,
         Header(
@@ -79,21 +75,9 @@ def expected_version(
 ExpectedVersion = Annotated[int | None, Depends(expected_version)]
 
 
-def get_session_service(db: Db, settings: AppSettings) -> SessionService:
-    return SessionService(db, settings)
-
-
-def get_event_service(db: Db, settings: AppSettings) -> EventService:
-    return EventService(db, settings)
-
-
-def get_state_service(db: Db, settings: AppSettings) -> StateService:
-    return StateService(db, settings)
-
-
-Sessions = Annotated[SessionService, Depends(get_session_service)]
-Events = Annotated[EventService, Depends(get_event_service)]
-States = Annotated[StateService, Depends(get_state_service)]
+Sessions = Annotated[SessionService, _service("sessions")]
+Events = Annotated[EventService, _service("events")]
+States = Annotated[StateService, _service("states")]
 
 
 bearer = HTTPBearer(
@@ -103,20 +87,13 @@ bearer = HTTPBearer(
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Security(bearer)]
 
 
-def get_auth_service(db: Db, request: Request) -> AuthService:
-    return AuthService(db, request.app.state.grant_cache)
-
-
 def authorized(need: Need) -> Any:
     """A route dependency that admits only keys whose scope covers what the route touches."""
 
-    async def check(
-        request: Request,
-        credentials: Credentials,
-        auth: Annotated[AuthService, Depends(get_auth_service)],
-    ) -> None:
+    async def check(request: Request, credentials: Credentials) -> None:
         if not request.app.state.settings.auth_enabled:
             return
+        auth = AuthService(request.app.state.sessionmaker, request.app.state.grant_cache)
         grant = await auth.authenticate(credentials.credentials if credentials else None)
         write = request.method not in ("GET", "HEAD")
         params = request.path_params

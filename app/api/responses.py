@@ -2,16 +2,31 @@
 
 from typing import Any
 
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+
+from app.services.sessions import SessionDocument
 
 PROBLEM_JSON = "application/problem+json"
 PROBLEM_SCHEMA_REF = "#/components/schemas/Problem"
 
 
+def _etag(version: int | None) -> dict[str, str] | None:
+    return None if version is None else {"ETag": f'"{version}"'}
+
+
 def json_response(content: Any, status_code: int = 200, version: int | None = None) -> JSONResponse:
     """Services return validated, camelCase JSON; sending it as is skips a second validation."""
-    headers = None if version is None else {"ETag": f'"{version}"'}
-    return JSONResponse(content, status_code=status_code, headers=headers)
+    return JSONResponse(content, status_code=status_code, headers=_etag(version))
+
+
+def session_response(session: SessionDocument, status_code: int = 200) -> Response:
+    """A session whose body the service has already serialized, with its version as ETag."""
+    return Response(
+        session.body,
+        status_code=status_code,
+        media_type="application/json",
+        headers=_etag(session.version),
+    )
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Body, Query, Response, status
 
 from app.api.deps import AppName, ExpectedVersion, Key, Sessions, UserId, authorized
 from app.api.problems import StrictRoute
-from app.api.responses import json_response, problem_responses
+from app.api.responses import json_response, problem_responses, session_response
 from app.schemas import INT64_MAX, Order, Session, SessionCreate, SessionPage, StateDelta
 from app.services.auth import Need
 
@@ -45,7 +45,7 @@ async def create_session(
 ) -> Response:
     """Create a session, optionally with an id, initial state and first events."""
     session = await sessions.create(app_name, user_id, body or SessionCreate())
-    return json_response(session, status.HTTP_201_CREATED, version=session["version"])
+    return session_response(session, status.HTTP_201_CREATED)
 
 
 @router.get(
@@ -83,7 +83,7 @@ async def get_session(
     session = await sessions.get(
         key, num_recent_events=num_recent_events, after_timestamp=after_timestamp
     )
-    return json_response(session, version=session["version"])
+    return session_response(session)
 
 
 @router.get(
@@ -150,4 +150,4 @@ async def update_session_state(
 ) -> Response:
     """Apply a state delta by recording it as an event authored by `user`, as ADK's server does."""
     session = await sessions.update_state(key, body.state_delta, expected_version)
-    return json_response(session, version=session["version"])
+    return session_response(session)

@@ -1,17 +1,19 @@
 """SQL for the event log: the one-statement append, lookups by id, and pages."""
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Double, and_, cast, column, func, literal, select, true, update
-from sqlalchemy.dialects.postgresql import JSONB, insert
-from sqlalchemy.exc import IntegrityError
+import asyncpg
+from sqlalchemy import BigInteger, and_, bindparam, select, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.domain import AppendOutcome, NewEvent, SessionKey
-from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState
-from app.repositories.state import app_keys, json_literal, merge_statement, text_size, user_keys
+from app.db import DriverStatement, driver
+from app.domain import NewEvent, SessionKey
+from app.models import StorageEvent
+from app.repositories.state import state_too_large
 from app.state import merge_deltas
 
 EVENT_ID_CONSTRAINT = "uq_events_app_name_user_id_session_id_id"
@@ -19,14 +21,6 @@ EVENT_ID_CONSTRAINT = "uq_events_app_name_user_id_session_id_id"
 
 class DuplicateEventId(Exception):
     """An event id in the batch is already stored in the session (raced with a retry)."""
-
-
-def _session_filter(key: SessionKey) -> ColumnElement[bool]:
-    return and_(
-        StorageSession.app_name == key.app_name,
-        StorageSession.user_id == key.user_id,
-        StorageSession.id == key.session_id,
-    )
 
 
 def _event_filter(key: SessionKey) -> ColumnElement[bool]:
@@ -37,102 +31,101 @@ def _event_filter(key: SessionKey) -> ColumnElement[bool]:
     )
 
 
-async def append(
-    db: AsyncSession, key: SessionKey, events: Sequence[NewEvent], expected_version: int | None
-) -> AppendOutcome | None:
-    """Append events in one statement; None when the session is absent or not at the version.
+# One statement: one round trip, and its own transaction when no other is open. The UPDATE
+# hands out the seqs and, through its row lock, serialises appends to one session across every
+# API worker. App and user state merge with `||` (atomic: concurrent writers of different keys
+# never lose each other's writes), only once the UPDATE has found the session at the version
+# asked for. `sessionary_checked_state` aborts the whole statement when a state would outgrow
+# the limit. Events are stored as readers get them, seq included, so reads return them as is.
+APPEND = DriverStatement.compile(
+    text(
+        """
+WITH bump AS (
+    UPDATE sessions
+    SET version = version + :count,
+        state = CASE WHEN :session_delta = '{}' THEN state
+                ELSE sessionary_checked_state(state || :session_delta, 'session', :max_state)
+                END,
+        update_time = to_timestamp(:last_timestamp)
+    WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+      AND (CAST(:expected_version AS bigint) IS NULL OR version = :expected_version)
+    RETURNING version - :count AS base_seq
+), app_merge AS (
+    INSERT INTO app_states AS shared (app_name, state)
+    SELECT :app_name, sessionary_checked_state(:app_delta, 'app', :max_state)
+    FROM bump WHERE :app_delta <> '{}'
+    ON CONFLICT (app_name) DO UPDATE
+    SET state = sessionary_checked_state(shared.state || excluded.state, 'app', :max_state),
+        update_time = now()
+), user_merge AS (
+    INSERT INTO user_states AS shared (app_name, user_id, state)
+    SELECT :app_name, :user_id, sessionary_checked_state(:user_delta, 'user', :max_state)
+    FROM bump WHERE :user_delta <> '{}'
+    ON CONFLICT (app_name, user_id) DO UPDATE
+    SET state = sessionary_checked_state(shared.state || excluded.state, 'user', :max_state),
+        update_time = now()
+), inserted AS (
+    INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
+                        timestamp, request_hash, event)
+    SELECT :app_name, :user_id, :session_id, bump.base_seq + new.position,
+           new.event ->> 'id', new.event ->> 'invocationId', new.event ->> 'author',
+           CAST(new.event -> 'timestamp' AS double precision), decode(new.hash, 'hex'),
+           new.event || jsonb_build_object('seq', bump.base_seq + new.position)
+    FROM bump,
+         ROWS FROM (jsonb_to_recordset(:events) AS (event jsonb, hash text))
+             WITH ORDINALITY AS new(event, hash, position)
+)
+SELECT base_seq FROM bump
+"""
+    ).bindparams(
+        *(bindparam(name, type_=JSONB) for name in ("session_delta", "app_delta", "user_delta")),
+        bindparam("events", type_=JSONB),
+        bindparam("expected_version", type_=BigInteger),
+    )
+)
 
-    The UPDATE of the session row hands out the seqs and, through its row lock, serialises
-    appends to one session across every API worker; app and user state merge with `||` in
-    the same statement, so concurrent writers of different keys never lose each other's writes.
-    Raises DuplicateEventId when an event id is already stored in the session.
+
+async def append(
+    db: AsyncSession,
+    key: SessionKey,
+    events: Sequence[NewEvent],
+    expected_version: int | None,
+    max_state_bytes: int,
+) -> int | None:
+    """Append events in one statement; returns the seq before the first of them, or None when
+    the session is absent or not at `expected_version`.
+
+    Raises DuplicateEventId when an event id is already stored in the session, StateTooLarge
+    when a state would outgrow `max_state_bytes`.
     """
     delta = merge_deltas([event.delta for event in events])
-    count = len(events)
-
-    where = _session_filter(key)
-    if expected_version is not None:
-        where = and_(where, StorageSession.version == expected_version)
-    values: dict[str, Any] = {
-        "version": StorageSession.version + count,
-        "update_time": func.to_timestamp(events[-1].timestamp),
-    }
-    if delta.session:
-        values["state"] = StorageSession.state.op("||")(json_literal(delta.session))
-    bump = (
-        update(StorageSession)
-        .where(where)
-        .values(values)
-        .returning(
-            (StorageSession.version - count).label("base_seq"),
-            (text_size(StorageSession.state) if delta.session else literal(0)).label("size"),
-        )
-        .cte("bump")
+    arguments = APPEND.arguments(
+        {
+            "app_name": key.app_name,
+            "user_id": key.user_id,
+            "session_id": key.session_id,
+            "count": len(events),
+            "expected_version": expected_version,
+            "last_timestamp": events[-1].timestamp,
+            "session_delta": json.dumps(delta.session),
+            "app_delta": json.dumps(delta.app),
+            "user_delta": json.dumps(delta.user),
+            "events": json.dumps(
+                [{"event": event.document, "hash": event.request_hash.hex()} for event in events]
+            ),
+            "max_state": max_state_bytes,
+        }
     )
-
-    shared = [
-        merge_statement(table, keys, scope_delta, only_with=bump)
-        .returning(text_size(table.state).label("size"))
-        .cte(f"merge_{table.__tablename__}")
-        for table, keys, scope_delta in (
-            (StorageAppState, app_keys(key.app_name), delta.app),
-            (StorageUserState, user_keys(key.app_name, key.user_id), delta.user),
-        )
-        if scope_delta
-    ]
-
-    incoming = (
-        func.jsonb_array_elements(
-            json_literal([{"event": e.document, "hash": e.request_hash.hex()} for e in events])
-        )
-        .table_valued(column("value", JSONB), with_ordinality="position")
-        .render_derived("incoming")
-    )
-    document = incoming.c.value["event"]
-    seq = bump.c.base_seq + incoming.c.position
-    inserted = (
-        insert(StorageEvent)
-        .from_select(
-            [
-                "app_name",
-                "user_id",
-                "session_id",
-                "seq",
-                "id",
-                "invocation_id",
-                "author",
-                "timestamp",
-                "request_hash",
-                "event",
-            ],
-            select(
-                literal(key.app_name),
-                literal(key.user_id),
-                literal(key.session_id),
-                seq,
-                document["id"].astext,
-                document["invocationId"].astext,
-                document["author"].astext,
-                cast(document["timestamp"], Double),
-                func.decode(incoming.c.value["hash"].astext, "hex"),
-                # Stored as readers get it, seq included, so reads return it untouched.
-                document.op("||")(func.jsonb_build_object("seq", seq)),
-            )
-            .select_from(bump)
-            .join(incoming, true()),
-        )
-        .cte("inserted")
-    )
-
-    sizes = [bump.c.size, *(select(cte.c.size).scalar_subquery() for cte in shared)]
-    statement = select(bump.c.base_seq, func.greatest(*sizes)).add_cte(inserted, *shared)
-    try:
-        row = (await db.execute(statement)).one_or_none()
-    except IntegrityError as error:
-        if EVENT_ID_CONSTRAINT in str(error.orig):
-            raise DuplicateEventId from error
-        raise
-    return None if row is None else AppendOutcome(base_seq=row[0], largest_state_bytes=row[1])
+    async with driver(db) as connection:
+        try:
+            base_seq: int | None = await connection.fetchval(APPEND.sql, *arguments)
+        except asyncpg.UniqueViolationError as error:
+            if error.constraint_name == EVENT_ID_CONSTRAINT:
+                raise DuplicateEventId from error
+            raise
+        except asyncpg.ProgramLimitExceededError as error:
+            raise state_too_large(error, max_state_bytes) from error
+    return base_seq
 
 
 async def find_by_ids(

@@ -2,13 +2,16 @@
 
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, func, literal, select, tuple_
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Select, and_, delete, func, literal, select, text, tuple_
+from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
+from app.db import DriverStatement, driver
 from app.domain import SessionKey, StoredSession
 from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState
+from app.repositories.state import checked_state, is_state_too_large, state_too_large
 
 
 def _filter(key: SessionKey) -> ColumnElement[bool]:
@@ -65,29 +68,93 @@ def _stored(row: Any) -> StoredSession:
 
 
 async def insert_new(
-    db: AsyncSession, key: SessionKey, state: dict[str, Any], created: float
+    db: AsyncSession, key: SessionKey, state: dict[str, Any], created: float, max_state_bytes: int
 ) -> bool:
     """Create the row; False if the id is taken (no exception, so the transaction lives on)."""
     create_time = func.to_timestamp(created)
-    created_row = await db.scalar(
+    statement = (
         insert(StorageSession)
         .values(
             app_name=key.app_name,
             user_id=key.user_id,
             id=key.session_id,
-            state=state,
+            state=checked_state(literal(state, JSONB), "session", max_state_bytes),
             create_time=create_time,
             update_time=create_time,
         )
         .on_conflict_do_nothing()
         .returning(StorageSession.version)
     )
+    try:
+        created_row = await db.scalar(statement)
+    except DBAPIError as error:
+        if is_state_too_large(error):
+            raise state_too_large(error, max_state_bytes) from error
+        raise
     return created_row is not None
 
 
-async def get(db: AsyncSession, key: SessionKey) -> StoredSession | None:
-    row = (await db.execute(_with_shared_state().where(_filter(key)))).one_or_none()
-    return None if row is None else _stored(row)
+# A session with its shared state and its events, in one statement so that the version (the
+# ETag) and the events come from one snapshot: the first row (seq 0) is the session, the
+# others its events, as the JSON text PostgreSQL renders from the stored JSONB: a read never
+# decodes an event. `:limit` NULL means no limit, `:after_timestamp` NULL no filter.
+READ = DriverStatement.compile(
+    text(
+        """
+SELECT 0 AS seq, CAST(NULL AS text) AS event,
+       s.state, s.version, s.create_time, s.update_time,
+       coalesce(a.state, '{}') AS app_state, coalesce(u.state, '{}') AS user_state,
+       (SELECT e.timestamp FROM events e
+        WHERE e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.id
+        ORDER BY e.seq DESC LIMIT 1) AS last_event_time
+FROM sessions s
+LEFT JOIN app_states a ON a.app_name = s.app_name
+LEFT JOIN user_states u ON u.app_name = s.app_name AND u.user_id = s.user_id
+WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id
+UNION ALL
+SELECT recent.seq, CAST(recent.event AS text), NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM (SELECT e.seq, e.event FROM events e
+      WHERE e.app_name = :app_name AND e.user_id = :user_id AND e.session_id = :session_id
+        AND (CAST(:after_timestamp AS double precision) IS NULL
+             OR e.timestamp >= :after_timestamp)
+      ORDER BY e.seq DESC
+      LIMIT :limit) recent
+ORDER BY seq
+"""
+    )
+)
+
+
+async def read(
+    db: AsyncSession, key: SessionKey, *, limit: int | None, after_timestamp: float | None
+) -> tuple[StoredSession, list[str]] | None:
+    """The session and its events as JSON texts: the last `limit` of those at or after
+    `after_timestamp`, in seq order."""
+    arguments = READ.arguments(
+        {
+            "app_name": key.app_name,
+            "user_id": key.user_id,
+            "session_id": key.session_id,
+            "limit": limit,
+            "after_timestamp": after_timestamp,
+        }
+    )
+    async with driver(db) as connection:
+        rows = await connection.fetch(READ.sql, *arguments)
+    if not rows:
+        return None
+    head = rows[0]
+    session = StoredSession(
+        key=key,
+        state=head["state"],
+        app_state=head["app_state"],
+        user_state=head["user_state"],
+        version=head["version"],
+        create_time=head["create_time"],
+        update_time=head["update_time"],
+        last_event_time=head["last_event_time"],
+    )
+    return session, [row["event"] for row in rows[1:]]
 
 
 async def get_version(db: AsyncSession, key: SessionKey) -> int | None:

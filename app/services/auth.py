@@ -11,7 +11,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.errors import Forbidden, NotFound, Unauthorized
 from app.models import StorageApiKey
@@ -72,8 +72,10 @@ class GrantCache:
 
 
 class AuthService:
-    def __init__(self, db: AsyncSession, cache: GrantCache) -> None:
-        self.db = db
+    """Opens its own database sessions: a request whose key is cached needs none."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], cache: GrantCache) -> None:
+        self.sessionmaker = sessionmaker
         self.cache = cache
 
     async def authenticate(self, key: str | None) -> Grant:
@@ -82,7 +84,8 @@ class AuthService:
         key_hash = hash_key(key)
         grant = self.cache.get(key_hash)
         if grant is None:
-            row = await key_rows.find_active(self.db, key_hash)
+            async with self.sessionmaker() as db:
+                row = await key_rows.find_active(db, key_hash)
             if row is None:
                 raise Unauthorized("This API key is not valid (unknown or revoked).")
             grant = _grant(row)
@@ -103,14 +106,17 @@ class AuthService:
             user_id=user_id,
             read_only=read_only,
         )
-        await key_rows.insert(self.db, row)
-        await self.db.commit()
+        async with self.sessionmaker() as db:
+            await key_rows.insert(db, row)
+            await db.commit()
         return row, key
 
     async def list(self) -> list[StorageApiKey]:
-        return await key_rows.list_all(self.db)
+        async with self.sessionmaker() as db:
+            return await key_rows.list_all(db)
 
     async def revoke(self, key_id: str) -> None:
-        if not await key_rows.revoke(self.db, key_id):
-            raise NotFound(f"No active API key with id {key_id!r}.")
-        await self.db.commit()
+        async with self.sessionmaker() as db:
+            if not await key_rows.revoke(db, key_id):
+                raise NotFound(f"No active API key with id {key_id!r}.")
+            await db.commit()

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import pagination
 from app.config import Settings
@@ -63,8 +63,6 @@ def prepare(event: EventIn, settings: Settings) -> NewEvent:
         )
     return NewEvent(
         id=document["id"],
-        author=document.get("author"),
-        invocation_id=document.get("invocationId"),
         timestamp=document["timestamp"],
         request_hash=request_hash,
         document=document,
@@ -91,17 +89,12 @@ def prepare_batch(events: Sequence[EventIn], settings: Settings) -> list[NewEven
     return prepared
 
 
-def check_state_size(size: int, settings: Settings) -> None:
-    if size > settings.max_state_bytes:
-        raise PayloadTooLarge(
-            f"The state would grow to {size} bytes; the limit per scope is "
-            f"{settings.max_state_bytes} (SESSIONARY_MAX_STATE_BYTES)."
-        )
-
-
 class EventService:
-    def __init__(self, db: AsyncSession, settings: Settings) -> None:
-        self.db = db
+    """Each public method is one unit of work: it opens a database session and commits it
+    before returning, so a response never reports a write that did not happen."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings) -> None:
+        self.sessionmaker = sessionmaker
         self.settings = settings
 
     async def append(
@@ -110,9 +103,10 @@ class EventService:
         """Store one event; returns it as stored (with `seq`) and what the append did."""
         if event.partial:
             # ADK keeps streaming fragments out of the log; the session must still exist.
-            await self._require_session(key)
+            async with self.sessionmaker() as db:
+                await require_session(db, key)
             return event.model_dump(exclude_unset=True), Appended.PARTIAL
-        stored, appended = await self._append_all(
+        stored, appended = await self._append(
             key, [prepare(event, self.settings)], expected_version
         )
         return stored[0], appended
@@ -123,70 +117,46 @@ class EventService:
         """Store events all or nothing, at consecutive seqs; partial events are skipped."""
         new = prepare_batch(events, self.settings)
         if not new:
-            await self._require_session(key)
+            async with self.sessionmaker() as db:
+                await require_session(db, key)
             return [], Appended.PARTIAL
-        return await self._append_all(key, new, expected_version)
+        return await self._append(key, new, expected_version)
 
-    async def _append_all(
+    async def _append(
         self, key: SessionKey, events: list[NewEvent], expected_version: int | None
     ) -> tuple[list[dict[str, Any]], Appended]:
-        stored = await self.append_prepared(key, events, expected_version)
-        if stored is not None:
-            await self.db.commit()
-            EVENTS_APPENDED.inc(len(stored))
-            return stored, Appended.CREATED
-        await self.db.rollback()
-        return await self._explain_refusal(key, events, expected_version), Appended.REPLAYED
-
-    async def _require_session(self, key: SessionKey) -> int:
-        version = await session_rows.get_version(self.db, key)
-        if version is None:
-            raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-        return version
+        async with self.sessionmaker() as db:
+            stored = await self.append_prepared(db, key, events, expected_version)
+            if stored is not None:
+                await db.commit()
+                EVENTS_APPENDED.inc(len(stored))
+                return stored, Appended.CREATED
+            await db.rollback()
+            return await _explain_refusal(db, key, events, expected_version), Appended.REPLAYED
 
     async def append_prepared(
-        self, key: SessionKey, events: list[NewEvent], expected_version: int | None
+        self,
+        db: AsyncSession,
+        key: SessionKey,
+        events: list[NewEvent],
+        expected_version: int | None,
     ) -> list[dict[str, Any]] | None:
-        """Append inside the caller's transaction; None if nothing could be written.
+        """Append in `db`'s transaction, if one is open; None if nothing could be written.
 
         None means: the session is absent, at another version, or holds one of the ids.
         """
         try:
-            outcome = await event_rows.append(self.db, key, events, expected_version)
+            base_seq = await event_rows.append(
+                db, key, events, expected_version, self.settings.max_state_bytes
+            )
         except event_rows.DuplicateEventId:
             return None
-        if outcome is None:
+        if base_seq is None:
             return None
-        check_state_size(outcome.largest_state_bytes, self.settings)
         return [
-            {**event.document, "seq": outcome.base_seq + position}
+            {**event.document, "seq": base_seq + position}
             for position, event in enumerate(events, start=1)
         ]
-
-    async def _explain_refusal(
-        self, key: SessionKey, events: list[NewEvent], expected_version: int | None
-    ) -> list[dict[str, Any]]:
-        """After a refused append: an identical retry gets the stored events, else an error.
-
-        A retry resends the whole request, so either every event is stored, identically,
-        or none is; anything in between reuses ids for other content.
-        """
-        stored = await event_rows.find_by_ids(self.db, key, [event.id for event in events])
-        for event in events:
-            if event.id not in stored:
-                if stored:
-                    raise EventConflict(next(iter(stored)))
-                break
-            request_hash, document = stored[event.id]
-            if not (request_hash == event.request_hash or is_resent(event, document)):
-                raise EventConflict(event.id)
-        else:
-            return [stored[event.id][1] for event in events]
-        version = await self._require_session(key)
-        if expected_version is not None:
-            raise StaleSession(expected_version, version)
-        # Only a delete and re-create of the session between the two statements lands here.
-        raise Conflict("The session changed while the event was appended; retry.")
 
     async def page(
         self,
@@ -199,7 +169,6 @@ class EventService:
         before_timestamp: float | None,
         order: Order,
     ) -> dict[str, Any]:
-        await self._require_session(key)
         newest_first = order is Order.DESC
         query = f"events:{order}:{after_seq}:{after_timestamp}:{before_timestamp}"
         last_seq = pagination.decode(page_token, query, (int,))[0] if page_token else None
@@ -207,18 +176,54 @@ class EventService:
             after, before = after_seq, last_seq
         else:
             after, before = (after_seq if last_seq is None else last_seq), None
-        events = await event_rows.select_events(
-            self.db,
-            key,
-            after_seq=after,
-            before_seq=before,
-            after_timestamp=after_timestamp,
-            before_timestamp=before_timestamp,
-            newest_first=newest_first,
-            limit=page_size + 1,
-        )
+        async with self.sessionmaker() as db:
+            await require_session(db, key)
+            events = await event_rows.select_events(
+                db,
+                key,
+                after_seq=after,
+                before_seq=before,
+                after_timestamp=after_timestamp,
+                before_timestamp=before_timestamp,
+                newest_first=newest_first,
+                limit=page_size + 1,
+            )
         next_token = None
         if len(events) > page_size:
             events = events[:page_size]
             next_token = pagination.encode(query, [events[-1]["seq"]])
         return {"events": events, "nextPageToken": next_token}
+
+
+async def require_session(db: AsyncSession, key: SessionKey) -> int:
+    """The session's version; SessionNotFound if there is no such session."""
+    version = await session_rows.get_version(db, key)
+    if version is None:
+        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+    return version
+
+
+async def _explain_refusal(
+    db: AsyncSession, key: SessionKey, events: list[NewEvent], expected_version: int | None
+) -> list[dict[str, Any]]:
+    """After a refused append: an identical retry gets the stored events, else an error.
+
+    A retry resends the whole request, so either every event is stored, identically,
+    or none is; anything in between reuses ids for other content.
+    """
+    stored = await event_rows.find_by_ids(db, key, [event.id for event in events])
+    for event in events:
+        if event.id not in stored:
+            if stored:
+                raise EventConflict(next(iter(stored)))
+            break
+        request_hash, document = stored[event.id]
+        if not (request_hash == event.request_hash or is_resent(event, document)):
+            raise EventConflict(event.id)
+    else:
+        return [stored[event.id][1] for event in events]
+    version = await require_session(db, key)
+    if expected_version is not None:
+        raise StaleSession(expected_version, version)
+    # Only a delete and re-create of the session between the two statements lands here.
+    raise Conflict("The session changed while the event was appended; retry.")

@@ -1,40 +1,47 @@
 """Sessions as ADK defines them: create, get with event filters, list, delete, state deltas."""
 
+import json
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import pagination
 from app.config import Settings
 from app.domain import SessionKey, StoredSession
 from app.errors import InvalidInput, SessionAlreadyExists, SessionNotFound
 from app.observability import EVENTS_APPENDED
-from app.repositories import events as event_rows
 from app.repositories import sessions as session_rows
 from app.repositories import state as state_rows
 from app.schemas import EventIn, Order, SessionCreate
-from app.services.events import (
-    EventService,
-    canonical_json,
-    check_state_size,
-    prepare_batch,
-    server_time,
-)
+from app.services.events import EventService, prepare_batch, server_time
 from app.state import merged_state, split_delta
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
 
 
-def session_json(session: StoredSession, events: list[dict[str, Any]]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SessionDocument:
+    """A session as its JSON response body, and its version for the ETag."""
+
+    body: bytes
+    version: int
+
+
+def _identity(session: StoredSession) -> dict[str, Any]:
     return {
         "id": session.key.session_id,
         "appName": session.key.app_name,
         "userId": session.key.user_id,
         "state": merged_state(session.state, session.app_state, session.user_state),
-        "events": events,
+    }
+
+
+def _times(session: StoredSession) -> dict[str, Any]:
+    return {
         "lastUpdateTime": (
             session.update_time.timestamp()
             if session.last_event_time is None
@@ -43,6 +50,23 @@ def session_json(session: StoredSession, events: list[dict[str, Any]]) -> dict[s
         "createTime": session.create_time.timestamp(),
         "version": session.version,
     }
+
+
+def session_json(session: StoredSession) -> dict[str, Any]:
+    """A session as listings show it: without events."""
+    return {**_identity(session), "events": [], **_times(session)}
+
+
+def _dumps(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def session_document(session: StoredSession, events: list[str]) -> SessionDocument:
+    """The session's JSON with its events spliced in as PostgreSQL rendered them: a read
+    never decodes an event, and the body is joined and encoded once."""
+    identity, times = _dumps(_identity(session)), _dumps(_times(session))
+    body = "".join((identity[:-1], ',"events":[', ",".join(events), "],", times[1:]))
+    return SessionDocument(body.encode(), session.version)
 
 
 def _cursor(position: tuple[Any, ...]) -> list[Any]:
@@ -60,57 +84,41 @@ def _position(cursor: list[Any]) -> tuple[Any, ...]:
 
 
 class SessionService:
-    def __init__(self, db: AsyncSession, settings: Settings) -> None:
-        self.db = db
-        self.settings = settings
-        self.events = EventService(db, settings)
+    """Each public method is one unit of work, committed before it returns."""
 
-    async def create(self, app_name: str, user_id: str, body: SessionCreate) -> dict[str, Any]:
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings) -> None:
+        self.sessionmaker = sessionmaker
+        self.settings = settings
+        self.events = EventService(sessionmaker, settings)
+
+    async def create(self, app_name: str, user_id: str, body: SessionCreate) -> SessionDocument:
+        """One transaction: the session, its shared state and its first events, or nothing."""
         key = SessionKey(app_name, user_id, body.session_id or str(uuid.uuid4()))
         created = server_time()  # before the events: theirs, when the server assigns, come later
         delta = split_delta(body.state or {})
         new_events = prepare_batch(body.events or [], self.settings)
-        check_state_size(len(canonical_json(delta.session)), self.settings)
-        if not await session_rows.insert_new(self.db, key, delta.session, created):
-            raise SessionAlreadyExists(key.session_id)
-        if delta.app:
-            _, size = await state_rows.merge_app(self.db, app_name, delta.app)
-            check_state_size(size, self.settings)
-        if delta.user:
-            _, size = await state_rows.merge_user(self.db, app_name, user_id, delta.user)
-            check_state_size(size, self.settings)
-        if new_events:
-            await self.events.append_prepared(key, new_events, None)
-        session = await self._read(key, num_recent_events=None, after_timestamp=None)
-        await self.db.commit()
+        limit = self.settings.max_state_bytes
+        async with self.sessionmaker() as db:
+            if not await session_rows.insert_new(db, key, delta.session, created, limit):
+                raise SessionAlreadyExists(key.session_id)
+            if delta.app:
+                await state_rows.merge_app(db, app_name, delta.app, limit)
+            if delta.user:
+                await state_rows.merge_user(db, app_name, user_id, delta.user, limit)
+            if new_events:
+                await self.events.append_prepared(db, key, new_events, None)
+            session = await _read(db, key, num_recent_events=None, after_timestamp=None)
+            await db.commit()
         EVENTS_APPENDED.inc(len(new_events))
         return session
 
     async def get(
         self, key: SessionKey, *, num_recent_events: int | None, after_timestamp: float | None
-    ) -> dict[str, Any]:
-        return await self._read(
-            key, num_recent_events=num_recent_events, after_timestamp=after_timestamp
-        )
-
-    async def _read(
-        self, key: SessionKey, *, num_recent_events: int | None, after_timestamp: float | None
-    ) -> dict[str, Any]:
-        session = await session_rows.get(self.db, key)
-        if session is None:
-            raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-        events: list[dict[str, Any]] = []
-        if num_recent_events != 0:
-            events = await event_rows.select_events(
-                self.db,
-                key,
-                after_timestamp=after_timestamp,
-                newest_first=num_recent_events is not None,
-                limit=num_recent_events,
+    ) -> SessionDocument:
+        async with self.sessionmaker() as db:
+            return await _read(
+                db, key, num_recent_events=num_recent_events, after_timestamp=after_timestamp
             )
-            if num_recent_events is not None:
-                events.reverse()
-        return session_json(session, events)
 
     async def list(
         self,
@@ -125,32 +133,34 @@ class SessionService:
         query = f"sessions:{order}"
         shape: tuple[type, ...] = (int, str, str) if across_users else (int, str)
         after = _position(pagination.decode(page_token, query, shape)) if page_token else None
-        sessions = await session_rows.list_page(
-            self.db,
-            app_name,
-            user_id,
-            newest_first=order is Order.DESC,
-            after=after,
-            limit=page_size + 1,
-        )
+        async with self.sessionmaker() as db:
+            sessions = await session_rows.list_page(
+                db,
+                app_name,
+                user_id,
+                newest_first=order is Order.DESC,
+                after=after,
+                limit=page_size + 1,
+            )
         next_token = None
         if len(sessions) > page_size:
             sessions = sessions[:page_size]
             last = session_rows.sort_key(sessions[-1], across_users=across_users)
             next_token = pagination.encode(query, _cursor(last))
         return {
-            "sessions": [session_json(session, []) for session in sessions],
+            "sessions": [session_json(session) for session in sessions],
             "nextPageToken": next_token,
         }
 
     async def delete(self, key: SessionKey) -> None:
-        if not await session_rows.delete_one(self.db, key):
-            raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-        await self.db.commit()
+        async with self.sessionmaker() as db:
+            if not await session_rows.delete_one(db, key):
+                raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+            await db.commit()
 
     async def update_state(
         self, key: SessionKey, state_delta: dict[str, Any], expected_version: int | None
-    ) -> dict[str, Any]:
+    ) -> SessionDocument:
         """Record the delta as an event by `user`, as ADK's own API server does."""
         event = EventIn.model_validate(
             {
@@ -161,3 +171,18 @@ class SessionService:
         )
         await self.events.append(key, event, expected_version)
         return await self.get(key, num_recent_events=None, after_timestamp=None)
+
+
+async def _read(
+    db: AsyncSession,
+    key: SessionKey,
+    *,
+    num_recent_events: int | None,
+    after_timestamp: float | None,
+) -> SessionDocument:
+    found = await session_rows.read(
+        db, key, limit=num_recent_events, after_timestamp=after_timestamp
+    )
+    if found is None:
+        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+    return session_document(*found)

@@ -2,12 +2,11 @@
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.config import Settings
 from app.errors import InvalidInput
 from app.repositories import state as state_rows
-from app.services.events import check_state_size
 from app.state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 PREFIXES = (APP_PREFIX, USER_PREFIX, TEMP_PREFIX)
@@ -25,27 +24,32 @@ def _unprefixed(delta: dict[str, Any]) -> dict[str, Any]:
 
 
 class StateService:
-    def __init__(self, db: AsyncSession, settings: Settings) -> None:
-        self.db = db
+    """Each public method is one unit of work, committed before it returns."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings) -> None:
+        self.sessionmaker = sessionmaker
         self.settings = settings
 
     async def get_app(self, app_name: str) -> dict[str, Any]:
-        return {"state": await state_rows.get_app(self.db, app_name)}
+        async with self.sessionmaker() as db:
+            return {"state": await state_rows.get_app(db, app_name)}
 
     async def get_user(self, app_name: str, user_id: str) -> dict[str, Any]:
-        return {"state": await state_rows.get_user(self.db, app_name, user_id)}
+        async with self.sessionmaker() as db:
+            return {"state": await state_rows.get_user(db, app_name, user_id)}
 
     async def update_app(self, app_name: str, delta: dict[str, Any]) -> dict[str, Any]:
-        state, size = await state_rows.merge_app(self.db, app_name, _unprefixed(delta))
-        return await self._commit(state, size)
+        limit = self.settings.max_state_bytes
+        async with self.sessionmaker() as db:
+            state = await state_rows.merge_app(db, app_name, _unprefixed(delta), limit)
+            await db.commit()
+        return {"state": state}
 
     async def update_user(
         self, app_name: str, user_id: str, delta: dict[str, Any]
     ) -> dict[str, Any]:
-        state, size = await state_rows.merge_user(self.db, app_name, user_id, _unprefixed(delta))
-        return await self._commit(state, size)
-
-    async def _commit(self, state: dict[str, Any], size: int) -> dict[str, Any]:
-        check_state_size(size, self.settings)
-        await self.db.commit()
+        limit = self.settings.max_state_bytes
+        async with self.sessionmaker() as db:
+            state = await state_rows.merge_user(db, app_name, user_id, _unprefixed(delta), limit)
+            await db.commit()
         return {"state": state}
