@@ -10,10 +10,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import uvicorn
 from fastapi import FastAPI
 
-from app import db
+from app import db, workers
 from app.config import Settings
 from app.errors import NotFound
 from app.models import StorageApiKey
@@ -42,22 +41,25 @@ def serve(args: argparse.Namespace) -> None:
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         metrics_dir = tempfile.mkdtemp(prefix="sessionary-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-    # Uvicorn drains in-flight requests on SIGTERM/SIGINT, then re-raises the signal to the
-    # handler that was there before it: this one, so `finally` stops the embedded PostgreSQL
-    # and the process exits 0.
+    # Uvicorn (or the worker supervisor) drains in-flight requests on SIGTERM/SIGINT, then
+    # hands the signal to the handler that was there before it: this one, so `finally` stops
+    # the embedded PostgreSQL and the process exits 0.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _exit_cleanly)
+    options = {
+        "app": "app.main:create_app",
+        "factory": True,
+        "host": args.host,
+        "port": args.port,
+        "timeout_graceful_shutdown": settings.shutdown_timeout,
+        "log_config": log_config(settings.log_level.upper()),
+        "access_log": False,  # ours, in JSON with the request id, replaces uvicorn's
+    }
     try:
-        uvicorn.run(
-            "app.main:create_app",
-            factory=True,
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            timeout_graceful_shutdown=settings.shutdown_timeout,
-            log_config=log_config(settings.log_level.upper()),
-            access_log=False,  # ours, in JSON with the request id, replaces uvicorn's
-        )
+        if args.workers > 1:
+            workers.supervise(options, args.workers)
+        else:
+            workers.serve_one(options)
     finally:
         if embedded is not None:
             embedded.stop()

@@ -1,0 +1,102 @@
+"""`sessionary serve --workers N`: connections spread over the workers, and a dead worker is
+replaced, on the real server process."""
+
+import contextlib
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fixtures import start_server, stop_server
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def two_workers(database_url: str) -> Iterator[tuple[int, str]]:
+    process, base_url = start_server(database_url, "--workers", "2")
+    try:
+        yield process.pid, base_url
+    finally:
+        assert stop_server(process) == 0
+
+
+def workers_of(pid: int) -> list[int]:
+    """The server's worker processes (multiprocessing's resource tracker has no socket)."""
+    children = [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+    return [child for child in children if listening_sockets(child)]
+
+
+def listening_sockets(pid: int) -> set[str]:
+    return {inode for inode, state in socket_inodes(pid).items() if state == "0A"}
+
+
+def socket_inodes(pid: int) -> dict[str, str]:
+    """inode → TCP state (hex, as /proc/net/tcp has it) of every TCP socket the process
+    holds; nothing for a process that has just exited."""
+    held = set()
+    states = {}
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    held.add(target[8:-1])
+        for table in ("tcp", "tcp6"):
+            for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[9] in held:
+                    states[fields[9]] = fields[3]
+    except FileNotFoundError:
+        return {}
+    return states
+
+
+def test_long_lived_connections_spread_over_every_worker(two_workers):
+    pid, base_url = two_workers
+    port = int(base_url.rsplit(":", 1)[1])
+    connections = []
+    try:
+        for _ in range(16):  # kept open, as an agent's connection pool keeps them
+            conn = socket.create_connection(("127.0.0.1", port))
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: sessionary\r\n\r\n")
+            assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+            connections.append(conn)
+        workers = workers_of(pid)
+        assert len(workers) == 2
+        # Each worker listens on a socket of its own: that is what lets the kernel share out
+        # connections. With one shared socket a worker often takes all 16.
+        listening = [listening_sockets(worker) for worker in workers]
+        assert all(len(inodes) == 1 for inodes in listening)
+        assert listening[0] != listening[1]
+        established = [
+            sum(state == "01" for state in socket_inodes(worker).values()) for worker in workers
+        ]
+        assert all(count > 0 for count in established), established
+    finally:
+        for conn in connections:
+            conn.close()
+
+
+def test_a_worker_that_dies_is_replaced_and_the_server_keeps_serving(two_workers):
+    pid, base_url = two_workers
+    victim = workers_of(pid)[0]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while True:
+        workers = workers_of(pid)
+        if len(workers) == 2 and victim not in workers:
+            break
+        assert time.monotonic() < deadline, "the dead worker was not replaced"
+        time.sleep(0.2)
+    for _ in range(10):  # new connections each time: some land on the new worker
+        assert httpx.get(f"{base_url}/readyz", timeout=10).status_code == 200
