@@ -14,8 +14,8 @@ from fastapi import FastAPI
 
 from app import db, workers
 from app.config import Settings
+from app.domain import ApiKey
 from app.errors import NotFound
-from app.models import StorageApiKey
 from app.observability import log_config
 from app.services.auth import AuthService, GrantCache
 
@@ -89,7 +89,7 @@ def keys(args: argparse.Namespace) -> None:
 async def _keys(args: argparse.Namespace, dsn: str) -> None:
     engine = db.create_engine(dsn, pool_size=1)
     try:
-        service = AuthService(db.create_sessionmaker(engine), GrantCache(0))
+        service = AuthService(engine, GrantCache(0))
         if args.action == "create":
             if args.admin == (args.app is not None):
                 sys.exit("sessionary keys create: give exactly one of --app APP or --admin.")
@@ -112,7 +112,7 @@ async def _keys(args: argparse.Namespace, dsn: str) -> None:
         await engine.dispose()
 
 
-def _scope(row: StorageApiKey) -> str:
+def _scope(row: ApiKey) -> str:
     scope = "every app" if row.app_name is None else f"app {row.app_name!r}"
     if row.user_id is not None:
         scope += f", user {row.user_id!r}"

@@ -1,4 +1,4 @@
-"""The database handle: engine, sessionmaker, the driver path, and the schema's migration state."""
+"""The database handle: the engine, the driver path, and the schema's migration state."""
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -16,12 +16,7 @@ from sqlalchemy import Connection, TextClause
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import (
-    AsyncEngine,
-    AsyncSession,
-    async_sessionmaker,
-    create_async_engine,
-)
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 ALEMBIC_INI = Path(__file__).resolve().parent.parent / "alembic.ini"
 
@@ -72,10 +67,6 @@ def create_engine(
     )
 
 
-def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
-    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
-
-
 @dataclass(frozen=True)
 class DriverStatement:
     """SQL with named parameters, compiled once into asyncpg's positional `$n` form."""
@@ -93,21 +84,21 @@ class DriverStatement:
 
 
 @asynccontextmanager
-async def driver(db: AsyncSession) -> AsyncIterator[asyncpg.Connection]:
+async def driver(db: AsyncConnection) -> AsyncIterator[asyncpg.Connection]:
     """The asyncpg connection under `db`, for the statements on the hot path.
 
     A statement sent this way skips SQLAlchemy's execution machinery, a quarter of an append's
-    CPU (bench/README.md), yet runs on the same pooled connection and inside `db`'s transaction
-    if one has begun; otherwise it is its own transaction, as a lone statement is. JSONB
-    parameters go in as JSON text and come out decoded (SQLAlchemy's codecs on this
-    connection). A connection found broken is invalidated, so the pool replaces it.
+    CPU (bench/README.md), yet runs on the same pooled connection and inside the transaction
+    SQLAlchemy has begun on it, if a statement of its own began one; otherwise it is its own
+    transaction, as a lone statement is. JSONB parameters go in as JSON text and come out
+    decoded (SQLAlchemy's codecs on this connection). A connection found broken is
+    invalidated, so the pool replaces it.
     """
-    connection = await db.connection()
-    pooled = await connection.get_raw_connection()
+    pooled = await db.get_raw_connection()
     try:
         yield pooled.driver_connection
     except DISCONNECTED:
-        await connection.invalidate()
+        await db.invalidate()
         raise
 
 

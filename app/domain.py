@@ -37,3 +37,16 @@ class StoredSession:
     create_time: datetime
     update_time: datetime
     last_event_time: float | None
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An API key, without its secret. `app_name` None: every app; `user_id` None: every user."""
+
+    id: str
+    name: str
+    app_name: str | None
+    user_id: str | None
+    read_only: bool
+    create_time: datetime | None = None
+    revoke_time: datetime | None = None

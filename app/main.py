@@ -53,12 +53,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                 "Set SESSIONARY_AUTH=true and create keys with `sessionary keys create`."
             )
         instrument_pool(engine)
-        sessionmaker = db.create_sessionmaker(engine)
         app.state.engine = engine
-        app.state.sessionmaker = sessionmaker
-        app.state.sessions = SessionService(sessionmaker, settings)
-        app.state.events = EventService(sessionmaker, settings)
-        app.state.states = StateService(sessionmaker, settings)
+        app.state.sessions = SessionService(engine, settings)
+        app.state.events = EventService(engine, settings)
+        app.state.states = StateService(engine, settings)
         yield
     finally:
         await engine.dispose()

@@ -79,13 +79,14 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
 READ_KEY = seeded_key(READ_APP, 1, users=1, user_prefix="reader", session_prefix="long")
 
 
-def _schemas(dbs: Databases) -> list[tuple[str, Schema]]:
-    return [(dbs.sessionary, "sessionary"), (dbs.floor, "sessionary"), (dbs.adk, "adk")]
+def _schemas(dbs: Databases, with_adk: bool) -> list[tuple[str, Schema]]:
+    schemas: list[tuple[str, Schema]] = [(dbs.sessionary, "sessionary"), (dbs.floor, "sessionary")]
+    return [*schemas, (dbs.adk, "adk")] if with_adk else schemas
 
 
-async def seed_small(dbs: Databases, sizes: Sizes) -> None:
-    """S3/S4's long session and S5's listed sessions, the same rows in all three databases."""
-    for dsn, schema in _schemas(dbs):
+async def seed_small(dbs: Databases, sizes: Sizes, with_adk: bool) -> None:
+    """S3/S4's long session and S5's listed sessions, the same rows in every database."""
+    for dsn, schema in _schemas(dbs, with_adk):
         await databases.seed(
             dsn,
             schema,
@@ -106,7 +107,7 @@ async def seed_small(dbs: Databases, sizes: Sizes) -> None:
         )
 
 
-async def seed_growth(dbs: Databases, sizes: Sizes) -> None:
+async def seed_growth(dbs: Databases, sizes: Sizes, with_adk: bool) -> None:
     """S6: a million events in every database at once (one loader connection each)."""
     per_session = sizes.growth_events // sizes.growth_sessions
     await asyncio.gather(
@@ -119,7 +120,7 @@ async def seed_growth(dbs: Databases, sizes: Sizes) -> None:
                 events_per_session=per_session,
                 users=max(1, sizes.growth_sessions // 10),
             )
-            for dsn, schema in _schemas(dbs)
+            for dsn, schema in _schemas(dbs, with_adk)
         )
     )
 
@@ -223,7 +224,7 @@ async def bench(args: argparse.Namespace) -> str:
     if adk is not None:
         await adk.prepare()
     log("seeding the long session and the listed sessions")
-    await seed_small(dbs, sizes)
+    await seed_small(dbs, sizes, with_adk=adk is not None)
 
     with server.Server(dbs.sessionary, args.workers, {"SESSIONARY_AUTH": "false"}) as serve:
         log(f"sessionary serve --workers {args.workers} on port {serve.port}")
@@ -255,7 +256,7 @@ async def bench(args: argparse.Namespace) -> str:
         if not args.skip_growth:
             log(f"S6: loading {sizes.growth_events:,} events into each database")
             loading = time.monotonic()
-            await seed_growth(dbs, sizes)
+            await seed_growth(dbs, sizes, with_adk=adk is not None)
             results.notes.append(
                 f"S6 load: {sizes.growth_events:,} events over {sizes.growth_sessions:,} "
                 f"sessions per database, by INSERT … SELECT, {time.monotonic() - loading:.0f} s."

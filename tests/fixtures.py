@@ -106,9 +106,8 @@ async def _empty_tables(request: pytest.FixtureRequest) -> AsyncIterator[None]:
     yield
     if "app" in request.fixturenames:
         application: FastAPI = request.getfixturevalue("app")
-        async with application.state.sessionmaker() as session:
-            await session.execute(text("TRUNCATE sessions, events, app_states, user_states"))
-            await session.commit()
+        async with application.state.engine.begin() as db:
+            await db.execute(text("TRUNCATE sessions, events, app_states, user_states"))
 
 
 @pytest.fixture

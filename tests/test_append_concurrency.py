@@ -89,7 +89,7 @@ async def test_service_appends_on_separate_connections_serialise_in_postgres(app
     await create_session(client, sessionId="s1")
     key = SessionKey(APP, USER, "s1")
 
-    service = EventService(app.state.sessionmaker, app.state.settings)
+    service = EventService(app.state.engine, app.state.settings)
 
     async def append_once(n: int) -> int:
         stored, appended = await service.append(key, EventIn(author=f"w{n}"), None)

@@ -35,7 +35,7 @@ SessionId = Annotated[str, _path_id("The session.")]
 
 
 def _service(name: str) -> Any:
-    """The service the app made at start-up (stateless: it opens a session per call)."""
+    """The service the app made at start-up (stateless: each call opens its own connection)."""
 
     async def provide(request: Request) -> Any:
         return getattr(request.app.state, name)
@@ -93,7 +93,7 @@ def authorized(need: Need) -> Any:
     async def check(request: Request, credentials: Credentials) -> None:
         if not request.app.state.settings.auth_enabled:
             return
-        auth = AuthService(request.app.state.sessionmaker, request.app.state.grant_cache)
+        auth = AuthService(request.app.state.engine, request.app.state.grant_cache)
         grant = await auth.authenticate(credentials.credentials if credentials else None)
         write = request.method not in ("GET", "HEAD")
         params = request.path_params

@@ -1,1 +1,2 @@
-"""All SQL of the service. Functions take the AsyncSession, may flush, and never commit."""
+"""All SQL of the service. Functions take the connection of the caller's unit of work
+(SQLAlchemy Core, `db`) and never commit."""

@@ -7,7 +7,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy import BigInteger, and_, bindparam, select, text
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.db import DriverStatement, driver
@@ -86,7 +86,7 @@ SELECT base_seq FROM bump
 
 
 async def append(
-    db: AsyncSession,
+    db: AsyncConnection,
     key: SessionKey,
     events: Sequence[NewEvent],
     expected_version: int | None,
@@ -129,7 +129,7 @@ async def append(
 
 
 async def find_by_ids(
-    db: AsyncSession, key: SessionKey, event_ids: Sequence[str]
+    db: AsyncConnection, key: SessionKey, event_ids: Sequence[str]
 ) -> dict[str, tuple[bytes, dict[str, Any]]]:
     """Stored events by id, each with the hash of the request that stored it."""
     rows = await db.execute(
@@ -141,7 +141,7 @@ async def find_by_ids(
 
 
 async def select_events(
-    db: AsyncSession,
+    db: AsyncConnection,
     key: SessionKey,
     *,
     after_seq: int | None = None,

@@ -5,7 +5,7 @@ from typing import Any
 from sqlalchemy import Select, and_, delete, func, literal, select, text, tuple_
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.db import DriverStatement, driver
@@ -22,7 +22,7 @@ def _filter(key: SessionKey) -> ColumnElement[bool]:
     )
 
 
-def _with_shared_state() -> Select[StorageSession, dict[str, Any], dict[str, Any], float | None]:
+def _with_shared_state() -> Select[Any]:
     # update_time keeps microseconds; ADK's lastUpdateTime is the last event's exact float.
     last_event_time = (
         select(StorageEvent.timestamp)
@@ -37,10 +37,16 @@ def _with_shared_state() -> Select[StorageSession, dict[str, Any], dict[str, Any
     )
     return (
         select(
-            StorageSession,
-            func.coalesce(StorageAppState.state, literal({}, StorageAppState.state.type)),
-            func.coalesce(StorageUserState.state, literal({}, StorageUserState.state.type)),
-            last_event_time,
+            StorageSession.app_name,
+            StorageSession.user_id,
+            StorageSession.id,
+            StorageSession.state,
+            StorageSession.version,
+            StorageSession.create_time,
+            StorageSession.update_time,
+            func.coalesce(StorageAppState.state, literal({}, JSONB)).label("app_state"),
+            func.coalesce(StorageUserState.state, literal({}, JSONB)).label("user_state"),
+            last_event_time.label("last_event_time"),
         )
         .outerjoin(StorageAppState, StorageAppState.app_name == StorageSession.app_name)
         .outerjoin(
@@ -54,21 +60,24 @@ def _with_shared_state() -> Select[StorageSession, dict[str, Any], dict[str, Any
 
 
 def _stored(row: Any) -> StoredSession:
-    session, app_state, user_state, last_event_time = row
     return StoredSession(
-        key=SessionKey(session.app_name, session.user_id, session.id),
-        state=session.state,
-        app_state=app_state,
-        user_state=user_state,
-        version=session.version,
-        create_time=session.create_time,
-        update_time=session.update_time,
-        last_event_time=last_event_time,
+        key=SessionKey(row.app_name, row.user_id, row.id),
+        state=row.state,
+        app_state=row.app_state,
+        user_state=row.user_state,
+        version=row.version,
+        create_time=row.create_time,
+        update_time=row.update_time,
+        last_event_time=row.last_event_time,
     )
 
 
 async def insert_new(
-    db: AsyncSession, key: SessionKey, state: dict[str, Any], created: float, max_state_bytes: int
+    db: AsyncConnection,
+    key: SessionKey,
+    state: dict[str, Any],
+    created: float,
+    max_state_bytes: int,
 ) -> bool:
     """Create the row; False if the id is taken (no exception, so the transaction lives on)."""
     create_time = func.to_timestamp(created)
@@ -126,7 +135,7 @@ ORDER BY seq
 
 
 async def read(
-    db: AsyncSession, key: SessionKey, *, limit: int | None, after_timestamp: float | None
+    db: AsyncConnection, key: SessionKey, *, limit: int | None, after_timestamp: float | None
 ) -> tuple[StoredSession, list[str]] | None:
     """The session and its events as JSON texts: the last `limit` of those at or after
     `after_timestamp`, in seq order."""
@@ -157,12 +166,12 @@ async def read(
     return session, [row["event"] for row in rows[1:]]
 
 
-async def get_version(db: AsyncSession, key: SessionKey) -> int | None:
+async def get_version(db: AsyncConnection, key: SessionKey) -> int | None:
     return await db.scalar(select(StorageSession.version).where(_filter(key)))
 
 
 async def list_page(
-    db: AsyncSession,
+    db: AsyncConnection,
     app_name: str,
     user_id: str | None,
     *,
@@ -196,6 +205,6 @@ def sort_key(session: StoredSession, *, across_users: bool) -> tuple[Any, ...]:
     return (session.update_time, session.key.session_id)
 
 
-async def delete_one(db: AsyncSession, key: SessionKey) -> bool:
+async def delete_one(db: AsyncConnection, key: SessionKey) -> bool:
     statement = delete(StorageSession).where(_filter(key)).returning(StorageSession.id)
     return await db.scalar(statement) is not None

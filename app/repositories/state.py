@@ -7,7 +7,7 @@ import asyncpg
 from sqlalchemy import func, literal, select
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.errors import StateTooLarge
@@ -38,14 +38,14 @@ def is_state_too_large(error: DBAPIError) -> bool:
 
 
 async def merge_app(
-    db: AsyncSession, app_name: str, delta: dict[str, Any], max_bytes: int
+    db: AsyncConnection, app_name: str, delta: dict[str, Any], max_bytes: int
 ) -> dict[str, Any]:
     """Merge into the app's state (top level, atomic); returns the new state."""
     return await _merge(db, StorageAppState, "app", {"app_name": app_name}, delta, max_bytes)
 
 
 async def merge_user(
-    db: AsyncSession, app_name: str, user_id: str, delta: dict[str, Any], max_bytes: int
+    db: AsyncConnection, app_name: str, user_id: str, delta: dict[str, Any], max_bytes: int
 ) -> dict[str, Any]:
     """Merge into the user's state (top level, atomic); returns the new state."""
     keys = {"app_name": app_name, "user_id": user_id}
@@ -53,7 +53,7 @@ async def merge_user(
 
 
 async def _merge(
-    db: AsyncSession,
+    db: AsyncConnection,
     table: SharedState,
     scope: str,
     keys: dict[str, str],
@@ -85,14 +85,14 @@ async def _merge(
     return state
 
 
-async def get_app(db: AsyncSession, app_name: str) -> dict[str, Any]:
+async def get_app(db: AsyncConnection, app_name: str) -> dict[str, Any]:
     state = await db.scalar(
         select(StorageAppState.state).where(StorageAppState.app_name == app_name)
     )
     return state or {}
 
 
-async def get_user(db: AsyncSession, app_name: str, user_id: str) -> dict[str, Any]:
+async def get_user(db: AsyncConnection, app_name: str, user_id: str) -> dict[str, Any]:
     state = await db.scalar(
         select(StorageUserState.state).where(
             StorageUserState.app_name == app_name, StorageUserState.user_id == user_id

@@ -11,10 +11,10 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.domain import ApiKey
 from app.errors import Forbidden, NotFound, Unauthorized
-from app.models import StorageApiKey
 from app.repositories import api_keys as key_rows
 
 
@@ -49,10 +49,6 @@ def hash_key(key: str) -> bytes:
     return hashlib.sha256(key.encode()).digest()
 
 
-def _grant(row: StorageApiKey) -> Grant:
-    return Grant(row.id, row.app_name, row.user_id, row.read_only)
-
-
 class GrantCache:
     """Verified keys of this process, each for `ttl` seconds; unknown keys are never cached."""
 
@@ -72,10 +68,10 @@ class GrantCache:
 
 
 class AuthService:
-    """Opens its own database sessions: a request whose key is cached needs none."""
+    """Opens its own database connections: a request whose key is cached needs none."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], cache: GrantCache) -> None:
-        self.sessionmaker = sessionmaker
+    def __init__(self, engine: AsyncEngine, cache: GrantCache) -> None:
+        self.engine = engine
         self.cache = cache
 
     async def authenticate(self, key: str | None) -> Grant:
@@ -84,39 +80,31 @@ class AuthService:
         key_hash = hash_key(key)
         grant = self.cache.get(key_hash)
         if grant is None:
-            async with self.sessionmaker() as db:
-                row = await key_rows.find_active(db, key_hash)
-            if row is None:
+            async with self.engine.connect() as db:
+                found = await key_rows.find_active(db, key_hash)
+            if found is None:
                 raise Unauthorized("This API key is not valid (unknown or revoked).")
-            grant = _grant(row)
+            grant = Grant(found.id, found.app_name, found.user_id, found.read_only)
             self.cache.put(key_hash, grant)
         return grant
 
     async def create(
         self, name: str, app_name: str | None, user_id: str | None, read_only: bool
-    ) -> tuple[StorageApiKey, str]:
+    ) -> tuple[ApiKey, str]:
         """A new key; the returned secret is the only time it is ever shown."""
         key_id = secrets.token_hex(6)
-        key = f"sk_{key_id}_{secrets.token_urlsafe(32)}"
-        row = StorageApiKey(
-            id=key_id,
-            secret_hash=hash_key(key),
-            name=name,
-            app_name=app_name,
-            user_id=user_id,
-            read_only=read_only,
-        )
-        async with self.sessionmaker() as db:
-            await key_rows.insert(db, row)
-            await db.commit()
-        return row, key
+        secret = f"sk_{key_id}_{secrets.token_urlsafe(32)}"
+        async with self.engine.begin() as db:
+            stored = await key_rows.insert_key(
+                db, ApiKey(key_id, name, app_name, user_id, read_only), hash_key(secret)
+            )
+        return stored, secret
 
-    async def list(self) -> list[StorageApiKey]:
-        async with self.sessionmaker() as db:
+    async def list(self) -> list[ApiKey]:
+        async with self.engine.connect() as db:
             return await key_rows.list_all(db)
 
     async def revoke(self, key_id: str) -> None:
-        async with self.sessionmaker() as db:
+        async with self.engine.begin() as db:
             if not await key_rows.revoke(db, key_id):
                 raise NotFound(f"No active API key with id {key_id!r}.")
-            await db.commit()

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app import pagination
 from app.config import Settings
@@ -90,11 +90,11 @@ def prepare_batch(events: Sequence[EventIn], settings: Settings) -> list[NewEven
 
 
 class EventService:
-    """Each public method is one unit of work: it opens a database session and commits it
-    before returning, so a response never reports a write that did not happen."""
+    """Each public method is one unit of work on a connection of its own, committed before
+    it returns, so a response never reports a write that did not happen."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings) -> None:
-        self.sessionmaker = sessionmaker
+    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
+        self.engine = engine
         self.settings = settings
 
     async def append(
@@ -103,7 +103,7 @@ class EventService:
         """Store one event; returns it as stored (with `seq`) and what the append did."""
         if event.partial:
             # ADK keeps streaming fragments out of the log; the session must still exist.
-            async with self.sessionmaker() as db:
+            async with self.engine.connect() as db:
                 await require_session(db, key)
             return event.model_dump(exclude_unset=True), Appended.PARTIAL
         stored, appended = await self._append(
@@ -117,7 +117,7 @@ class EventService:
         """Store events all or nothing, at consecutive seqs; partial events are skipped."""
         new = prepare_batch(events, self.settings)
         if not new:
-            async with self.sessionmaker() as db:
+            async with self.engine.connect() as db:
                 await require_session(db, key)
             return [], Appended.PARTIAL
         return await self._append(key, new, expected_version)
@@ -125,18 +125,16 @@ class EventService:
     async def _append(
         self, key: SessionKey, events: list[NewEvent], expected_version: int | None
     ) -> tuple[list[dict[str, Any]], Appended]:
-        async with self.sessionmaker() as db:
+        async with self.engine.begin() as db:
             stored = await self.append_prepared(db, key, events, expected_version)
-            if stored is not None:
-                await db.commit()
-                EVENTS_APPENDED.inc(len(stored))
-                return stored, Appended.CREATED
-            await db.rollback()
-            return await _explain_refusal(db, key, events, expected_version), Appended.REPLAYED
+            if stored is None:
+                return await _explain_refusal(db, key, events, expected_version), Appended.REPLAYED
+        EVENTS_APPENDED.inc(len(stored))
+        return stored, Appended.CREATED
 
     async def append_prepared(
         self,
-        db: AsyncSession,
+        db: AsyncConnection,
         key: SessionKey,
         events: list[NewEvent],
         expected_version: int | None,
@@ -176,7 +174,7 @@ class EventService:
             after, before = after_seq, last_seq
         else:
             after, before = (after_seq if last_seq is None else last_seq), None
-        async with self.sessionmaker() as db:
+        async with self.engine.connect() as db:
             await require_session(db, key)
             events = await event_rows.select_events(
                 db,
@@ -195,7 +193,7 @@ class EventService:
         return {"events": events, "nextPageToken": next_token}
 
 
-async def require_session(db: AsyncSession, key: SessionKey) -> int:
+async def require_session(db: AsyncConnection, key: SessionKey) -> int:
     """The session's version; SessionNotFound if there is no such session."""
     version = await session_rows.get_version(db, key)
     if version is None:
@@ -204,7 +202,7 @@ async def require_session(db: AsyncSession, key: SessionKey) -> int:
 
 
 async def _explain_refusal(
-    db: AsyncSession, key: SessionKey, events: list[NewEvent], expected_version: int | None
+    db: AsyncConnection, key: SessionKey, events: list[NewEvent], expected_version: int | None
 ) -> list[dict[str, Any]]:
     """After a refused append: an identical retry gets the stored events, else an error.
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app import pagination
 from app.config import Settings
@@ -86,10 +86,10 @@ def _position(cursor: list[Any]) -> tuple[Any, ...]:
 class SessionService:
     """Each public method is one unit of work, committed before it returns."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings) -> None:
-        self.sessionmaker = sessionmaker
+    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
+        self.engine = engine
         self.settings = settings
-        self.events = EventService(sessionmaker, settings)
+        self.events = EventService(engine, settings)
 
     async def create(self, app_name: str, user_id: str, body: SessionCreate) -> SessionDocument:
         """One transaction: the session, its shared state and its first events, or nothing."""
@@ -98,7 +98,7 @@ class SessionService:
         delta = split_delta(body.state or {})
         new_events = prepare_batch(body.events or [], self.settings)
         limit = self.settings.max_state_bytes
-        async with self.sessionmaker() as db:
+        async with self.engine.begin() as db:
             if not await session_rows.insert_new(db, key, delta.session, created, limit):
                 raise SessionAlreadyExists(key.session_id)
             if delta.app:
@@ -108,14 +108,13 @@ class SessionService:
             if new_events:
                 await self.events.append_prepared(db, key, new_events, None)
             session = await _read(db, key, num_recent_events=None, after_timestamp=None)
-            await db.commit()
         EVENTS_APPENDED.inc(len(new_events))
         return session
 
     async def get(
         self, key: SessionKey, *, num_recent_events: int | None, after_timestamp: float | None
     ) -> SessionDocument:
-        async with self.sessionmaker() as db:
+        async with self.engine.connect() as db:
             return await _read(
                 db, key, num_recent_events=num_recent_events, after_timestamp=after_timestamp
             )
@@ -133,7 +132,7 @@ class SessionService:
         query = f"sessions:{order}"
         shape: tuple[type, ...] = (int, str, str) if across_users else (int, str)
         after = _position(pagination.decode(page_token, query, shape)) if page_token else None
-        async with self.sessionmaker() as db:
+        async with self.engine.connect() as db:
             sessions = await session_rows.list_page(
                 db,
                 app_name,
@@ -153,10 +152,9 @@ class SessionService:
         }
 
     async def delete(self, key: SessionKey) -> None:
-        async with self.sessionmaker() as db:
+        async with self.engine.begin() as db:
             if not await session_rows.delete_one(db, key):
                 raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-            await db.commit()
 
     async def update_state(
         self, key: SessionKey, state_delta: dict[str, Any], expected_version: int | None
@@ -174,7 +172,7 @@ class SessionService:
 
 
 async def _read(
-    db: AsyncSession,
+    db: AsyncConnection,
     key: SessionKey,
     *,
     num_recent_events: int | None,

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.config import Settings
 from app.errors import InvalidInput
@@ -26,30 +26,28 @@ def _unprefixed(delta: dict[str, Any]) -> dict[str, Any]:
 class StateService:
     """Each public method is one unit of work, committed before it returns."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings) -> None:
-        self.sessionmaker = sessionmaker
+    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
+        self.engine = engine
         self.settings = settings
 
     async def get_app(self, app_name: str) -> dict[str, Any]:
-        async with self.sessionmaker() as db:
+        async with self.engine.connect() as db:
             return {"state": await state_rows.get_app(db, app_name)}
 
     async def get_user(self, app_name: str, user_id: str) -> dict[str, Any]:
-        async with self.sessionmaker() as db:
+        async with self.engine.connect() as db:
             return {"state": await state_rows.get_user(db, app_name, user_id)}
 
     async def update_app(self, app_name: str, delta: dict[str, Any]) -> dict[str, Any]:
         limit = self.settings.max_state_bytes
-        async with self.sessionmaker() as db:
+        async with self.engine.begin() as db:
             state = await state_rows.merge_app(db, app_name, _unprefixed(delta), limit)
-            await db.commit()
         return {"state": state}
 
     async def update_user(
         self, app_name: str, user_id: str, delta: dict[str, Any]
     ) -> dict[str, Any]:
         limit = self.settings.max_state_bytes
-        async with self.sessionmaker() as db:
+        async with self.engine.begin() as db:
             state = await state_rows.merge_user(db, app_name, user_id, _unprefixed(delta), limit)
-            await db.commit()
         return {"state": state}
