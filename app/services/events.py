@@ -125,7 +125,9 @@ class EventService:
     async def _append(
         self, key: SessionKey, events: list[NewEvent], expected_version: int | None
     ) -> tuple[list[dict[str, Any]], Appended]:
-        async with self.engine.begin() as db:
+        # connect(), not begin(): the append is one statement, which is its own transaction
+        # (no BEGIN/COMMIT round trips); explaining a refusal only reads.
+        async with self.engine.connect() as db:
             stored = await self.append_prepared(db, key, events, expected_version)
             if stored is None:
                 return await _explain_refusal(db, key, events, expected_version), Appended.REPLAYED
