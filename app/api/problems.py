@@ -159,10 +159,20 @@ def _query_names(dependant: Dependant) -> frozenset[str]:
     return frozenset(names)
 
 
-def _camel_case_query(request: Request, known: frozenset[str]) -> None:
-    """Query names are camelCase like the JSON; snake_case ones are accepted as in bodies."""
+def _check_query(request: Request, known: frozenset[str]) -> None:
+    """Query names are camelCase like the JSON; snake_case ones are read as their camelCase
+    selves, as in bodies. A name the route does not know is refused."""
     items = request.query_params.multi_items()
-    if any("_" in name and name not in known for name, _ in items):
+    unknown = sorted(
+        {name for name, _ in items if name not in known and to_camel(name) not in known}
+    )
+    if unknown:
+        accepted = ", ".join(sorted(known)) or "none"
+        raise InvalidInput(
+            f"Unknown query parameter {unknown[0]!r}; this endpoint takes: {accepted}.",
+            field=unknown[0],
+        )
+    if any(name not in known for name, _ in items):
         renamed = [(name if name in known else to_camel(name), value) for name, value in items]
         request.scope["query_string"] = urlencode(renamed).encode()
 
@@ -179,15 +189,9 @@ class StrictRoute(APIRoute):
         known_query = _query_names(self.dependant)
 
         async def strict_handler(request: Request) -> Any:
-            _camel_case_query(request, known_query)
+            if request.scope["query_string"]:
+                _check_query(request, known_query)
             request = StrictJSONRequest(request.scope, request.receive)
-            unknown = sorted(set(request.query_params) - known_query)
-            if unknown:
-                accepted = ", ".join(sorted(known_query)) or "none"
-                raise InvalidInput(
-                    f"Unknown query parameter {unknown[0]!r}; this endpoint takes: {accepted}.",
-                    field=unknown[0],
-                )
             if takes_body and _has_body(request):
                 if not _is_json(request.headers.get("content-type", "")):
                     raise UnsupportedMediaType(
