@@ -105,12 +105,12 @@ async def insert_new(
 
 # A session with its shared state and its events, in one statement so that the version (the
 # ETag) and the events come from one snapshot: the first row (seq 0) is the session, the
-# others its events, as the JSON text PostgreSQL renders from the stored JSONB: a read never
+# others its events, as the UTF-8 JSON PostgreSQL renders from the stored JSONB: a read never
 # decodes an event. `:limit` NULL means no limit, `:after_timestamp` NULL no filter.
 READ = DriverStatement.compile(
     text(
         """
-SELECT 0 AS seq, CAST(NULL AS text) AS event,
+SELECT 0 AS seq, CAST(NULL AS bytea) AS event,
        s.state, s.version, s.create_time, s.update_time,
        coalesce(a.state, '{}') AS app_state, coalesce(u.state, '{}') AS user_state,
        (SELECT e.timestamp FROM events e
@@ -121,7 +121,8 @@ LEFT JOIN app_states a ON a.app_name = s.app_name
 LEFT JOIN user_states u ON u.app_name = s.app_name AND u.user_id = s.user_id
 WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id
 UNION ALL
-SELECT recent.seq, CAST(recent.event AS text), NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT recent.seq, convert_to(CAST(recent.event AS text), 'UTF8'),
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM (SELECT e.seq, e.event FROM events e
       WHERE e.app_name = :app_name AND e.user_id = :user_id AND e.session_id = :session_id
         AND (CAST(:after_timestamp AS double precision) IS NULL
@@ -136,8 +137,8 @@ ORDER BY seq
 
 async def read(
     db: AsyncConnection, key: SessionKey, *, limit: int | None, after_timestamp: float | None
-) -> tuple[StoredSession, list[str]] | None:
-    """The session and its events as JSON texts: the last `limit` of those at or after
+) -> tuple[StoredSession, list[bytes]] | None:
+    """The session and its events as UTF-8 JSON: the last `limit` of those at or after
     `after_timestamp`, in seq order."""
     arguments = READ.arguments(
         {
