@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install run test lint migrate openapi lock clean
+.PHONY: install run test lint migrate openapi bench lock clean
 
 # The service with every extra, and the client package (with its ADK adapter), whose tests
 # `make test` runs too.
@@ -36,6 +36,10 @@ migrate: install
 
 openapi: install
 	$(BIN)/sessionary openapi
+
+## Sessionary vs google-adk vs a plain-asyncpg floor; needs DATABASE_URL (bench/README.md).
+bench: install
+	$(BIN)/python -m bench.run
 
 # Needs only the venv, not the install: the old pins may be what no longer resolves.
 lock:

@@ -11,13 +11,15 @@ import tempfile
 from pathlib import Path
 
 from fastapi import FastAPI
+from sqlalchemy.engine import make_url
 
 from app import db, workers
 from app.config import Settings
 from app.domain import ApiKey
-from app.errors import NotFound
+from app.errors import DatabaseUnavailable, NotFound, SchemaBehind
 from app.observability import log_config
 from app.services.auth import AuthService, GrantCache
+from app.services.health import check_ready
 
 OPENAPI_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
 
@@ -36,6 +38,8 @@ def serve(args: argparse.Namespace) -> None:
         os.environ["DATABASE_URL"] = dsn
         # The embedded database is for development: no keys unless asked for explicitly.
         os.environ.setdefault("SESSIONARY_AUTH", "false")
+    else:
+        _require_ready(str(settings.database_url), settings.db_connect_timeout)
     # Workers count metrics in files here, so a scrape of any worker sees them all.
     metrics_dir = None
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
@@ -65,6 +69,23 @@ def serve(args: argparse.Namespace) -> None:
             embedded.stop()
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _require_ready(dsn: str, timeout: float) -> None:
+    """Refuse to start, saying what to do, rather than let every worker fail its start-up."""
+
+    async def check() -> None:
+        engine = db.create_engine(dsn, pool_size=1, connect_timeout=timeout)
+        try:
+            await check_ready(engine)
+        finally:
+            await engine.dispose()
+
+    where = make_url(dsn).render_as_string(hide_password=True)
+    try:
+        asyncio.run(check())
+    except (DatabaseUnavailable, SchemaBehind) as error:
+        sys.exit(f"sessionary serve: {where}: {error.detail}")
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:

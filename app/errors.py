@@ -140,7 +140,8 @@ class SchemaBehind(SessionaryError):
     title = "Database schema is not at this version's migration head"
 
     def __init__(self, current: str | None, head: str | None) -> None:
+        at = f"at revision {current}" if current else "not created yet"
         super().__init__(
-            f"The database schema is at revision {current}, this code needs {head}: "
+            f"The database schema is {at}; this code needs revision {head}: "
             "run `sessionary migrate`."
         )

@@ -226,7 +226,15 @@ async def bench(args: argparse.Namespace) -> str:
     log("seeding the long session and the listed sessions")
     await seed_small(dbs, sizes, with_adk=adk is not None)
 
-    with server.Server(dbs.sessionary, args.workers, {"SESSIONARY_AUTH": "false"}) as serve:
+    # Each worker's pool sized to its share of the clients, so that Sessionary's idle
+    # connections and ADK's pool fit under PostgreSQL's default max_connections (100).
+    per_worker = -(-sizes.clients // args.workers)
+    server_env = {
+        "SESSIONARY_AUTH": "false",
+        "SESSIONARY_DB_POOL_SIZE": str(per_worker),
+        "SESSIONARY_DB_MAX_OVERFLOW": str(per_worker // 2),
+    }
+    with server.Server(dbs.sessionary, args.workers, server_env) as serve:
         log(f"sessionary serve --workers {args.workers} on port {serve.port}")
         results.ceiling_rps = await loadgen.ceiling(
             serve.host,

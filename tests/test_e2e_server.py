@@ -89,3 +89,17 @@ def test_serve_without_database_url_runs_an_embedded_postgres_and_stops_it() -> 
     assert (tmp_path / "data" / "pgdata" / "PG_VERSION").exists()
     assert not (tmp_path / "data" / "pgdata" / "postmaster.pid").exists(), "PostgreSQL stopped"
     shutil.rmtree(tmp_path)
+
+
+def test_serve_refuses_a_database_whose_schema_is_behind(new_database) -> None:
+    unmigrated = new_database()
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("sessionary")), "serve", "--port", str(free_port())],
+        env={**os.environ, "DATABASE_URL": unmigrated},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "run `sessionary migrate`" in result.stderr

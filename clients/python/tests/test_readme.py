@@ -1,16 +1,21 @@
-"""The README's "Use it from ADK" example runs as written."""
+"""The READMEs' "Use it from ADK" example runs as written."""
 
 import re
 from pathlib import Path
 
+import pytest
 from google.adk.runners import Runner
 from sessionary_client.adk import SessionaryService
 
-README = Path(__file__).parents[1] / "README.md"
+CLIENT_README = Path(__file__).parents[1] / "README.md"
+README = Path(__file__).parents[3] / "README.md"
 
 
-async def test_the_use_it_from_adk_example_builds_a_runner_on_sessionary() -> None:
-    section = README.read_text().split("## Use it from ADK", 1)[1]
+@pytest.mark.parametrize(
+    "readme", [README.read_text(), CLIENT_README.read_text()], ids=["README", "client README"]
+)
+async def test_the_use_it_from_adk_example_builds_a_runner_on_sessionary(readme: str) -> None:
+    section = readme.split("## Use it from ADK", 1)[1]
     example = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert example is not None
     assert len(example.group(1).strip().splitlines()) <= 6
