@@ -217,6 +217,22 @@ async def test_state_growing_over_the_state_limit_is_413_and_nothing_is_written(
     assert list((await client.get(f"/apps/{APP}/users/{USER}/state")).json()["state"]) == ["a"]
 
 
+async def test_every_state_write_refuses_to_outgrow_the_limit_and_writes_nothing(client, settings):
+    too_big = "x" * (settings.max_state_bytes + 10)
+    half = "x" * (settings.max_state_bytes // 2 + 10)
+    created = await client.post(SESSIONS, json={"sessionId": "s2", "state": {"k": too_big}})
+    assert_problem(created, 413, "payload_too_large")
+    assert (await client.get(session_url("s2"))).status_code == 404
+    shared = await client.post(SESSIONS, json={"sessionId": "s3", "state": {"app:k": too_big}})
+    assert_problem(shared, 413, "payload_too_large")
+    assert (await client.get(session_url("s3"))).status_code == 404
+    app_state = f"/apps/{APP}/state"
+    assert (await client.patch(app_state, json={"stateDelta": {"a": half}})).status_code == 200
+    refused = await client.patch(app_state, json={"stateDelta": {"b": half}})
+    assert "app state" in assert_problem(refused, 413, "payload_too_large")["detail"]
+    assert list((await client.get(app_state)).json()["state"]) == ["a"]
+
+
 async def test_a_body_that_is_not_json_is_415(client):
     await create_session(client, sessionId="s1")
     for headers in (
