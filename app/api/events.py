@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Response, status
 
 from app.api.deps import Events, ExpectedVersion, Key, authorized
 from app.api.problems import StrictRoute
-from app.api.responses import json_response, problem_responses
+from app.api.responses import json_response, problem_responses, rendered_response
 from app.schemas import INT64_MAX, Event, EventBatch, EventIn, EventList, EventPage, Order
 from app.services.auth import Need
 from app.services.events import Appended
@@ -102,7 +102,7 @@ async def list_events(
     order: Annotated[Order, Query(description="`asc`: by seq; `desc`: newest first.")] = Order.ASC,
 ) -> Response:
     """Page through a session's events by `seq`."""
-    page = await events.page(
+    body = await events.page(
         key,
         page_size=page_size,
         page_token=page_token,
@@ -111,4 +111,4 @@ async def list_events(
         before_timestamp=before_timestamp,
         order=order,
     )
-    return json_response(page)
+    return rendered_response(body)

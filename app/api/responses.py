@@ -19,14 +19,16 @@ def json_response(content: Any, status_code: int = 200, version: int | None = No
     return JSONResponse(content, status_code=status_code, headers=_etag(version))
 
 
-def session_response(session: SessionDocument, status_code: int = 200) -> Response:
-    """A session whose body the service has already serialized, with its version as ETag."""
+def rendered_response(body: bytes, status_code: int = 200, version: int | None = None) -> Response:
+    """A JSON body the service has already rendered."""
     return Response(
-        session.body,
-        status_code=status_code,
-        media_type="application/json",
-        headers=_etag(session.version),
+        body, status_code=status_code, media_type="application/json", headers=_etag(version)
     )
+
+
+def session_response(session: SessionDocument, status_code: int = 200) -> Response:
+    """A session, with its version as ETag."""
+    return rendered_response(session.body, status_code, session.version)
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
-from sqlalchemy import BigInteger, and_, bindparam, select, text
+from sqlalchemy import BigInteger, Text, and_, bindparam, cast, func, select, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
@@ -150,9 +150,11 @@ async def select_events(
     before_timestamp: float | None = None,
     newest_first: bool = False,
     limit: int | None = None,
-) -> list[dict[str, Any]]:
-    """Events in seq order (or reversed); timestamps: `after` inclusive, `before` exclusive."""
-    query = select(StorageEvent.event).where(_event_filter(key))
+) -> list[tuple[int, bytes]]:
+    """Events' seqs and UTF-8 JSON as PostgreSQL renders them (never decoded here), in seq
+    order or reversed; timestamps: `after` inclusive, `before` exclusive."""
+    rendered = func.convert_to(cast(StorageEvent.event, Text), "UTF8")
+    query = select(StorageEvent.seq, rendered).where(_event_filter(key))
     if after_seq is not None:
         query = query.where(StorageEvent.seq > after_seq)
     if before_seq is not None:
@@ -164,4 +166,4 @@ async def select_events(
     query = query.order_by(StorageEvent.seq.desc() if newest_first else StorageEvent.seq)
     if limit is not None:
         query = query.limit(limit)
-    return list((await db.scalars(query)).all())
+    return [(seq, event) for seq, event in await db.execute(query)]

@@ -25,6 +25,7 @@ from app.observability import EVENTS_APPENDED
 from app.repositories import events as event_rows
 from app.repositories import sessions as session_rows
 from app.schemas import EventIn, Order
+from app.services import bodies
 from app.state import split_delta, without_temp
 
 
@@ -168,7 +169,8 @@ class EventService:
         after_timestamp: float | None,
         before_timestamp: float | None,
         order: Order,
-    ) -> dict[str, Any]:
+    ) -> bytes:
+        """A page of events as its JSON body, `{events, nextPageToken}`."""
         newest_first = order is Order.DESC
         query = f"events:{order}:{after_seq}:{after_timestamp}:{before_timestamp}"
         last_seq = pagination.decode(page_token, query, (int,))[0] if page_token else None
@@ -191,8 +193,9 @@ class EventService:
         next_token = None
         if len(events) > page_size:
             events = events[:page_size]
-            next_token = pagination.encode(query, [events[-1]["seq"]])
-        return {"events": events, "nextPageToken": next_token}
+            next_token = pagination.encode(query, [events[-1][0]])
+        rendered = [event for _, event in events]
+        return bodies.with_array({}, "events", rendered, {"nextPageToken": next_token})
 
 
 async def require_session(db: AsyncConnection, key: SessionKey) -> int:

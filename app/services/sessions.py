@@ -1,6 +1,5 @@
 """Sessions as ADK defines them: create, get with event filters, list, delete, state deltas."""
 
-import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -16,6 +15,7 @@ from app.observability import EVENTS_APPENDED
 from app.repositories import sessions as session_rows
 from app.repositories import state as state_rows
 from app.schemas import EventIn, Order, SessionCreate
+from app.services import bodies
 from app.services.events import EventService, prepare_batch, server_time
 from app.state import merged_state, split_delta
 
@@ -57,22 +57,10 @@ def session_json(session: StoredSession) -> dict[str, Any]:
     return {**_identity(session), "events": [], **_times(session)}
 
 
-def _dumps(value: dict[str, Any]) -> str:  # as Starlette's JSONResponse renders
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def session_document(session: StoredSession, events: list[bytes]) -> SessionDocument:
-    """The session's JSON with its events spliced in as PostgreSQL rendered them: a read
-    never decodes an event. The body is one join (one copy): a second copy of a large body
-    costs more than the join itself, in fresh pages."""
-    identity, times = _dumps(_identity(session)).encode(), _dumps(_times(session)).encode()
-    head, tail = identity[:-1] + b',"events":[', b"]," + times[1:]
-    if not events:
-        return SessionDocument(head + tail, session.version)
-    parts = [b","] * (2 * len(events) + 1)  # head, event, ",", event, …, event, tail
-    parts[1::2] = events
-    parts[0], parts[-1] = head, tail
-    return SessionDocument(b"".join(parts), session.version)
+    """The session's JSON with its events as PostgreSQL rendered them."""
+    body = bodies.with_array(_identity(session), "events", events, _times(session))
+    return SessionDocument(body, session.version)
 
 
 def _cursor(position: tuple[Any, ...]) -> list[Any]:
