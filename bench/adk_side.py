@@ -13,8 +13,9 @@ from google.adk.sessions import DatabaseSessionService, Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 from sqlalchemy.engine import make_url
 
+from app.domain import SessionKey
 from bench.systems import PageToken
-from bench.workload import EventSpec, SessionKey, adk_event
+from bench.workload import EventSpec, adk_event
 
 
 class AdkLane:

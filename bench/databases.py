@@ -21,6 +21,7 @@ from typing import Literal
 import asyncpg
 from sqlalchemy.engine import make_url
 
+from app.domain import SessionKey
 from bench import workload
 
 Schema = Literal["sessionary", "adk"]
@@ -191,29 +192,10 @@ async def seed(
         for first in range(1, sessions + 1, per_chunk):
             last = min(sessions, first + per_chunk - 1)
             async with connection.transaction():
-                await connection.execute(
-                    _SESSIONS_SQL[schema],
-                    app,
-                    first,
-                    last,
-                    user_prefix,
-                    users,
-                    session_prefix,
-                    events_per_session,
-                    base,
-                )
+                chunk = (app, first, last, user_prefix, users, session_prefix)
+                await connection.execute(_SESSIONS_SQL[schema], *chunk, events_per_session, base)
                 if events_per_session:
-                    await connection.execute(
-                        _events_sql(schema),
-                        app,
-                        first,
-                        last,
-                        user_prefix,
-                        users,
-                        session_prefix,
-                        events_per_session,
-                        base,
-                    )
+                    await connection.execute(_events_sql(schema), *chunk, events_per_session, base)
         # VACUUM too: after a bulk load autovacuum would otherwise vacuum the new rows while
         # whichever system runs first is being measured.
         await connection.execute("VACUUM ANALYZE")
@@ -223,9 +205,9 @@ async def seed(
 
 def seeded_key(
     app: str, number: int, *, users: int, user_prefix: str = "u", session_prefix: str = "s"
-) -> workload.SessionKey:
+) -> SessionKey:
     """The key `seed` gave session number `number`."""
-    return workload.SessionKey(app, f"{user_prefix}{number % users}", f"{session_prefix}{number}")
+    return SessionKey(app, f"{user_prefix}{number % users}", f"{session_prefix}{number}")
 
 
 async def scan_counts(dsn: str) -> dict[str, tuple[int, int]]:

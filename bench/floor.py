@@ -15,8 +15,9 @@ from typing import Any
 
 import asyncpg
 
+from app.domain import SessionKey
 from bench.systems import PageToken
-from bench.workload import EventSpec, SessionKey, wire_event
+from bench.workload import EventSpec, wire_event
 
 APPEND = """
 WITH bump AS (

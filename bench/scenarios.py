@@ -14,8 +14,9 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain import SessionKey
 from bench.systems import Lane, System
-from bench.workload import APPEND_APP, EventSpec, SessionKey, Sizes, specs
+from bench.workload import APPEND_APP, EventSpec, Sizes, specs
 
 
 @dataclass(frozen=True)

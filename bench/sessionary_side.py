@@ -6,9 +6,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from app.domain import SessionKey
 from bench.loadgen import Connection, request
 from bench.systems import PageToken
-from bench.workload import EventSpec, SessionKey, wire_event
+from bench.workload import EventSpec, wire_event
 
 
 def session_path(key: SessionKey) -> str:

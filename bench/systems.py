@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from bench.workload import EventSpec, SessionKey
+from app.domain import SessionKey
+from bench.workload import EventSpec
 
 # A token the system's own listing hands back for the next page (None: first page / no more).
 PageToken = Any

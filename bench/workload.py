@@ -51,13 +51,6 @@ class Sizes:
 
 
 @dataclass(frozen=True)
-class SessionKey:
-    app_name: str
-    user_id: str
-    session_id: str
-
-
-@dataclass(frozen=True)
 class EventSpec:
     """What varies between events; everything else is the shared template."""
 
