@@ -221,3 +221,17 @@ async def scan_counts(dsn: str) -> dict[str, tuple[int, int]]:
     finally:
         await connection.close()
     return {row["relname"]: (row["seq_scan"], row["idx_scan"]) for row in rows}
+
+
+async def checkpoint(dsn: str) -> bool:
+    """Write the loaded data out now. Otherwise the checkpoint after a large load runs
+    (writing hundreds of MB) while the first system after it is measured, and the systems
+    after it are not. Needs superuser or pg_checkpoint; False if refused."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        await connection.execute("CHECKPOINT")
+    except asyncpg.InsufficientPrivilegeError:
+        return False
+    finally:
+        await connection.close()
+    return True
