@@ -15,11 +15,13 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 from app import db
 from app.embedded import EmbeddedPostgres
+from app.main import create_app
 from tests.fixtures import start_server, stop_server
 
 JSON = {"content-type": "application/json"}
@@ -299,3 +301,32 @@ async def test_sigterm_lets_in_flight_requests_finish_then_exits(database_url, h
         assert [e["id"] for e in session["events"]] == ["in-flight"]
     finally:
         stop_server(process)
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (asyncpg.InvalidTextRepresentationError("invalid input syntax"), 422, "validation_error"),
+        (asyncpg.ConnectionDoesNotExistError("connection was closed"), 503, "database_unavailable"),
+        (
+            asyncpg.CannotConnectNowError("the database system is starting up"),
+            503,
+            "database_unavailable",
+        ),
+        (asyncpg.InterfaceError("connection is closed"), 503, "database_unavailable"),
+    ],
+    ids=["data error", "connection lost", "server starting", "driver interface"],
+)
+async def test_driver_errors_become_problems_never_500s(settings, error, status, code):
+    """The hot path talks to asyncpg directly; its errors must map like SQLAlchemy's do."""
+    app = create_app(settings)
+
+    async def failing() -> None:
+        raise error
+
+    app.add_api_route("/failing", failing)
+    transport = httpx.ASGITransport(app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http:
+        response = await http.get("/failing")
+    assert response.status_code == status
+    assert response.json()["code"] == code

@@ -4,6 +4,7 @@ import logging
 from typing import Any
 from urllib.parse import urlencode
 
+import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
@@ -91,12 +92,16 @@ def _allowed_methods(request: Request) -> list[str]:
 
 
 async def _database_error(request: Request, error: Exception) -> JSONResponse:
-    if isinstance(error, sa_exc.DataError):
+    # Logged by kind and SQLSTATE only: PostgreSQL's messages may quote the values refused.
+    sqlstate = getattr(error, "sqlstate", None) or getattr(
+        getattr(error, "orig", None), "sqlstate", None
+    )
+    if isinstance(error, sa_exc.DataError) or str(sqlstate).startswith("22"):
         # Input is checked before it reaches PostgreSQL; a value that still fails there is a 4xx.
-        logger.warning("database refused a value: %s", error)
+        logger.warning("database refused a value (SQLSTATE %s)", sqlstate)
         return render(request, InvalidInput("PostgreSQL cannot store a value of this request."))
     if isinstance(error, db.UNAVAILABLE) or getattr(error, "connection_invalidated", False):
-        logger.warning("database unavailable: %s", error)
+        logger.warning("database unavailable: %s", type(error).__name__)
         return render(
             request, DatabaseUnavailable("The database cannot be reached; retry shortly.")
         )
@@ -128,7 +133,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SessionaryError, _domain_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
-    for kind in (sa_exc.DBAPIError, *db.UNAVAILABLE):
+    for kind in (sa_exc.DBAPIError, asyncpg.PostgresError, *db.UNAVAILABLE):
         app.add_exception_handler(kind, _database_error)
     app.add_exception_handler(Exception, _unexpected)
 
