@@ -5,15 +5,20 @@ import json
 
 import pytest
 
+from app import pagination
 from tests.helpers import APP, SESSIONS, USER, assert_problem, create_session, session_url
 
 EVENTS = session_url("s1") + "/events"
 
 
-def forge(query: str, position: list) -> str:
-    """A page token as a client could craft one."""
-    raw = json.dumps({"q": query, "p": position}).encode()
+def forge(listing: tuple, position: list) -> str:
+    """A page token as a client could craft one, bound to the right listing."""
+    raw = json.dumps({"q": pagination.listing(*listing), "p": position}).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+USER_LISTING = ("sessions", APP, USER, "asc")
+EVENTS_LISTING = ("events", APP, USER, "s1", "asc", None, None, None)
 
 
 JSON = {"content-type": "application/json"}
@@ -134,15 +139,21 @@ BAD_QUERIES = {
     "numRecentEvents beyond int64": (session_url("s1"), {"numRecentEvents": "9" * 20}),
     "afterSeq beyond int64": (EVENTS, {"afterSeq": "9" * 20}),
     "a misspelt parameter": (session_url("s1"), {"numRecentEvent": 1}),
+    "pageToken of JSON nested 5000 deep": (
+        SESSIONS,
+        {"pageToken": base64.urlsafe_b64encode(b"[" * 5000).decode()},
+    ),
+    "pageToken of 10,000 characters": (EVENTS, {"pageToken": "A" * 10_000}),
     "a snake_case parameter out of range": (SESSIONS, {"page_size": 0}),
     **{
         f"forged token {name}": (url, {"pageToken": forge(query, position)})
         for name, (url, query, position) in {
-            "with a huge time": (SESSIONS, "sessions:asc", [10**20, "x"]),
-            "with int64 max time": (SESSIONS, "sessions:asc", [2**63 - 1, "x"]),
-            "with a NUL id": (SESSIONS, "sessions:asc", [1, "a\u0000"]),
-            "with a huge seq": (EVENTS, "events:asc:None:None:None", [10**20]),
-            "of the wrong shape": (SESSIONS, "sessions:asc", ["x", 1]),
+            "with a huge time": (SESSIONS, USER_LISTING, [10**20, "x"]),
+            "with int64 max time": (SESSIONS, USER_LISTING, [2**63 - 1, "x"]),
+            "with a NUL id": (SESSIONS, USER_LISTING, [1, "a\u0000"]),
+            "with a huge seq": (EVENTS, EVENTS_LISTING, [10**20]),
+            "of the wrong shape": (SESSIONS, USER_LISTING, ["x", 1]),
+            "of another user's listing": (SESSIONS, ("sessions", APP, "bob", "asc"), [1, "x"]),
         }.items()
     },
 }

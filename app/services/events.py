@@ -172,7 +172,16 @@ class EventService:
     ) -> bytes:
         """A page of events as its JSON body, `{events, nextPageToken}`."""
         newest_first = order is Order.DESC
-        query = f"events:{order}:{after_seq}:{after_timestamp}:{before_timestamp}"
+        query = pagination.listing(
+            "events",
+            key.app_name,
+            key.user_id,
+            key.session_id,
+            order,
+            after_seq,
+            after_timestamp,
+            before_timestamp,
+        )
         last_seq = pagination.decode(page_token, query, (int,))[0] if page_token else None
         if newest_first:
             after, before = after_seq, last_seq

@@ -123,7 +123,7 @@ class SessionService:
         page_token: str | None,
     ) -> dict[str, Any]:
         across_users = user_id is None
-        query = f"sessions:{order}"
+        query = pagination.listing("sessions", app_name, user_id, order)
         shape: tuple[type, ...] = (int, str, str) if across_users else (int, str)
         after = _position(pagination.decode(page_token, query, shape)) if page_token else None
         async with self.engine.connect() as db:
