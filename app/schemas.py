@@ -1,7 +1,6 @@
 """The wire format: ADK's camelCase JSON, accepting snake_case on input."""
 
 import enum
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -42,8 +41,6 @@ INT64_MAX = 2**63 - 1
 # Epoch seconds of years 1 to 9999: what PostgreSQL timestamps and Python datetimes both hold.
 MIN_TIMESTAMP, MAX_TIMESTAMP = -62135596800.0, 253402300799.0
 
-_SNAKE_KEY = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
-
 
 class WireModel(BaseModel):
     model_config = ConfigDict(
@@ -58,20 +55,21 @@ class ControlBody(WireModel):
 
 
 class OpenRecord(WireModel):
-    """An ADK record kept verbatim: unknown (newer) fields are preserved, snake_case keys
-    at this level are stored camelCase like every ADK client sends them."""
+    """An ADK record kept verbatim: every field the service does not read is stored exactly
+    as sent. The fields it reads are accepted in snake_case too and stored camelCase."""
 
     model_config = ConfigDict(extra="allow")
 
     @model_validator(mode="before")
     @classmethod
     def _camel_case_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict) and any(_SNAKE_KEY.match(key) for key in data):
-            camel = {(to_camel(k) if _SNAKE_KEY.match(k) else k): v for k, v in data.items()}
-            if len(camel) != len(data):
-                raise ValueError("the same field is given both in camelCase and snake_case")
-            return camel
-        return data
+        if not isinstance(data, dict):
+            return data
+        aliases = {name: field.alias for name, field in cls.model_fields.items() if field.alias}
+        renamed = {aliases.get(key, key): value for key, value in data.items()}
+        if len(renamed) != len(data):
+            raise ValueError("the same field is given both in camelCase and snake_case")
+        return renamed
 
 
 class EventActions(OpenRecord):

@@ -214,6 +214,20 @@ async def test_snake_case_event_fields_are_accepted_and_returned_camel_case(clie
     assert (await get(client, "s1"))["state"] == {"k": 1}
 
 
+async def test_fields_the_service_does_not_read_are_stored_exactly_as_sent(client):
+    await create_session(client, sessionId="s1")
+    event = {
+        "id": "e1",
+        "timestamp": 5.0,
+        "custom_field": {"a_b": 1},
+        "actions": {"skip_summarization": True, "stateDelta": {}},
+    }
+    assert (await append(client, "s1", event)).json() == {**event, "seq": 1}
+    (stored,) = (await get(client, "s1"))["events"]
+    assert stored["custom_field"] == {"a_b": 1}
+    assert stored["actions"]["skip_summarization"] is True
+
+
 async def test_partial_events_are_acknowledged_with_202_and_not_stored(client):
     await create_session(client, sessionId="s1")
     response = await append(client, "s1", delta_event({"k": 1}, partial=True))
