@@ -122,8 +122,10 @@ class SessionCreate(ControlBody):
 
 class EventBatch(ControlBody):
     events: list[EventIn] = Field(
+        min_length=1,
         description="Appended in order at consecutive seqs, all or nothing; `partial` events "
-        "are skipped."
+        "are skipped, and events whose id is already stored with the same content are not "
+        "stored again.",
     )
 
 

@@ -47,16 +47,40 @@ async def test_if_match_applies_to_the_whole_batch(client):
     assert (await client.get(session_url("s1"))).json()["version"] == 2
 
 
-async def test_a_retried_batch_is_stored_once_and_a_mixed_one_is_a_conflict(client):
+async def test_a_retried_batch_is_stored_once(client):
     await create_session(client, sessionId="s1")
     batch = {"events": [delta_event({"n": 1}, id="a"), delta_event({"n": 2}, id="b")]}
     first = await client.post(BATCH, json=batch)
     retry = await client.post(BATCH, json=batch)
     assert (first.status_code, retry.status_code) == (201, 200)
     assert retry.json() == first.json()
-    mixed = {"events": [delta_event({"n": 2}, id="b"), delta_event({"n": 3}, id="c")]}
-    assert_problem(await client.post(BATCH, json=mixed), 409, "event_conflict")
     assert (await client.get(session_url("s1"))).json()["version"] == 2
+
+
+async def test_idempotency_is_per_event_id_events_already_stored_are_not_stored_again(client):
+    await create_session(client, sessionId="s1")
+    await client.post(BATCH, json={"events": [delta_event({"n": 1}, id="a")]})
+    overlapping = {"events": [delta_event({"n": 1}, id="a"), delta_event({"n": 2}, id="b")]}
+    response = await client.post(BATCH, json=overlapping)
+    assert response.status_code == 201, response.text
+    assert [(e["id"], e["seq"]) for e in response.json()["events"]] == [("a", 1), ("b", 2)]
+    session = (await client.get(session_url("s1"))).json()
+    assert [e["id"] for e in session["events"]] == ["a", "b"]
+    assert session["state"] == {"n": 2}
+
+
+async def test_a_batch_reusing_an_id_for_other_content_is_a_conflict_naming_it(client):
+    await create_session(client, sessionId="s1")
+    await client.post(BATCH, json={"events": [delta_event({"n": 1}, id="a")]})
+    reused = {"events": [delta_event({"n": 3}, id="c"), delta_event({"n": 9}, id="a")]}
+    body = assert_problem(await client.post(BATCH, json=reused), 409, "event_conflict")
+    assert "'a'" in body["detail"]
+    assert (await client.get(session_url("s1"))).json()["version"] == 1
+
+
+async def test_an_empty_batch_is_422(client):
+    await create_session(client, sessionId="s1")
+    assert_problem(await client.post(BATCH, json={"events": []}), 422, "validation_error")
 
 
 async def test_a_batch_over_the_size_limit_is_413(client, settings):

@@ -126,14 +126,34 @@ class EventService:
     async def _append(
         self, key: SessionKey, events: list[NewEvent], expected_version: int | None
     ) -> tuple[list[dict[str, Any]], Appended]:
-        # connect(), not begin(): the append is one statement, which is its own transaction
-        # (no BEGIN/COMMIT round trips); explaining a refusal only reads.
+        """Idempotent per event id: events already stored identically are not stored again.
+
+        connect(), not begin(): an append is one statement, which is its own transaction (no
+        BEGIN/COMMIT round trips), unless a refusal had to be explained first.
+        """
+        already: dict[str, dict[str, Any]] = {}
+        pending = events
         async with self.engine.connect() as db:
-            stored = await self.append_prepared(db, key, events, expected_version)
-            if stored is None:
-                return await _explain_refusal(db, key, events, expected_version), Appended.REPLAYED
-        EVENTS_APPENDED.inc(len(stored))
-        return stored, Appended.CREATED
+            for _ in range(3):  # a concurrent writer of the same ids may refuse us again
+                added = await self.append_prepared(db, key, pending, expected_version)
+                if added is not None:
+                    break
+                found = await _stored_identically(db, key, pending)
+                already.update(found)
+                pending = [event for event in pending if event.id not in already]
+                if not pending:
+                    return [already[event.id] for event in events], Appended.REPLAYED
+                if not found:  # none of them was there: the session is absent or has moved on
+                    version = await require_session(db, key)
+                    if expected_version is not None:
+                        raise StaleSession(expected_version, version)
+            else:
+                raise Conflict("The session changed while the events were appended; retry.")
+            # Reading the stored events began a transaction, which the append then joined.
+            await db.commit()
+        EVENTS_APPENDED.inc(len(added))
+        stored = {**already, **{document["id"]: document for document in added}}
+        return [stored[event.id] for event in events], Appended.CREATED
 
     async def append_prepared(
         self,
@@ -215,27 +235,15 @@ async def require_session(db: AsyncConnection, key: SessionKey) -> int:
     return version
 
 
-async def _explain_refusal(
-    db: AsyncConnection, key: SessionKey, events: list[NewEvent], expected_version: int | None
-) -> list[dict[str, Any]]:
-    """After a refused append: an identical retry gets the stored events, else an error.
-
-    A retry resends the whole request, so either every event is stored, identically,
-    or none is; anything in between reuses ids for other content.
-    """
+async def _stored_identically(
+    db: AsyncConnection, key: SessionKey, events: list[NewEvent]
+) -> dict[str, dict[str, Any]]:
+    """Those of `events` already in the session, as stored; EventConflict if one of their ids
+    is stored with other content (a new event must have a new id)."""
     stored = await event_rows.find_by_ids(db, key, [event.id for event in events])
     for event in events:
-        if event.id not in stored:
-            if stored:
-                raise EventConflict(next(iter(stored)))
-            break
-        request_hash, document = stored[event.id]
-        if not (request_hash == event.request_hash or is_resent(event, document)):
-            raise EventConflict(event.id)
-    else:
-        return [stored[event.id][1] for event in events]
-    version = await require_session(db, key)
-    if expected_version is not None:
-        raise StaleSession(expected_version, version)
-    # Only a delete and re-create of the session between the two statements lands here.
-    raise Conflict("The session changed while the event was appended; retry.")
+        if event.id in stored:
+            request_hash, document = stored[event.id]
+            if not (request_hash == event.request_hash or is_resent(event, document)):
+                raise EventConflict(event.id)
+    return {event_id: document for event_id, (_, document) in stored.items()}
