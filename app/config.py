@@ -52,9 +52,10 @@ class Settings(BaseSettings):
         "embedded development database).",
     )
     auth_cache_seconds: float = Field(
-        default=5.0,
+        default=0.0,
         ge=0,
-        description="How long a worker trusts a verified key; a revocation takes effect within it.",
+        description="How long a worker trusts a verified key without asking the database again; "
+        "a revocation takes effect within it. 0: every request checks its key.",
     )
 
     max_body_bytes: int = Field(

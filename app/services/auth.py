@@ -1,8 +1,9 @@
 """API keys: minted and revoked, verified per request, and matched against what it touches.
 
-Keys look like `sk_<id>_<secret>`; only the sha256 of the whole key is stored. A verified key
-is remembered per process for a few seconds (`SESSIONARY_AUTH_CACHE_SECONDS`), so most
-requests pay no database round trip for it; a revocation takes effect within that time.
+Keys look like `sk_<id>_<secret>`; only the sha256 of the whole key is stored. By default
+every request looks its key up, so a revocation takes effect at once; a deployment that would
+rather save that round trip sets `SESSIONARY_AUTH_CACHE_SECONDS`, and a revocation then takes
+effect within that time.
 """
 
 import enum
