@@ -55,7 +55,9 @@ POOL_IN_USE = Gauge(
     multiprocess_mode="livesum",
 )
 
-_REQUEST_ID = re.compile(r"[\w.:-]{1,128}", re.ASCII)  # matched against the whole value
+# A client's id is kept when it is 1 to 256 printable ASCII characters, which takes in the ids
+# of proxies and tracers (`Root=1-5759e988;Parent=53995c3f`); anything else is replaced.
+_REQUEST_ID = re.compile(r"[\x20-\x7e]{1,256}")  # matched against the whole value
 
 
 def metrics_text() -> tuple[bytes, str]:

@@ -11,7 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.routing import APIRoute, iter_route_contexts
 
+from app.api.routing import StrictRoute, declared_needs
 from tests.fixtures import keys_command, start_server, stop_server
 
 APP, OTHER_APP = "shop", "bank"
@@ -162,6 +164,45 @@ def test_a_refusal_does_not_tell_whether_the_session_exists(secured):
             ]
             assert answers[0].status_code == answers[1].status_code == 403
             assert answers[0].json()["detail"] == answers[1].json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "request_kwargs",
+    [
+        {"content": b'{"author": ', "headers": {"content-type": "application/json"}},
+        {"content": b"author=u", "headers": {"content-type": "text/plain"}},
+        {"json": {"author": "u"}, "params": {"numRecentEvent": "5"}},
+        {"json": {"author": "u"}, "headers": {"if-match": "not-a-version"}},
+    ],
+    ids=["malformed JSON", "not JSON", "unknown query parameter", "bad If-Match"],
+)
+def test_the_key_is_checked_before_the_request_is_read(secured, request_kwargs):
+    """A caller without a valid key learns nothing, not even what is wrong with its input."""
+    base, keys, _ = secured
+    url = f"{base}/apps/{APP}/users/{ALICE}/sessions/s1/events"
+    for key in (None, "sk_000000000000_not-a-key"):
+        headers = {**request_kwargs.get("headers", {}), **bearer(key)}
+        response = httpx.post(url, **{**request_kwargs, "headers": headers})
+        assert response.status_code == 401, response.text
+    response = httpx.post(
+        url,
+        **{
+            **request_kwargs,
+            "headers": {**request_kwargs.get("headers", {}), **bearer(keys.other_app)},
+        },
+    )
+    assert response.status_code == 403, response.text
+
+
+def test_every_api_route_declares_the_keys_that_may_call_it(app):
+    routes = [
+        context.original_route
+        for context in iter_route_contexts(app.router.routes)
+        if isinstance(context.original_route, APIRoute)
+    ]
+    unguarded = {route.path for route in routes if not declared_needs(route.dependant)}
+    assert unguarded == {"/healthz", "/readyz", "/metrics"}
+    assert all(isinstance(route, StrictRoute) for route in routes if route.path not in unguarded)
 
 
 def test_health_probes_need_no_key(secured):

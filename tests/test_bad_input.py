@@ -257,3 +257,11 @@ async def test_a_body_that_is_not_json_is_415(client):
 
 async def test_unknown_routes_are_problem_json_404(client):
     assert_problem(await client.get("/nowhere"), 404, "not_found")
+
+
+async def test_a_wrong_method_is_405_naming_every_method_of_the_path(client):
+    response = await client.put(session_url("s1"), json={})
+    assert_problem(response, 405, "method_not_allowed")
+    assert response.headers["allow"] == "DELETE, GET, PATCH"
+    response = await client.delete(EVENTS)
+    assert response.headers["allow"] == "GET, POST"

@@ -5,6 +5,7 @@ in a thread pool, a hand-off that costs more than the dependency itself.
 """
 
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Request, Security
@@ -87,16 +88,33 @@ bearer = HTTPBearer(
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Security(bearer)]
 
 
+class Authorized:
+    """A route's access rule: the keys whose scope covers what it touches (`Need`).
+
+    Declared as a dependency so that the OpenAPI spec shows the bearer scheme; `StrictRoute`
+    enforces it before the request's query or body is read, so a caller without a valid key
+    learns nothing from validation errors.
+    """
+
+    def __init__(self, need: Need) -> None:
+        self.need = need
+
+    async def __call__(self, credentials: Credentials) -> None:
+        """Nothing left to check: `StrictRoute` did it before any dependency ran."""
+
+
 def authorized(need: Need) -> Any:
-    """A route dependency that admits only keys whose scope covers what the route touches."""
+    return Depends(Authorized(need))
 
-    async def check(request: Request, credentials: Credentials) -> None:
-        if not request.app.state.settings.auth_enabled:
-            return
-        auth = AuthService(request.app.state.engine, request.app.state.grant_cache)
-        grant = await auth.authenticate(credentials.credentials if credentials else None)
-        write = request.method not in ("GET", "HEAD")
-        params = request.path_params
+
+async def authorize(request: Request, needs: Iterable[Need]) -> None:
+    """401 without a valid key, 403 for a key whose scope misses what the route touches."""
+    if not request.app.state.settings.auth_enabled:
+        return
+    scheme, _, key = request.headers.get("authorization", "").partition(" ")
+    auth = AuthService(request.app.state.engine, request.app.state.grant_cache)
+    grant = await auth.authenticate(key.strip() if scheme.lower() == "bearer" else None)
+    write = request.method not in ("GET", "HEAD")
+    params = request.path_params
+    for need in needs:
         grant.authorize(need, params["app_name"], params.get("user_id"), write)
-
-    return Depends(check)

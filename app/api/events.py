@@ -5,8 +5,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from app.api.deps import Events, ExpectedVersion, Key, authorized
-from app.api.problems import StrictRoute
 from app.api.responses import json_response, problem_responses, rendered_response
+from app.api.routing import StrictRoute
 from app.schemas import INT64_MAX, Event, EventBatch, EventIn, EventList, EventPage, Order
 from app.services.auth import Need
 from app.services.events import Appended

@@ -1,22 +1,19 @@
-"""Errors as RFC 9457 problem+json, one renderer for every failure, and the strict JSON door."""
+"""Errors as RFC 9457 problem+json: one renderer for every failure."""
 
 import logging
 from typing import Any
-from urllib.parse import urlencode
 
 import asyncpg
 from fastapi import FastAPI, Request
-from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
-from pydantic.alias_generators import to_camel
+from fastapi.routing import iter_route_contexts
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException
 
-from app import db, strict_json
+from app import db
 from app.api.responses import PROBLEM_JSON
-from app.errors import DatabaseUnavailable, InvalidInput, SessionaryError, UnsupportedMediaType
+from app.errors import DatabaseUnavailable, InvalidInput, SessionaryError
 
 logger = logging.getLogger("sessionary")
 
@@ -79,13 +76,14 @@ async def _http_error(request: Request, error: Exception) -> JSONResponse:
 
 
 def _allowed_methods(request: Request) -> list[str]:
-    """Every method of every route on this path (Starlette names only the first route's)."""
+    """Every method of every route on this path, included routers' too (Starlette names only
+    the first route's)."""
     path = request.scope["path"]
     return sorted(
         {
             method
-            for route in request.app.router.routes
-            if isinstance(route, APIRoute) and route.path_regex.match(path)
+            for route in iter_route_contexts(request.app.router.routes)
+            if route.path_regex.match(path)
             for method in route.methods or ()
         }
     )
@@ -136,72 +134,3 @@ def install_error_handlers(app: FastAPI) -> None:
     for kind in (sa_exc.DBAPIError, asyncpg.PostgresError, *db.UNAVAILABLE):
         app.add_exception_handler(kind, _database_error)
     app.add_exception_handler(Exception, _unexpected)
-
-
-class StrictJSONRequest(Request):
-    async def json(self) -> Any:
-        if not hasattr(self, "_json"):
-            max_depth = self.app.state.settings.max_json_depth
-            self._json = strict_json.loads(await self.body(), max_depth=max_depth)
-        return self._json
-
-
-def _has_body(request: Request) -> bool:
-    length = request.headers.get("content-length")
-    return length != "0" if length is not None else "transfer-encoding" in request.headers
-
-
-def _is_json(content_type: str) -> bool:
-    media_type = content_type.split(";")[0].strip().lower()
-    return media_type == "application/json" or media_type.endswith("+json")
-
-
-def _query_names(dependant: Dependant) -> frozenset[str]:
-    """Every query parameter a route reads, its dependencies' included."""
-    names = {field.alias for field in dependant.query_params}
-    for dependency in dependant.dependencies:
-        names |= _query_names(dependency)
-    return frozenset(names)
-
-
-def _check_query(request: Request, known: frozenset[str]) -> None:
-    """Query names are camelCase like the JSON; snake_case ones are read as their camelCase
-    selves, as in bodies. A name the route does not know is refused."""
-    items = request.query_params.multi_items()
-    unknown = sorted(
-        {name for name, _ in items if name not in known and to_camel(name) not in known}
-    )
-    if unknown:
-        accepted = ", ".join(sorted(known)) or "none"
-        raise InvalidInput(
-            f"Unknown query parameter {unknown[0]!r}; this endpoint takes: {accepted}.",
-            field=unknown[0],
-        )
-    if any(name not in known for name, _ in items):
-        renamed = [(name if name in known else to_camel(name), value) for name, value in items]
-        request.scope["query_string"] = urlencode(renamed).encode()
-
-
-class StrictRoute(APIRoute):
-    """Routes that refuse what they would otherwise silently ignore or guess at: query
-    parameters they do not know (a typo like `numRecentEvent=5` must not return every event),
-    bodies that are not JSON (415), and JSON that `app.strict_json` refuses (422).
-    snake_case query names are read as their camelCase selves, as JSON bodies are."""
-
-    def get_route_handler(self):  # type: ignore[no-untyped-def]
-        handler = super().get_route_handler()
-        takes_body = self.body_field is not None
-        known_query = _query_names(self.dependant)
-
-        async def strict_handler(request: Request) -> Any:
-            if request.scope["query_string"]:
-                _check_query(request, known_query)
-            request = StrictJSONRequest(request.scope, request.receive)
-            if takes_body and _has_body(request):
-                if not _is_json(request.headers.get("content-type", "")):
-                    raise UnsupportedMediaType(
-                        "Send the body as JSON, with the header Content-Type: application/json."
-                    )
-            return await handler(request)
-
-        return strict_handler

@@ -5,8 +5,8 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Response, status
 
 from app.api.deps import AppName, ExpectedVersion, Key, Sessions, UserId, authorized
-from app.api.problems import StrictRoute
 from app.api.responses import json_response, problem_responses, session_response
+from app.api.routing import StrictRoute
 from app.schemas import INT64_MAX, Order, Session, SessionCreate, SessionPage, StateDelta
 from app.services.auth import Need
 

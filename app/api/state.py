@@ -3,8 +3,8 @@
 from fastapi import APIRouter, Response
 
 from app.api.deps import AppName, States, UserId, authorized
-from app.api.problems import StrictRoute
 from app.api.responses import json_response, problem_responses
+from app.api.routing import StrictRoute
 from app.schemas import ScopeState, StateDelta
 from app.services.auth import Need
 

@@ -1,0 +1,97 @@
+"""The door every API request passes before its route runs: key first, then strict input.
+
+FastAPI would otherwise parse and validate the query and body before any dependency, so a
+caller without a key would be told what is wrong with its input; and it would ignore unknown
+query parameters, accept bodies that are not JSON, and let Python's JSON parser guess at
+duplicate keys or NaN.
+"""
+
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+from pydantic.alias_generators import to_camel
+
+from app import strict_json
+from app.api.deps import Authorized, authorize
+from app.errors import InvalidInput, UnsupportedMediaType
+from app.services.auth import Need
+
+
+class StrictJSONRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            max_depth = self.app.state.settings.max_json_depth
+            self._json = strict_json.loads(await self.body(), max_depth=max_depth)
+        return self._json
+
+
+def _has_body(request: Request) -> bool:
+    length = request.headers.get("content-length")
+    return length != "0" if length is not None else "transfer-encoding" in request.headers
+
+
+def _is_json(content_type: str) -> bool:
+    media_type = content_type.split(";")[0].strip().lower()
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
+def declared_needs(dependant: Dependant) -> tuple[Need, ...]:
+    """The access rules a route declares, its router's and its dependencies' included."""
+    own = (dependant.call.need,) if isinstance(dependant.call, Authorized) else ()
+    return own + tuple(need for sub in dependant.dependencies for need in declared_needs(sub))
+
+
+def _query_names(dependant: Dependant) -> frozenset[str]:
+    """Every query parameter a route reads, its dependencies' included."""
+    names = {field.alias for field in dependant.query_params}
+    for dependency in dependant.dependencies:
+        names |= _query_names(dependency)
+    return frozenset(names)
+
+
+def _check_query(request: Request, known: frozenset[str]) -> None:
+    """Query names are camelCase like the JSON; snake_case ones are read as their camelCase
+    selves, as in bodies. A name the route does not know is refused."""
+    items = request.query_params.multi_items()
+    unknown = sorted(
+        {name for name, _ in items if name not in known and to_camel(name) not in known}
+    )
+    if unknown:
+        accepted = ", ".join(sorted(known)) or "none"
+        raise InvalidInput(
+            f"Unknown query parameter {unknown[0]!r}; this endpoint takes: {accepted}.",
+            field=unknown[0],
+        )
+    if any(name not in known for name, _ in items):
+        renamed = [(name if name in known else to_camel(name), value) for name, value in items]
+        request.scope["query_string"] = urlencode(renamed).encode()
+
+
+class StrictRoute(APIRoute):
+    """Checks, in this order: the API key against the route's `Authorized` rules (401/403);
+    query parameters it does not know (422: a typo like `numRecentEvent=5` must not return
+    every event); a body that is not JSON (415); JSON that `app.strict_json` refuses (422)."""
+
+    def get_route_handler(self):  # type: ignore[no-untyped-def]
+        handler = super().get_route_handler()
+        needs = declared_needs(self.dependant)
+        takes_body = self.body_field is not None
+        known_query = _query_names(self.dependant)
+
+        async def strict_handler(request: Request) -> Any:
+            if needs:
+                await authorize(request, needs)
+            if request.scope["query_string"]:
+                _check_query(request, known_query)
+            request = StrictJSONRequest(request.scope, request.receive)
+            if takes_body and _has_body(request):
+                if not _is_json(request.headers.get("content-type", "")):
+                    raise UnsupportedMediaType(
+                        "Send the body as JSON, with the header Content-Type: application/json."
+                    )
+            return await handler(request)
+
+        return strict_handler
