@@ -1,7 +1,7 @@
 """The wire format: ADK's camelCase JSON, accepting snake_case on input."""
 
 import enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
@@ -54,11 +54,26 @@ class ControlBody(WireModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _never_null(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """The spec of an `OpenRecord`: its read fields may be left out but are not null."""
+    nullable = {to_camel(name) for name in getattr(model, "NULLABLE", ())}
+    for name, prop in schema.get("properties", {}).items():
+        options = prop.get("anyOf")
+        if options is not None and name not in nullable:
+            del prop["anyOf"]
+            prop.update(next(option for option in options if option.get("type") != "null"))
+            if prop.get("default", ...) is None:
+                del prop["default"]
+
+
 class OpenRecord(WireModel):
     """An ADK record kept verbatim: every field the service does not read is stored exactly
-    as sent. The fields it reads are accepted in snake_case too and stored camelCase."""
+    as sent. The fields it reads are accepted in snake_case too and stored camelCase; they
+    may be left out, but not sent as null where ADK's own models refuse null (`NULLABLE`: the
+    fields where they take it)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=_never_null)
+    NULLABLE: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="before")
     @classmethod
@@ -69,6 +84,13 @@ class OpenRecord(WireModel):
         renamed = {aliases.get(key, key): value for key, value in data.items()}
         if len(renamed) != len(data):
             raise ValueError("the same field is given both in camelCase and snake_case")
+        nulls = [
+            alias
+            for name, alias in aliases.items()
+            if renamed.get(alias, ...) is None and name not in cls.NULLABLE
+        ]
+        if nulls:
+            raise ValueError(f"`{nulls[0]}` must not be null; leave it out instead")
         return renamed
 
 
@@ -82,6 +104,8 @@ class EventActions(OpenRecord):
 
 class EventIn(OpenRecord):
     """An ADK event. Fields not listed here are stored and returned unchanged."""
+
+    NULLABLE = frozenset({"partial"})
 
     id: Id | None = Field(
         default=None, description="Unique within the session; generated when absent."
