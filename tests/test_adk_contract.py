@@ -346,6 +346,18 @@ async def test_if_match_star_appends_to_any_version_of_an_existing_session(clien
     assert_problem(missing, 404, "session_not_found")
 
 
+async def test_if_match_makes_a_delete_conditional_too(client):
+    await create_session(client, sessionId="s1")
+    await append(client, "s1", {"author": "u"})
+    stale = await client.delete(session_url("s1"), headers={"If-Match": '"0"'})
+    assert assert_problem(stale, 412, "stale_session")["currentVersion"] == 1
+    assert (await get(client, "s1"))["version"] == 1
+    current = await client.delete(session_url("s1"), headers={"If-Match": '"1"'})
+    assert current.status_code == 204
+    missing = await client.delete(session_url("s1"), headers={"If-Match": '"1"'})
+    assert_problem(missing, 404, "session_not_found")
+
+
 async def test_if_match_that_is_not_a_version_is_422(client):
     await create_session(client, sessionId="s1")
     response = await append(client, "s1", {"author": "u"}, headers={"If-Match": "yesterday"})

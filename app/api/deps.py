@@ -57,8 +57,8 @@ async def expected_version(
     if_match: Annotated[
         str | None,
         Header(
-            description='Append only if the session is still at this version (its ETag, `"7"`); '
-            "otherwise 412 `stale_session` and nothing is written.",
+            description='Only if the session is still at this version (its ETag, `"7"`); '
+            "otherwise 412 `stale_session` and nothing is changed.",
         ),
     ] = None,
 ) -> int | None:

@@ -131,11 +131,13 @@ async def list_app_sessions(
     "/users/{user_id}/sessions/{session_id}",
     dependencies=USER,
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=problem_responses(404, 422, 503),
+    responses=problem_responses(404, 412, 422, 503),
 )
-async def delete_session(key: Key, sessions: Sessions) -> Response:
+async def delete_session(
+    key: Key, sessions: Sessions, expected_version: ExpectedVersion
+) -> Response:
     """Delete a session and all its events. App and user state stay."""
-    await sessions.delete(key)
+    await sessions.delete(key, expected_version)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

@@ -206,6 +206,9 @@ def sort_key(session: StoredSession, *, across_users: bool) -> tuple[Any, ...]:
     return (session.update_time, session.key.session_id)
 
 
-async def delete_one(db: AsyncConnection, key: SessionKey) -> bool:
+async def delete_one(db: AsyncConnection, key: SessionKey, expected_version: int | None) -> bool:
+    """False if there is no such session, or it is not at `expected_version` (when given)."""
     statement = delete(StorageSession).where(_filter(key)).returning(StorageSession.id)
+    if expected_version is not None:
+        statement = statement.where(StorageSession.version == expected_version)
     return await db.scalar(statement) is not None

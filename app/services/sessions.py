@@ -10,13 +10,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app import pagination
 from app.config import Settings
 from app.domain import SessionKey, StoredSession
-from app.errors import InvalidInput, SessionAlreadyExists, SessionNotFound
+from app.errors import InvalidInput, SessionAlreadyExists, SessionNotFound, StaleSession
 from app.observability import EVENTS_APPENDED
 from app.repositories import sessions as session_rows
 from app.repositories import state as state_rows
 from app.schemas import EventIn, Order, SessionCreate
 from app.services import bodies
-from app.services.events import EventService, prepare_batch, server_time
+from app.services.events import EventService, prepare_batch, require_session, server_time
 from app.state import merged_state, split_delta
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -145,10 +145,13 @@ class SessionService:
             "nextPageToken": next_token,
         }
 
-    async def delete(self, key: SessionKey) -> None:
+    async def delete(self, key: SessionKey, expected_version: int | None) -> None:
         async with self.engine.begin() as db:
-            if not await session_rows.delete_one(db, key):
+            if await session_rows.delete_one(db, key, expected_version):
+                return
+            if expected_version is None:
                 raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+            raise StaleSession(expected_version, await require_session(db, key))
 
     async def update_state(
         self, key: SessionKey, state_delta: dict[str, Any], expected_version: int | None
