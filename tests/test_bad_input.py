@@ -159,6 +159,11 @@ BAD_QUERIES = {
     ),
     "pageToken of 10,000 characters": (EVENTS, {"pageToken": "A" * 10_000}),
     "a snake_case parameter out of range": (SESSIONS, {"page_size": 0}),
+    "a parameter given twice": (
+        session_url("s1"),
+        [("numRecentEvents", 2), ("numRecentEvents", 3)],
+    ),
+    "both spellings of a parameter": (SESSIONS, [("pageSize", 2), ("page_size", 3)]),
     **{
         f"forged token {name}": (url, {"pageToken": forge(query, position)})
         for name, (url, query, position) in {

@@ -54,7 +54,8 @@ def _query_names(dependant: Dependant) -> frozenset[str]:
 
 def _check_query(request: Request, known: frozenset[str]) -> None:
     """Query names are camelCase like the JSON; snake_case ones are read as their camelCase
-    selves, as in bodies. A name the route does not know is refused."""
+    selves, as in bodies. A name the route does not know is refused, and so is a name given
+    twice: as with duplicate JSON keys, the last one does not silently win."""
     items = request.query_params.multi_items()
     unknown = sorted(
         {name for name, _ in items if name not in known and to_camel(name) not in known}
@@ -65,8 +66,12 @@ def _check_query(request: Request, known: frozenset[str]) -> None:
             f"Unknown query parameter {unknown[0]!r}; this endpoint takes: {accepted}.",
             field=unknown[0],
         )
-    if any(name not in known for name, _ in items):
-        renamed = [(name if name in known else to_camel(name), value) for name, value in items]
+    names = [name if name in known else to_camel(name) for name, _ in items]
+    repeated = next((name for name in names if names.count(name) > 1), None)
+    if repeated is not None:
+        raise InvalidInput(f"Query parameter {repeated!r} is given more than once.", field=repeated)
+    if names != [name for name, _ in items]:
+        renamed = list(zip(names, (value for _, value in items), strict=True))
         request.scope["query_string"] = urlencode(renamed).encode()
 
 
