@@ -373,6 +373,9 @@ async def test_a_retried_event_is_stored_once_and_answered_with_200(client):
     assert retry.json() == first.json()
     session = await get(client, "s1")
     assert session["version"] == 1 and len(session["events"]) == 1
+    await append(client, "s1", {"author": "u"})
+    late_retry = await append(client, "s1", event)
+    assert late_retry.headers["etag"] == first.headers["etag"] == '"1"'  # the original answer
 
 
 async def test_a_retry_is_recognised_even_with_a_stale_if_match(client):

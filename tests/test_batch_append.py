@@ -54,6 +54,7 @@ async def test_a_retried_batch_is_stored_once(client):
     retry = await client.post(BATCH, json=batch)
     assert (first.status_code, retry.status_code) == (201, 200)
     assert retry.json() == first.json()
+    assert retry.headers["etag"] == first.headers["etag"] == '"2"'
     assert (await client.get(session_url("s1"))).json()["version"] == 2
 
 

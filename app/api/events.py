@@ -45,11 +45,11 @@ async def append_event(
     same `id` is safe: it is stored once.
     """
     stored, appended = await events.append(key, event, expected_version)
-    if appended is Appended.CREATED:
-        return json_response(stored, status.HTTP_201_CREATED, version=stored["seq"])
     if appended is Appended.PARTIAL:
         return json_response(stored, status.HTTP_202_ACCEPTED)
-    return json_response(stored)
+    # A retry gets the original answer, ETag included: the version that append made.
+    code = status.HTTP_201_CREATED if appended is Appended.CREATED else status.HTTP_200_OK
+    return json_response(stored, code, version=stored["seq"])
 
 
 @router.post(
@@ -74,11 +74,10 @@ async def append_events(
     (SESSIONARY_MAX_EVENTS_PER_REQUEST, 1000 by default); above it, 413.
     """
     stored, appended = await events.append_batch(key, batch.events, expected_version)
-    if appended is Appended.CREATED:
-        return json_response({"events": stored}, status.HTTP_201_CREATED, stored[-1]["seq"])
     if appended is Appended.PARTIAL:
         return json_response({"events": stored}, status.HTTP_202_ACCEPTED)
-    return json_response({"events": stored})
+    code = status.HTTP_201_CREATED if appended is Appended.CREATED else status.HTTP_200_OK
+    return json_response({"events": stored}, code, stored[-1]["seq"])
 
 
 @router.get("", response_model=EventPage, responses=problem_responses(404, 422, 503))
