@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 
 from app import db
 from app.api import events, health, sessions, state
-from app.api.guards import BodyLimitMiddleware, PathGuardMiddleware
+from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMiddleware
 from app.api.problems import install_error_handlers
 from app.config import Settings, get_settings
 from app.observability import RequestObserver, instrument_pool
@@ -77,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.grant_cache = GrantCache(settings.auth_cache_seconds)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(PathGuardMiddleware)
+    app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(RequestObserver)  # added last, so outermost: it sees every answer
     install_error_handlers(app)
     for module in (sessions, events, state, health):

@@ -281,6 +281,17 @@ async def test_unknown_routes_are_problem_json_404(client):
 async def test_a_wrong_method_is_405_naming_every_method_of_the_path(client):
     response = await client.put(session_url("s1"), json={})
     assert_problem(response, 405, "method_not_allowed")
-    assert response.headers["allow"] == "DELETE, GET, PATCH"
+    assert response.headers["allow"] == "DELETE, GET, HEAD, PATCH"
     response = await client.delete(EVENTS)
-    assert response.headers["allow"] == "GET, POST"
+    assert response.headers["allow"] == "GET, HEAD, POST"
+
+
+async def test_head_answers_as_get_without_a_body(client):
+    await create_session(client, sessionId="s1")
+    get, head = await client.get(session_url("s1")), await client.head(session_url("s1"))
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["etag"] == get.headers["etag"]
+    assert head.headers["content-length"] == str(len(get.content))
+    missing = await client.head(session_url("nope"))
+    assert (missing.status_code, missing.content) == (404, b"")
+    assert (await client.head(EVENTS.replace("s1", "nope"))).status_code == 404

@@ -351,6 +351,7 @@ def test_each_request_writes_exactly_one_line_its_access_line(server):
         ("POST", base, {"sessionId": session}, SESSIONS_ROUTE, 201),
         ("POST", f"{base}/{session}/events", {"author": "a"}, EVENTS_ROUTE, 201),
         ("POST", f"{base}/{session}/events", {"author": 1}, EVENTS_ROUTE, 422),
+        ("HEAD", f"{base}/{session}", None, SESSION_ROUTE, 200),
         ("GET", f"{base}/missing", None, SESSION_ROUTE, 404),
         ("GET", "/nowhere", None, "unmatched", 404),
     ]

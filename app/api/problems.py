@@ -77,16 +77,15 @@ async def _http_error(request: Request, error: Exception) -> JSONResponse:
 
 def _allowed_methods(request: Request) -> list[str]:
     """Every method of every route on this path, included routers' too (Starlette names only
-    the first route's)."""
+    the first route's), and HEAD wherever GET is (`HeadAsGetMiddleware`)."""
     path = request.scope["path"]
-    return sorted(
-        {
-            method
-            for route in iter_route_contexts(request.app.router.routes)
-            if route.path_regex.match(path)
-            for method in route.methods or ()
-        }
-    )
+    methods = {
+        method
+        for route in iter_route_contexts(request.app.router.routes)
+        if route.path_regex.match(path)
+        for method in route.methods or ()
+    }
+    return sorted(methods | {"HEAD"} if "GET" in methods else methods)
 
 
 async def _database_error(request: Request, error: Exception) -> JSONResponse:
