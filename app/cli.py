@@ -18,6 +18,7 @@ from app.config import Settings
 from app.domain import ApiKey
 from app.errors import DatabaseUnavailable, NotFound, SchemaBehind
 from app.observability import log_config
+from app.protocol import capped_protocol
 from app.services.auth import AuthService, GrantCache
 from app.services.health import check_ready
 
@@ -26,6 +27,13 @@ OPENAPI_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.jso
 
 def serve(args: argparse.Namespace) -> None:
     settings = Settings()
+    try:
+        workers.require_free_port(args.host, args.port)
+    except workers.PortInUse as error:
+        sys.exit(
+            f"sessionary serve: {error}; stop it or choose another --port "
+            "(a second server on the same port would take half of the first one's connections)."
+        )
     embedded = None
     if settings.database_url is None:
         from app.embedded import EmbeddedPostgres
@@ -55,6 +63,7 @@ def serve(args: argparse.Namespace) -> None:
         "factory": True,
         "host": args.host,
         "port": args.port,
+        "http": capped_protocol(settings.max_header_line_bytes, settings.max_header_bytes),
         "timeout_graceful_shutdown": settings.shutdown_timeout,
         "log_config": log_config(settings.log_level.upper()),
         "access_log": False,  # ours, in JSON with the request id, replaces uvicorn's
@@ -77,7 +86,7 @@ def _require_ready(dsn: str, timeout: float) -> None:
     async def check() -> None:
         engine = db.create_engine(dsn, pool_size=1, connect_timeout=timeout)
         try:
-            await check_ready(engine)
+            await check_ready(engine, timeout)
         finally:
             await engine.dispose()
 
@@ -114,7 +123,12 @@ async def _keys(args: argparse.Namespace, dsn: str) -> None:
         if args.action == "create":
             if args.admin == (args.app is not None):
                 sys.exit("sessionary keys create: give exactly one of --app APP or --admin.")
-            row, key = await service.create(args.name, args.app, args.user, args.read_only)
+            app_state_write = args.app_state == "write"
+            if app_state_write and args.read_only:
+                sys.exit("sessionary keys create: a --read-only key cannot --app-state write.")
+            row, key = await service.create(
+                args.name, args.app, args.user, args.read_only, app_state_write
+            )
             print(key)
             print(f"id {row.id}: {_scope(row)}. Shown once: store it now.", file=sys.stderr)
         elif args.action == "list":
@@ -137,6 +151,8 @@ def _scope(row: ApiKey) -> str:
     scope = "every app" if row.app_name is None else f"app {row.app_name!r}"
     if row.user_id is not None:
         scope += f", user {row.user_id!r}"
+        if row.app_state_write:
+            scope += ", writes app state"
     if row.read_only:
         scope += ", read-only"
     return scope + (f" ({row.name})" if row.name else "")
@@ -176,6 +192,13 @@ def main(argv: list[str] | None = None) -> None:
     create_parser.add_argument("--admin", action="store_true", help="a key for every app")
     create_parser.add_argument("--user", help="restrict the key to one user id of the app")
     create_parser.add_argument("--read-only", action="store_true", help="GET requests only")
+    create_parser.add_argument(
+        "--app-state",
+        choices=("read", "write"),
+        default="read",
+        help="with --user: whether the key may write app state (`app:` keys, which every user "
+        "of the app sees); app-wide and admin keys always may",
+    )
     create_parser.add_argument("--name", default="", help="a note saying who holds the key")
     key_actions.add_parser("list", help="every key, without secrets")
     revoke_parser = key_actions.add_parser("revoke", help="revoke a key by its id")

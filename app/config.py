@@ -41,6 +41,11 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds one database statement may take before the request gets a 503.",
     )
+    ready_timeout: float = Field(
+        default=2.0,
+        gt=0,
+        description="Seconds `/readyz` waits for the database before answering 503.",
+    )
     log_level: str = Field(default="INFO", description="Log level of the JSON logs on stderr.")
     shutdown_timeout: int = Field(
         default=30, gt=0, description="Seconds in-flight requests get to finish on SIGTERM."
@@ -58,6 +63,16 @@ class Settings(BaseSettings):
         "a revocation takes effect within it. 0: every request checks its key.",
     )
 
+    max_header_line_bytes: int = Field(
+        default=8 * 1024,
+        ge=1024,
+        description="Longest request line or single header line; longer is a 431.",
+    )
+    max_header_bytes: int = Field(
+        default=64 * 1024,
+        ge=4096,
+        description="Largest request head (request line and every header); larger is a 431.",
+    )
     max_body_bytes: int = Field(
         default=16 * MiB, ge=1024, description="Largest request body; larger is a 413."
     )

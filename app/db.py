@@ -35,6 +35,27 @@ UNAVAILABLE = (
     sa_exc.OperationalError,
     sa_exc.InterfaceError,
 )
+# SQLSTATE classes of a server that cannot serve now, whatever the request: 08 connection
+# exception, 53 insufficient resources (too many connections, out of memory or disk), 57
+# operator intervention (starting up, shutting down, restarted, query canceled). SQLAlchemy
+# wraps some of them, 57P03 "starting up / shutting down" among them, in a plain DBAPIError.
+UNAVAILABLE_SQLSTATE_CLASSES = ("08", "53", "57")
+
+
+def sqlstate(error: BaseException) -> str | None:
+    """The SQLSTATE of a driver error, whether asyncpg's own or wrapped by SQLAlchemy."""
+    code = getattr(error, "sqlstate", None) or getattr(
+        getattr(error, "orig", None), "sqlstate", None
+    )
+    return code if isinstance(code, str) else None
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """The database cannot serve right now (a 503 worth retrying), not a fault of the request."""
+    if isinstance(error, UNAVAILABLE) or getattr(error, "connection_invalidated", False):
+        return True
+    code = sqlstate(error)
+    return code is not None and code.startswith(UNAVAILABLE_SQLSTATE_CLASSES)
 
 
 def async_url(dsn: str) -> str:

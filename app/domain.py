@@ -48,5 +48,6 @@ class ApiKey:
     app_name: str | None
     user_id: str | None
     read_only: bool
+    app_state_write: bool
     create_time: datetime | None = None
     revoke_time: datetime | None = None

@@ -156,6 +156,12 @@ class EmbeddedPostgres:
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
-    def stop(self) -> None:
-        if (self.pgdata / "postmaster.pid").exists():
-            self._run("pg_ctl", "stop", "-D", str(self.pgdata), "-w", "-m", "fast")
+    def stop(self, mode: str = "fast", wait: bool = True) -> None:
+        """pg_ctl's shutdown `mode`: `fast` ends sessions; `smart` waits for them to leave
+        and refuses new ones meanwhile (SQLSTATE 57P03)."""
+        if not (self.pgdata / "postmaster.pid").exists():
+            return
+        flags = ("-w" if wait else "-W", "-m", mode)
+        if self._run("pg_ctl", "stop", "-D", str(self.pgdata), *flags, check=False) != 0:
+            if self._running():  # not merely a server that finished stopping meanwhile
+                self._run("pg_ctl", "stop", "-D", str(self.pgdata), *flags)

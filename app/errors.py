@@ -1,6 +1,7 @@
 """The one error tree of the service; each class knows its HTTP status and stable `code`.
 
     SessionaryError                      (500 internal_error)
+    ├── BadRequest                       (400 bad_request)
     ├── Unauthorized                     (401 unauthorized)
     ├── Forbidden                        (403 forbidden)
     ├── NotFound                         (404 not_found)
@@ -13,6 +14,7 @@
     │   └── StateTooLarge                (413 payload_too_large)
     ├── UnsupportedMediaType             (415 unsupported_media_type)
     ├── InvalidInput                     (422 validation_error)
+    ├── HeadersTooLarge                  (431 headers_too_large)
     ├── DatabaseUnavailable              (503 database_unavailable)
     └── SchemaBehind                     (503 schema_behind)
 
@@ -32,6 +34,12 @@ class SessionaryError(Exception):
         super().__init__(detail)
         self.detail = detail
         self.extra = extra
+
+
+class BadRequest(SessionaryError):
+    status = 400
+    code = "bad_request"
+    title = "Bad request"
 
 
 class Unauthorized(SessionaryError):
@@ -128,10 +136,17 @@ class InvalidInput(SessionaryError):
     title = "Invalid input"
 
 
+class HeadersTooLarge(SessionaryError):
+    status = 431
+    code = "headers_too_large"
+    title = "Request header fields too large"
+
+
 class DatabaseUnavailable(SessionaryError):
     status = 503
     code = "database_unavailable"
     title = "Database unavailable"
+    headers: ClassVar[dict[str, str]] = {"Retry-After": "1"}
 
 
 class SchemaBehind(SessionaryError):

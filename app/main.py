@@ -46,7 +46,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         command_timeout=settings.db_command_timeout,
     )
     try:
-        await check_ready(engine)
+        await check_ready(engine, settings.db_connect_timeout)
         if not settings.auth_enabled:
             logger.warning(
                 "AUTH IS OFF: anyone who can reach this port can read and write every session. "

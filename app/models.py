@@ -123,6 +123,7 @@ class StorageApiKey(Base):
     """An API key, stored as the sha256 of its secret: the key itself is shown once, at creation.
 
     `app_name` NULL is an admin key (every app); `user_id` NULL means every user of the app.
+    `app_state_write` lets a key for one user write `app:` state too (app-wide keys always may).
     """
 
     __tablename__ = "api_keys"
@@ -133,5 +134,6 @@ class StorageApiKey(Base):
     app_name: Mapped[str | None] = mapped_column(String(ID_LENGTH))
     user_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
     read_only: Mapped[bool] = mapped_column(nullable=False, server_default=text("false"))
+    app_state_write: Mapped[bool] = mapped_column(nullable=False, server_default=text("false"))
     create_time: Mapped[datetime] = _now()
     revoke_time: Mapped[datetime | None] = mapped_column(Timestamp)

@@ -4,11 +4,14 @@ Uvicorn's multi-worker mode shares one listening socket among its workers, and w
 wakes first accepts a whole burst of connections: with long-lived client connections (an
 agent's connection pool, a load generator) one worker ends up serving nearly all of them
 while the others idle. Here every worker binds its own socket with SO_REUSEPORT, and the
-kernel spreads new connections over the workers.
+kernel spreads new connections over the workers. SO_REUSEPORT would as readily let a second
+`sessionary serve` (or anything else run by the same user) join the port and take half of its
+connections, so `serve` first makes sure that nobody listens there (`require_free_port`).
 """
 
 import contextlib
 import ctypes
+import errno
 import multiprocessing
 import signal
 import socket
@@ -24,9 +27,31 @@ from uvicorn.config import STARTUP_FAILURE
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
+class PortInUse(Exception):
+    pass
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def require_free_port(host: str, port: int) -> None:
+    """PortInUse if any process listens on the port: a bind without SO_REUSEPORT fails then.
+
+    SO_REUSEADDR still lets a restart take the port over from its own closed connections.
+    """
+    with socket.socket(_family(host), socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise PortInUse(f"{host}:{port} is in use by another process") from error
+            raise
+
+
 def listen(host: str, port: int, backlog: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(_family(host), socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))

@@ -7,6 +7,7 @@ Checked against google-adk 2.x's DatabaseSessionService; where our HTTP contract
 import uuid
 
 import httpx
+import pytest
 
 from tests.helpers import (
     APP,
@@ -358,10 +359,12 @@ async def test_if_match_makes_a_delete_conditional_too(client):
     assert_problem(missing, 404, "session_not_found")
 
 
-async def test_if_match_that_is_not_a_version_is_422(client):
+@pytest.mark.parametrize("if_match", ["yesterday", '"0', '0"', 'W/"0"', '"0", "1"', '""'])
+async def test_if_match_that_is_not_a_version_is_422(client, if_match):
     await create_session(client, sessionId="s1")
-    response = await append(client, "s1", {"author": "u"}, headers={"If-Match": "yesterday"})
+    response = await append(client, "s1", {"author": "u"}, headers={"If-Match": if_match})
     assert_problem(response, 422, "validation_error")
+    assert (await get(client, "s1"))["version"] == 0
 
 
 async def test_a_retried_event_is_stored_once_and_answered_with_200(client):

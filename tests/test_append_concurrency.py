@@ -92,7 +92,9 @@ async def test_service_appends_on_separate_connections_serialise_in_postgres(app
     service = EventService(app.state.engine, app.state.settings)
 
     async def append_once(n: int) -> int:
-        stored, appended = await service.append(key, EventIn(author=f"w{n}"), None)
+        stored, appended = await service.append(
+            key, EventIn(author=f"w{n}"), None, app_state_writable=True
+        )
         assert appended is Appended.CREATED
         seq: int = stored["seq"]
         return seq
@@ -101,5 +103,5 @@ async def test_service_appends_on_separate_connections_serialise_in_postgres(app
     assert sorted(seqs) == list(range(1, 21))
 
     with pytest.raises(StaleSession) as refused:
-        await service.append(key, EventIn(author="x"), 3)
+        await service.append(key, EventIn(author="x"), 3, app_state_writable=True)
     assert refused.value.extra == {"currentVersion": 20}

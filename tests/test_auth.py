@@ -3,6 +3,7 @@
 Keys are made and revoked with the real `sessionary keys` command; the server runs with auth on.
 """
 
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ class Keys:
     app: str
     other_app: str
     alice: str
+    alice_app_state: str
     read_only: str
     revoked: str
 
@@ -40,6 +42,7 @@ def secured(database_url: str) -> Iterator[tuple[str, Keys, str]]:
         app=create("--app", APP),
         other_app=create("--app", OTHER_APP),
         alice=create("--app", APP, "--user", ALICE),
+        alice_app_state=create("--app", APP, "--user", ALICE, "--app-state", "write"),
         read_only=create("--app", APP, "--read-only"),
         revoked=create("--app", APP),
     )
@@ -67,8 +70,9 @@ def fresh_session(http: httpx.Client, admin: str, user: str) -> str:
 Request = Callable[[httpx.Client, str, str | None], httpx.Response]
 
 
-def endpoints(user: str) -> dict[str, tuple[Request, bool, str]]:
-    """name → (request with a given key, is a write, what it touches: user/app/app_shared)."""
+def endpoints(user: str) -> dict[str, tuple[Request, bool, set[str]]]:
+    """name → (request with a given key, is a write, what it touches: one user's data, every
+    user's (app), app state read (app_shared) or written (app_state))."""
     base = f"/apps/{APP}/users/{user}"
 
     def on_session(method: str, tail: str = "", **kw: Any) -> Request:
@@ -81,40 +85,60 @@ def endpoints(user: str) -> dict[str, tuple[Request, bool, str]]:
     def plain(method: str, url: str, **kw: Any) -> Request:
         return lambda http, admin, key: http.request(method, url, headers=bearer(key), **kw)
 
-    def create(http: httpx.Client, admin: str, key: str | None) -> httpx.Response:
-        body = {"sessionId": uuid.uuid4().hex}
-        return http.post(f"{base}/sessions", json=body, headers=bearer(key))
+    def create(**body: Any) -> Request:
+        def call(http: httpx.Client, admin: str, key: str | None) -> httpx.Response:
+            body_with_id = {"sessionId": uuid.uuid4().hex, **body}
+            return http.post(f"{base}/sessions", json=body_with_id, headers=bearer(key))
 
+        return call
+
+    app_delta = {"stateDelta": {"app:banner": "hi", "k": 1}}
+    app_event = {"author": "u", "actions": app_delta}
+    own, every, shared, app_state = {"user"}, {"app"}, {"app_shared"}, {"app_state"}
     return {
-        "create session": (create, True, "user"),
-        "get session": (on_session("GET"), False, "user"),
-        "list user sessions": (plain("GET", f"{base}/sessions"), False, "user"),
-        "list app sessions": (plain("GET", f"/apps/{APP}/sessions"), False, "app"),
-        "delete session": (on_session("DELETE"), True, "user"),
-        "patch session": (on_session("PATCH", json={"stateDelta": {"k": 1}}), True, "user"),
-        "append event": (on_session("POST", "/events", json={"author": "u"}), True, "user"),
+        "create session": (create(), True, own),
+        "get session": (on_session("GET"), False, own),
+        "list user sessions": (plain("GET", f"{base}/sessions"), False, own),
+        "list app sessions": (plain("GET", f"/apps/{APP}/sessions"), False, every),
+        "delete session": (on_session("DELETE"), True, own),
+        "patch session": (on_session("PATCH", json={"stateDelta": {"k": 1}}), True, own),
+        "append event": (on_session("POST", "/events", json={"author": "u"}), True, own),
         "append batch": (
             on_session("POST", "/events:batch", json={"events": [{"author": "u"}]}),
             True,
-            "user",
+            own,
         ),
-        "list events": (on_session("GET", "/events"), False, "user"),
-        "get app state": (plain("GET", f"/apps/{APP}/state"), False, "app_shared"),
+        "list events": (on_session("GET", "/events"), False, own),
+        "get app state": (plain("GET", f"/apps/{APP}/state"), False, shared),
         "patch app state": (
             plain("PATCH", f"/apps/{APP}/state", json={"stateDelta": {"a": 1}}),
             True,
-            "app",
+            app_state,
         ),
-        "get user state": (plain("GET", f"{base}/state"), False, "user"),
+        "get user state": (plain("GET", f"{base}/state"), False, own),
         "patch user state": (
             plain("PATCH", f"{base}/state", json={"stateDelta": {"u": 1}}),
             True,
-            "user",
+            own,
+        ),
+        # `app:` keys reach app state through a user's own paths too.
+        "create with app: state": (create(state={"app:banner": "hi"}), True, own | app_state),
+        "create with an app: event": (create(events=[app_event]), True, own | app_state),
+        "patch session with app:": (on_session("PATCH", json=app_delta), True, own | app_state),
+        "append an app: event": (
+            on_session("POST", "/events", json=app_event),
+            True,
+            own | app_state,
+        ),
+        "append an app: batch": (
+            on_session("POST", "/events:batch", json={"events": [{"author": "u"}, app_event]}),
+            True,
+            own | app_state,
         ),
     }
 
 
-def expected(key_kind: str, user: str, write: bool, touches: str) -> int | None:
+def expected(key_kind: str, user: str, write: bool, touches: set[str]) -> int | None:
     """401 or 403 for a refusal; None where the request must go through."""
     if key_kind in ("none", "wrong", "revoked"):
         return 401
@@ -122,12 +146,25 @@ def expected(key_kind: str, user: str, write: bool, touches: str) -> int | None:
         return 403
     if key_kind == "read_only" and write:
         return 403
-    if key_kind == "alice" and (touches == "app" or (touches == "user" and user != ALICE)):
-        return 403
+    if key_kind in ("alice", "alice_app_state"):
+        if "app" in touches or ("user" in touches and user != ALICE):
+            return 403
+        if "app_state" in touches and key_kind == "alice":
+            return 403
     return None
 
 
-KEY_KINDS = ["none", "wrong", "revoked", "other_app", "alice", "read_only", "app", "admin"]
+KEY_KINDS = [
+    "none",
+    "wrong",
+    "revoked",
+    "other_app",
+    "alice",
+    "alice_app_state",
+    "read_only",
+    "app",
+    "admin",
+]
 
 
 @pytest.mark.parametrize("key_kind", KEY_KINDS)
@@ -151,6 +188,54 @@ def test_every_endpoint_admits_exactly_the_keys_whose_scope_covers_it(secured, k
                 assert response.json()["code"] == code
                 if refusal == 401:
                     assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_a_user_key_refused_app_state_writes_nothing(secured):
+    """One user must not plant app state that every other user's agent reads."""
+    base, keys, _ = secured
+    marker = f"app:planted-{uuid.uuid4().hex}"
+    with httpx.Client(base_url=base, timeout=10, headers=bearer(keys.alice)) as http:
+        session = f"/apps/{APP}/users/{ALICE}/sessions/{fresh_session(http, keys.admin, ALICE)}"
+        event = {"author": "u", "actions": {"stateDelta": {marker: 1, "mine": 1}}}
+        new_id = uuid.uuid4().hex
+        refused = [
+            http.post(f"{session}/events", json=event),
+            http.post(f"{session}/events:batch", json={"events": [{"author": "u"}, event]}),
+            http.patch(session, json={"stateDelta": {marker: 1}}),
+            http.post(
+                f"/apps/{APP}/users/{ALICE}/sessions",
+                json={"sessionId": new_id, "state": {marker: 1}, "events": [{"author": "u"}]},
+            ),
+        ]
+        for response in refused:
+            assert response.status_code == 403, response.text
+            assert response.json()["code"] == "forbidden"
+            assert "app state" in response.json()["detail"]
+        stored = http.get(session).json()
+        assert (stored["version"], stored["events"]) == (0, [])
+        assert marker not in stored["state"] and "mine" not in stored["state"]
+        assert http.get(f"/apps/{APP}/users/{ALICE}/sessions/{new_id}").status_code == 404
+        assert marker.removeprefix("app:") not in http.get(f"/apps/{APP}/state").json()["state"]
+        # The same key may still write its own session's and user's state in the same call.
+        own = {"author": "u", "actions": {"stateDelta": {"mine": 1, "user:mine": 2}}}
+        assert http.post(f"{session}/events", json=own).status_code == 201
+
+
+def test_a_read_only_key_cannot_be_made_to_write_app_state(secured):
+    _, _, database_url = secured
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        keys_command(
+            database_url,
+            "create",
+            "--app",
+            APP,
+            "--user",
+            ALICE,
+            "--read-only",
+            "--app-state",
+            "write",
+        )
+    assert "--read-only" in refused.value.stderr
 
 
 def test_a_refusal_does_not_tell_whether_the_session_exists(secured):
@@ -205,6 +290,17 @@ def test_every_api_route_declares_the_keys_that_may_call_it(app):
     assert all(isinstance(route, StrictRoute) for route in routes if route.path not in unguarded)
 
 
+def test_two_authorization_headers_are_refused_whichever_comes_first(secured):
+    base, keys, _ = secured
+    url = f"{base}/apps/{APP}/users/{BOB}/sessions"
+    for pair in ((keys.alice, keys.app), (keys.app, keys.alice), (keys.app, keys.app)):
+        headers = [("Authorization", f"Bearer {key}") for key in pair]
+        response = httpx.get(url, headers=headers)
+        assert response.status_code == 422, response.text
+        assert response.json()["code"] == "validation_error"
+        assert "authorization" in response.json()["detail"]
+
+
 def test_health_probes_need_no_key(secured):
     base, _, _ = secured
     assert httpx.get(f"{base}/healthz").status_code == 200
@@ -245,4 +341,5 @@ def test_keys_are_stored_hashed_and_listed_without_secrets(secured):
     _, keys, database_url = secured
     listing = keys_command(database_url, "list")
     assert keys.app.split("_")[1] in listing and "revoked" in listing
+    assert f"user {ALICE!r}, writes app state" in listing
     assert all(key.split("_", 2)[2] not in listing for key in (keys.app, keys.admin))

@@ -263,6 +263,25 @@ async def test_every_state_write_refuses_to_outgrow_the_limit_and_writes_nothing
     assert list((await client.get(app_state)).json()["state"]) == ["a"]
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("If-Match", '"1"'), ("If-Match", '"0"')],
+        [("If-Match", '"0"'), ("If-Match", '"1"')],
+        [("Content-Type", "application/json"), ("Content-Type", "text/plain")],
+    ],
+    ids=["If-Match, current one second", "If-Match, current one first", "Content-Type"],
+)
+async def test_a_deciding_header_given_twice_is_422_whatever_the_order(client, headers):
+    """As with a query parameter given twice, neither the first nor the last silently wins."""
+    await create_session(client, sessionId="s1")
+    before = await snapshot(client)
+    response = await client.post(EVENTS, content=b'{"author": "u"}', headers=headers)
+    body = assert_problem(response, 422, "validation_error")
+    assert headers[0][0].lower() in body["detail"]
+    assert await snapshot(client) == before
+
+
 async def test_a_body_that_is_not_json_is_415(client):
     await create_session(client, sessionId="s1")
     for headers in (

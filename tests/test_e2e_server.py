@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -103,3 +104,37 @@ def test_serve_refuses_a_database_whose_schema_is_behind(new_database) -> None:
     )
     assert result.returncode != 0
     assert "run `sessionary migrate`" in result.stderr
+
+
+def serve_on(port: int, database_url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("sessionary")), "serve", "--port", str(port)],
+        env={**os.environ, "DATABASE_URL": database_url, "SESSIONARY_AUTH": "false"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_second_serve_on_a_port_in_use_refuses_to_start(database_url: str) -> None:
+    """SO_REUSEPORT lets a server's own workers share its port, and nobody else."""
+    process, base = start_server(database_url, "--workers", "2")
+    try:
+        port = int(base.rsplit(":", 1)[1])
+        second = serve_on(port, database_url)
+        assert second.returncode != 0
+        assert f"127.0.0.1:{port} is in use by another process" in second.stderr
+        assert all(httpx.get(f"{base}/healthz").status_code == 200 for _ in range(20))
+    finally:
+        stop_server(process)
+
+
+def test_serve_refuses_a_port_another_program_listens_on(database_url: str) -> None:
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # it would let us join
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        second = serve_on(other.getsockname()[1], database_url)
+    assert second.returncode != 0
+    assert "is in use by another process" in second.stderr

@@ -276,6 +276,103 @@ async def test_a_database_outage_is_a_fast_503_and_the_service_recovers_alone(ow
         stop_server(process)
 
 
+def assert_unavailable(response: httpx.Response) -> None:
+    assert response.status_code == 503, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert response.json()["code"] == "database_unavailable"
+    assert int(response.headers["retry-after"]) >= 1
+
+
+async def test_a_database_shutting_down_is_a_503_never_a_500(own_postgres, http, tmp_path):
+    """SQLSTATE 57P03 ("the database system is shutting down / starting up") reaches the
+    service wrapped in SQLAlchemy's plain DBAPIError; it must still be a 503 with Retry-After."""
+    dsn = own_postgres.dsn()
+    await asyncio.to_thread(db.upgrade, dsn)
+    log = tmp_path / "server.log"
+    with log.open("wb") as stderr:
+        process, base = start_server(dsn, stderr=stderr)
+    try:
+        await create(http, base, "restart", "s")
+        url = events_url(base, "restart", "s")
+        assert (await http.post(url, json={"author": "a"})).status_code == 201
+
+        # A smart shutdown waits for the sessions it has, and refuses every new one with
+        # 57P03; ending the server's own sessions makes it open new ones.
+        holder = await asyncpg.connect(dsn)
+        await asyncio.to_thread(own_postgres.stop, "smart", False)
+        await holder.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        )
+        answers = await asyncio.gather(
+            *(http.post(url, json={"author": "a"}) for _ in range(8)),
+            *(http.get(f"{base}/apps/restart/users/u/sessions/s") for _ in range(8)),
+            *(http.get(f"{base}/readyz") for _ in range(4)),
+        )
+        for response in answers:
+            assert_unavailable(response)
+
+        await holder.close()  # the smart shutdown completes; then PostgreSQL starts again
+        await asyncio.to_thread(own_postgres.start, own_postgres.port)
+        deadline = time.monotonic() + 20
+        while (await http.get(f"{base}/readyz")).status_code != 200:
+            assert time.monotonic() < deadline, "the service did not recover by itself"
+            await asyncio.sleep(0.2)
+        assert (await http.post(url, json={"author": "a"})).status_code == 201
+        session = await read_session(http, base, "restart", "s")
+        assert [e["seq"] for e in session["events"]] == [1, 2]
+    finally:
+        stop_server(process)
+    assert "unhandled error" not in log.read_text()
+
+
+def postgres_processes(server: EmbeddedPostgres) -> list[int]:
+    """The postmaster of `server` and every process it forked."""
+    postmaster = int((server.pgdata / "postmaster.pid").read_text().split()[0])
+    children = [
+        int(stat.parent.name)
+        for stat in Path("/proc").glob("[0-9]*/stat")
+        if _parent_pid(stat) == postmaster
+    ]
+    return [postmaster, *children]
+
+
+def _parent_pid(stat: Path) -> int | None:
+    try:
+        return int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):  # the process ended while we looked
+        return None
+
+
+async def test_readyz_answers_503_in_time_when_the_database_stalls(own_postgres, http):
+    """A stalled database (every PostgreSQL process stopped) must not hang the probe for the
+    30 s command timeout: /readyz has a short timeout of its own."""
+    dsn = own_postgres.dsn()
+    await asyncio.to_thread(db.upgrade, dsn)
+    process, base = start_server(dsn, env={"SESSIONARY_READY_TIMEOUT": "1"})
+    try:
+        assert (await http.get(f"{base}/readyz")).status_code == 200
+        stalled = postgres_processes(own_postgres)
+        try:
+            for pid in stalled:
+                os.kill(pid, signal.SIGSTOP)
+            started = time.monotonic()
+            response = await http.get(f"{base}/readyz", timeout=10)
+            assert time.monotonic() - started < 2.5
+            assert_unavailable(response)
+            assert "did not answer within 1 s" in response.json()["detail"]
+            assert (await http.get(f"{base}/healthz")).status_code == 200
+        finally:
+            for pid in stalled:
+                os.kill(pid, signal.SIGCONT)
+        deadline = time.monotonic() + 20
+        while (await http.get(f"{base}/readyz")).status_code != 200:
+            assert time.monotonic() < deadline, "the service did not recover by itself"
+            await asyncio.sleep(0.2)
+    finally:
+        stop_server(process)
+
+
 async def test_sigterm_lets_in_flight_requests_finish_then_exits(database_url, http):
     app = unique_app()
     process, base = start_server(database_url)

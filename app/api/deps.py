@@ -50,7 +50,8 @@ async def session_key(app_name: AppName, user_id: UserId, session_id: SessionId)
 
 Key = Annotated[SessionKey, Depends(session_key)]
 
-_VERSION_TAG = re.compile(r'^\s*"?(\d{1,18})"?\s*$')
+# A version as ETag sends it ("7"), or bare (7) as people type it in curl; never half-quoted.
+_VERSION_TAG = re.compile(r'^\s*(?:"(\d{1,18})"|(\d{1,18}))\s*$')
 
 
 async def expected_version(
@@ -70,7 +71,7 @@ async def expected_version(
             f'If-Match must be a session version as returned in ETag, like "7"; got {if_match!r}.',
             field="If-Match",
         )
-    return int(match.group(1))
+    return int(match.group(1) or match.group(2))
 
 
 ExpectedVersion = Annotated[int | None, Depends(expected_version)]
@@ -108,8 +109,13 @@ def authorized(need: Need) -> Any:
 
 
 async def authorize(request: Request, needs: Iterable[Need]) -> None:
-    """401 without a valid key, 403 for a key whose scope misses what the route touches."""
+    """401 without a valid key, 403 for a key whose scope misses what the route touches.
+
+    What the path alone cannot tell, whether a body's state delta may hold `app:` keys, is
+    left on the request for `AppStateWritable`.
+    """
     if not request.app.state.settings.auth_enabled:
+        request.state.app_state_writable = True
         return
     scheme, _, key = request.headers.get("authorization", "").partition(" ")
     auth = AuthService(request.app.state.engine, request.app.state.grant_cache)
@@ -118,3 +124,13 @@ async def authorize(request: Request, needs: Iterable[Need]) -> None:
     params = request.path_params
     for need in needs:
         grant.authorize(need, params["app_name"], params.get("user_id"), write)
+    request.state.app_state_writable = grant.writes_app_state
+
+
+async def app_state_writable(request: Request) -> bool:
+    """Whether the caller's key may write `app:` state, as `authorize` found."""
+    writable: bool = request.state.app_state_writable
+    return writable
+
+
+AppStateWritable = Annotated[bool, Depends(app_state_writable)]

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from app.api.deps import Events, ExpectedVersion, Key, authorized
+from app.api.deps import AppStateWritable, Events, ExpectedVersion, Key, authorized
 from app.api.responses import json_response, problem_responses, rendered_response
 from app.api.routing import StrictRoute
 from app.schemas import INT64_MAX, Event, EventBatch, EventIn, EventList, EventPage, Order
@@ -37,14 +37,21 @@ Timestamp = Annotated[float | None, Query(allow_inf_nan=False)]
     },
 )
 async def append_event(
-    key: Key, event: EventIn, events: Events, expected_version: ExpectedVersion
+    key: Key,
+    event: EventIn,
+    events: Events,
+    expected_version: ExpectedVersion,
+    app_state_writable: AppStateWritable,
 ) -> Response:
     """Append one event; the server assigns its `seq` (and `id`, `timestamp` when absent).
 
     `actions.stateDelta` is applied atomically with the append. Resending an event with the
-    same `id` is safe: it is stored once.
+    same `id` is safe: it is stored once. `app:` keys in the delta need a key that may write
+    app state (403 otherwise, and nothing is written).
     """
-    stored, appended = await events.append(key, event, expected_version)
+    stored, appended = await events.append(
+        key, event, expected_version, app_state_writable=app_state_writable
+    )
     if appended is Appended.PARTIAL:
         return json_response(stored, status.HTTP_202_ACCEPTED)
     # A retry gets the original answer, ETag included: the version that append made.
@@ -66,14 +73,20 @@ async def append_event(
     },
 )
 async def append_events(
-    key: Key, batch: EventBatch, events: Events, expected_version: ExpectedVersion
+    key: Key,
+    batch: EventBatch,
+    events: Events,
+    expected_version: ExpectedVersion,
+    app_state_writable: AppStateWritable,
 ) -> Response:
     """Append several events in one transaction, at consecutive seqs: all or nothing.
 
     `If-Match` applies to the batch. The most events per request is a setting
     (SESSIONARY_MAX_EVENTS_PER_REQUEST, 1000 by default); above it, 413.
     """
-    stored, appended = await events.append_batch(key, batch.events, expected_version)
+    stored, appended = await events.append_batch(
+        key, batch.events, expected_version, app_state_writable=app_state_writable
+    )
     if appended is Appended.PARTIAL:
         return json_response({"events": stored}, status.HTTP_202_ACCEPTED)
     code = status.HTTP_201_CREATED if appended is Appended.CREATED else status.HTTP_200_OK

@@ -18,8 +18,10 @@ async def healthz() -> Health:
 
 @router.get("/readyz", response_model=Readiness, responses=problem_responses(503))
 async def readyz(request: Request) -> Readiness:
-    """The database answers and its schema is at this code's migration head; else 503."""
-    return Readiness.model_validate(await check_ready(request.app.state.engine))
+    """The database answers within `SESSIONARY_READY_TIMEOUT` and its schema is at this code's
+    migration head; else 503."""
+    ready = await check_ready(request.app.state.engine, request.app.state.settings.ready_timeout)
+    return Readiness.model_validate(ready)
 
 
 @router.get(

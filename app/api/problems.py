@@ -26,18 +26,27 @@ HTTP_CODES = {
 }
 
 
-def problem(
-    request: Request, status: int, code: str, title: str, detail: str, **extra: Any
-) -> JSONResponse:
+def problem_body(
+    status: int, code: str, title: str, detail: str, instance: str | None, **extra: Any
+) -> dict[str, Any]:
+    """The RFC 9457 document; `instance` is the path, when the request got as far as one."""
     body = {
         "type": f"urn:sessionary:problem:{code}",
         "title": title,
         "status": status,
         "detail": detail,
         "code": code,
-        "instance": request.url.path,
         **extra,
     }
+    if instance is not None:
+        body["instance"] = instance
+    return body
+
+
+def problem(
+    request: Request, status: int, code: str, title: str, detail: str, **extra: Any
+) -> JSONResponse:
+    body = problem_body(status, code, title, detail, request.url.path, **extra)
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
 
 
@@ -90,15 +99,13 @@ def _allowed_methods(request: Request) -> list[str]:
 
 async def _database_error(request: Request, error: Exception) -> JSONResponse:
     # Logged by kind and SQLSTATE only: PostgreSQL's messages may quote the values refused.
-    sqlstate = getattr(error, "sqlstate", None) or getattr(
-        getattr(error, "orig", None), "sqlstate", None
-    )
+    sqlstate = db.sqlstate(error)
     if isinstance(error, sa_exc.DataError) or str(sqlstate).startswith("22"):
         # Input is checked before it reaches PostgreSQL; a value that still fails there is a 4xx.
         logger.warning("database refused a value (SQLSTATE %s)", sqlstate)
         return render(request, InvalidInput("PostgreSQL cannot store a value of this request."))
-    if isinstance(error, db.UNAVAILABLE) or getattr(error, "connection_invalidated", False):
-        logger.warning("database unavailable: %s", type(error).__name__)
+    if db.is_unavailable(error):
+        logger.warning("database unavailable: %s (SQLSTATE %s)", type(error).__name__, sqlstate)
         return render(
             request, DatabaseUnavailable("The database cannot be reached; retry shortly.")
         )

@@ -52,6 +52,25 @@ def _query_names(dependant: Dependant) -> frozenset[str]:
     return frozenset(names)
 
 
+# Headers that decide what a request does; sent twice, which one counts would be a guess.
+SINGLE_VALUED_HEADERS = frozenset({b"authorization", b"if-match", b"content-type"})
+
+
+def _repeated_headers(request: Request) -> list[str]:
+    seen: set[bytes] = set()
+    repeated = []
+    for name, _ in request.scope["headers"]:
+        if name in SINGLE_VALUED_HEADERS:
+            if name in seen:
+                repeated.append(name.decode())
+            seen.add(name)
+    return repeated
+
+
+def _sent_twice(name: str) -> InvalidInput:
+    return InvalidInput(f"The header {name!r} is given more than once; send it once.", field=name)
+
+
 def _check_query(request: Request, known: frozenset[str]) -> None:
     """Query names are camelCase like the JSON; snake_case ones are read as their camelCase
     selves, as in bodies. A name the route does not know is refused, and so is a name given
@@ -77,8 +96,10 @@ def _check_query(request: Request, known: frozenset[str]) -> None:
 
 class StrictRoute(APIRoute):
     """Checks, in this order: the API key against the route's `Authorized` rules (401/403);
-    query parameters it does not know (422: a typo like `numRecentEvent=5` must not return
-    every event); a body that is not JSON (415); JSON that `app.strict_json` refuses (422)."""
+    headers that must come once but came twice (422, a repeated `Authorization` even before
+    the key); query parameters it does not know (422: a typo like `numRecentEvent=5` must not
+    return every event); a body that is not JSON (415); JSON that `app.strict_json` refuses
+    (422)."""
 
     def get_route_handler(self):  # type: ignore[no-untyped-def]
         handler = super().get_route_handler()
@@ -87,8 +108,13 @@ class StrictRoute(APIRoute):
         known_query = _query_names(self.dependant)
 
         async def strict_handler(request: Request) -> Any:
+            repeated = _repeated_headers(request)
+            if "authorization" in repeated:
+                raise _sent_twice("authorization")
             if needs:
                 await authorize(request, needs)
+            if repeated:
+                raise _sent_twice(repeated[0])
             if request.scope["query_string"]:
                 _check_query(request, known_query)
             request = StrictJSONRequest(request.scope, request.receive)

@@ -4,7 +4,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Response, status
 
-from app.api.deps import AppName, ExpectedVersion, Key, Sessions, UserId, authorized
+from app.api.deps import (
+    AppName,
+    AppStateWritable,
+    ExpectedVersion,
+    Key,
+    Sessions,
+    UserId,
+    authorized,
+)
 from app.api.responses import json_response, problem_responses, session_response
 from app.api.routing import StrictRoute
 from app.schemas import INT64_MAX, Order, Session, SessionCreate, SessionPage, StateDelta
@@ -41,10 +49,13 @@ async def create_session(
     app_name: AppName,
     user_id: UserId,
     sessions: Sessions,
+    app_state_writable: AppStateWritable,
     body: Annotated[SessionCreate | None, Body()] = None,
 ) -> Response:
     """Create a session, optionally with an id, initial state and first events."""
-    session = await sessions.create(app_name, user_id, body or SessionCreate())
+    session = await sessions.create(
+        app_name, user_id, body or SessionCreate(), app_state_writable=app_state_writable
+    )
     return session_response(session, status.HTTP_201_CREATED)
 
 
@@ -148,8 +159,14 @@ async def delete_session(
     responses=problem_responses(404, 412, 413, 415, 422, 503),
 )
 async def update_session_state(
-    key: Key, body: StateDelta, sessions: Sessions, expected_version: ExpectedVersion
+    key: Key,
+    body: StateDelta,
+    sessions: Sessions,
+    expected_version: ExpectedVersion,
+    app_state_writable: AppStateWritable,
 ) -> Response:
     """Apply a state delta by recording it as an event authored by `user`, as ADK's server does."""
-    session = await sessions.update_state(key, body.state_delta, expected_version)
+    session = await sessions.update_state(
+        key, body.state_delta, expected_version, app_state_writable=app_state_writable
+    )
     return session_response(session)

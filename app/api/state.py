@@ -31,10 +31,14 @@ async def get_app_state(app_name: AppName, states: States) -> Response:
     "/state",
     response_model=ScopeState,
     responses=problem_responses(413, 415, 422, 503),
-    dependencies=[authorized(Need.APP)],
+    dependencies=[authorized(Need.APP_STATE)],
 )
 async def update_app_state(app_name: AppName, body: StateDelta, states: States) -> Response:
-    """Merge keys into the app's shared state (top-level merge; null is stored)."""
+    """Merge keys into the app's shared state (top-level merge; null is stored).
+
+    Every user's sessions show it, so a key for one user may write it only when it was made
+    with `sessionary keys create … --app-state write`; otherwise 403.
+    """
     return json_response(await states.update_app(app_name, body.state_delta))
 
 

@@ -14,6 +14,7 @@ _KEY_COLUMNS = (
     StorageApiKey.app_name,
     StorageApiKey.user_id,
     StorageApiKey.read_only,
+    StorageApiKey.app_state_write,
     StorageApiKey.create_time,
     StorageApiKey.revoke_time,
 )
@@ -25,7 +26,7 @@ def _key(row: Any) -> ApiKey:
 
 async def insert_key(db: AsyncConnection, key: ApiKey, secret_hash: bytes) -> ApiKey:
     """Store a new key (its creation time is the database's); returns it as stored."""
-    values = {column.key: getattr(key, column.key) for column in _KEY_COLUMNS[:5]}
+    values = {column.key: getattr(key, column.key) for column in _KEY_COLUMNS[:6]}
     statement = (
         insert(StorageApiKey).values(**values, secret_hash=secret_hash).returning(*_KEY_COLUMNS)
     )

@@ -10,6 +10,7 @@ import enum
 import hashlib
 import secrets
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -17,14 +18,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.domain import ApiKey
 from app.errors import Forbidden, NotFound, Unauthorized
 from app.repositories import api_keys as key_rows
+from app.state import ScopedDelta
 
 
 class Need(enum.Enum):
     """How much of an app a route touches, which decides the keys that may call it."""
 
     USER = "user"  # one user's data, named in the path: that user's keys or app-wide keys
-    APP = "app"  # every user of the app (list by app, app state writes): app-wide keys only
+    APP = "app"  # every user of the app (list by app): app-wide keys only
     APP_SHARED = "app_shared"  # app state, which every user's sessions show anyway: any key
+    APP_STATE = "app_state"  # writes app state: app-wide keys, user keys made to (--app-state)
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,13 @@ class Grant:
     app_name: str | None  # None: every app (an admin key)
     user_id: str | None  # None: every user of the app
     read_only: bool
+    app_state_write: bool  # a user's key that may write `app:` state too
+
+    @property
+    def writes_app_state(self) -> bool:
+        """App state shows in every user's sessions: a key for one user writes it only when it
+        was made to, so one user cannot plant what every other user's agent reads."""
+        return not self.read_only and (self.user_id is None or self.app_state_write)
 
     def authorize(self, need: Need, app_name: str, user_id: str | None, write: bool) -> None:
         """Refuse with 403 anything outside the key's scope; judged on the path alone, so a
@@ -44,6 +54,23 @@ class Grant:
                 raise Forbidden(f"This API key is for user {self.user_id!r} only.")
         if write and self.read_only:
             raise Forbidden("This API key is read-only.")
+        if need is Need.APP_STATE and not self.writes_app_state:
+            raise AppStateForbidden()
+
+
+class AppStateForbidden(Forbidden):
+    def __init__(self) -> None:
+        super().__init__(
+            "This API key is for one user: it may not write app state (`app:` keys), which "
+            "every user of the app sees. Nothing was written. Use an app-wide key, or a user "
+            "key made with `sessionary keys create --app-state write`."
+        )
+
+
+def require_app_state_write(allowed: bool, deltas: Iterable[ScopedDelta]) -> None:
+    """403, before anything is written, for `app:` keys the caller may not write."""
+    if not allowed and any(delta.app for delta in deltas):
+        raise AppStateForbidden()
 
 
 def hash_key(key: str) -> bytes:
@@ -85,20 +112,26 @@ class AuthService:
                 found = await key_rows.find_active(db, key_hash)
             if found is None:
                 raise Unauthorized("This API key is not valid (unknown or revoked).")
-            grant = Grant(found.id, found.app_name, found.user_id, found.read_only)
+            grant = Grant(
+                found.id, found.app_name, found.user_id, found.read_only, found.app_state_write
+            )
             self.cache.put(key_hash, grant)
         return grant
 
     async def create(
-        self, name: str, app_name: str | None, user_id: str | None, read_only: bool
+        self,
+        name: str,
+        app_name: str | None,
+        user_id: str | None,
+        read_only: bool,
+        app_state_write: bool = False,
     ) -> tuple[ApiKey, str]:
         """A new key; the returned secret is the only time it is ever shown."""
         key_id = secrets.token_hex(6)
         secret = f"sk_{key_id}_{secrets.token_urlsafe(32)}"
+        key = ApiKey(key_id, name, app_name, user_id, read_only, app_state_write)
         async with self.engine.begin() as db:
-            stored = await key_rows.insert_key(
-                db, ApiKey(key_id, name, app_name, user_id, read_only), hash_key(secret)
-            )
+            stored = await key_rows.insert_key(db, key, hash_key(secret))
         return stored, secret
 
     async def list(self) -> list[ApiKey]:

@@ -26,6 +26,7 @@ from app.repositories import events as event_rows
 from app.repositories import sessions as session_rows
 from app.schemas import EventIn, Order
 from app.services import bodies
+from app.services.auth import require_app_state_write
 from app.state import split_delta, without_temp
 
 
@@ -99,7 +100,12 @@ class EventService:
         self.settings = settings
 
     async def append(
-        self, key: SessionKey, event: EventIn, expected_version: int | None
+        self,
+        key: SessionKey,
+        event: EventIn,
+        expected_version: int | None,
+        *,
+        app_state_writable: bool,
     ) -> tuple[dict[str, Any], Appended]:
         """Store one event; returns it as stored (with `seq`) and what the append did."""
         if event.partial:
@@ -107,16 +113,22 @@ class EventService:
             async with self.engine.connect() as db:
                 await require_session(db, key)
             return event.model_dump(exclude_unset=True), Appended.PARTIAL
-        stored, appended = await self._append(
-            key, [prepare(event, self.settings)], expected_version
-        )
+        new = prepare(event, self.settings)
+        require_app_state_write(app_state_writable, [new.delta])
+        stored, appended = await self._append(key, [new], expected_version)
         return stored[0], appended
 
     async def append_batch(
-        self, key: SessionKey, events: list[EventIn], expected_version: int | None
+        self,
+        key: SessionKey,
+        events: list[EventIn],
+        expected_version: int | None,
+        *,
+        app_state_writable: bool,
     ) -> tuple[list[dict[str, Any]], Appended]:
         """Store events all or nothing, at consecutive seqs; partial events are skipped."""
         new = prepare_batch(events, self.settings)
+        require_app_state_write(app_state_writable, [event.delta for event in new])
         if not new:
             async with self.engine.connect() as db:
                 await require_session(db, key)

@@ -16,6 +16,7 @@ from app.repositories import sessions as session_rows
 from app.repositories import state as state_rows
 from app.schemas import EventIn, Order, SessionCreate
 from app.services import bodies
+from app.services.auth import require_app_state_write
 from app.services.events import EventService, prepare_batch, require_session, server_time
 from app.state import merged_state, split_delta
 
@@ -85,12 +86,15 @@ class SessionService:
         self.settings = settings
         self.events = EventService(engine, settings)
 
-    async def create(self, app_name: str, user_id: str, body: SessionCreate) -> SessionDocument:
+    async def create(
+        self, app_name: str, user_id: str, body: SessionCreate, *, app_state_writable: bool
+    ) -> SessionDocument:
         """One transaction: the session, its shared state and its first events, or nothing."""
         key = SessionKey(app_name, user_id, body.session_id or str(uuid.uuid4()))
         created = server_time()  # before the events: theirs, when the server assigns, come later
         delta = split_delta(body.state or {})
         new_events = prepare_batch(body.events or [], self.settings)
+        require_app_state_write(app_state_writable, [delta, *(new.delta for new in new_events)])
         limit = self.settings.max_state_bytes
         async with self.engine.begin() as db:
             if not await session_rows.insert_new(db, key, delta.session, created, limit):
@@ -154,7 +158,12 @@ class SessionService:
             raise StaleSession(expected_version, await require_session(db, key))
 
     async def update_state(
-        self, key: SessionKey, state_delta: dict[str, Any], expected_version: int | None
+        self,
+        key: SessionKey,
+        state_delta: dict[str, Any],
+        expected_version: int | None,
+        *,
+        app_state_writable: bool,
     ) -> SessionDocument:
         """Record the delta as an event by `user`, as ADK's own API server does."""
         event = EventIn.model_validate(
@@ -164,7 +173,9 @@ class SessionService:
                 "actions": {"stateDelta": state_delta},
             }
         )
-        await self.events.append(key, event, expected_version)
+        await self.events.append(
+            key, event, expected_version, app_state_writable=app_state_writable
+        )
         return await self.get(key, num_recent_events=None, after_timestamp=None)
 
 
