@@ -12,11 +12,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, TextClause
+from sqlalchemy import ClauseElement, Connection
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.sql.compiler import SQLCompiler
 
 ALEMBIC_INI = Path(__file__).resolve().parent.parent / "alembic.ini"
 
@@ -94,18 +95,27 @@ def create_engine(
 
 @dataclass(frozen=True)
 class DriverStatement:
-    """SQL with named parameters, compiled once into asyncpg's positional `$n` form."""
+    """SQL with named parameters, compiled once into asyncpg's positional `$n` form.
+
+    Written in SQLAlchemy Core or as text; the values Core fixed when it was written (a
+    `.limit(1)`) are kept, every other parameter is named by each call.
+    """
 
     sql: str
     names: tuple[str, ...]
+    fixed: Mapping[str, Any]
 
     @classmethod
-    def compile(cls, statement: TextClause) -> "DriverStatement":
+    def compile(cls, statement: ClauseElement) -> "DriverStatement":
         compiled = statement.compile(dialect=PGDialect_asyncpg())  # type: ignore[no-untyped-call]
-        return cls(compiled.string, tuple(compiled.positiontup or ()))
+        assert isinstance(compiled, SQLCompiler)
+        fixed = {
+            name: bind.value for bind, name in compiled.bind_names.items() if not bind.required
+        }
+        return cls(compiled.string, tuple(compiled.positiontup or ()), fixed)
 
     def arguments(self, values: Mapping[str, Any]) -> list[Any]:
-        return [values[name] for name in self.names]
+        return [values[name] if name in values else self.fixed[name] for name in self.names]
 
 
 @asynccontextmanager

@@ -1,10 +1,11 @@
-"""Plain values passed between services and repositories."""
+"""Plain values passed between the layers: keys, queries, what is stored, what is read."""
 
+import enum
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from app.state import ScopedDelta
+from app.rules.scopes import ScopedDelta
 
 
 @dataclass(frozen=True)
@@ -12,6 +13,39 @@ class SessionKey:
     app_name: str
     user_id: str
     session_id: str
+
+
+class Order(enum.StrEnum):
+    """`asc`: oldest first; `desc`: newest first."""
+
+    ASC = "asc"
+    DESC = "desc"
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    """Which of a session's events a listing returns. A page token is bound to every field,
+    so a new filter is a field here, a query parameter, and a clause in the repository."""
+
+    after_seq: int | None = None  # exclusive
+    after_timestamp: float | None = None  # inclusive
+    before_timestamp: float | None = None  # exclusive
+    order: Order = Order.ASC
+
+
+@dataclass(frozen=True)
+class SessionQuery:
+    """Which sessions a listing returns: one user's, or (`user_id` None) every user's of an app."""
+
+    app_name: str
+    user_id: str | None
+    order: Order = Order.ASC
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    size: int
+    token: str | None = None  # the previous page's `nextPageToken`
 
 
 @dataclass(frozen=True)
@@ -37,6 +71,23 @@ class StoredSession:
     create_time: datetime
     update_time: datetime
     last_event_time: float | None
+
+
+@dataclass(frozen=True)
+class SessionRead:
+    """A session with the events a read asked for, each the UTF-8 JSON PostgreSQL rendered."""
+
+    session: StoredSession
+    events: list[bytes]
+
+
+Item = TypeVar("Item")
+
+
+@dataclass(frozen=True)
+class Page(Generic[Item]):
+    items: list[Item]
+    next_page_token: str | None
 
 
 @dataclass(frozen=True)

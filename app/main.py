@@ -10,17 +10,15 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app import db
-from app.api import events, health, sessions, state
+from app.api import events, health, sessions, shared_state
 from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMiddleware
 from app.api.problems import install_error_handlers
+from app.api.routing import unguarded_routes
 from app.config import Settings, get_settings
 from app.observability import RequestObserver, instrument_pool
 from app.schemas import Problem
-from app.services.auth import GrantCache
-from app.services.events import EventService
 from app.services.health import check_ready
-from app.services.sessions import SessionService
-from app.services.state import StateService
+from app.services.registry import Services
 
 logger = logging.getLogger("sessionary")
 
@@ -35,6 +33,9 @@ Errors are `application/problem+json` with a stable `code`.
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    unguarded = unguarded_routes(app)
+    if unguarded:
+        raise RuntimeError(f"Routes without an access rule (authorized(…) or PUBLIC): {unguarded}")
     settings: Settings = app.state.settings
     if settings.database_url is None:
         raise RuntimeError("DATABASE_URL is not set; `sessionary serve` starts an embedded one.")
@@ -54,9 +55,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             )
         instrument_pool(engine)
         app.state.engine = engine
-        app.state.sessions = SessionService(engine, settings)
-        app.state.events = EventService(engine, settings)
-        app.state.states = StateService(engine, settings)
+        app.state.services = Services.create(engine, settings)
         yield
     finally:
         await engine.dispose()
@@ -74,13 +73,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=lambda route: route.name,
     )
     app.state.settings = settings
-    app.state.grant_cache = GrantCache(settings.auth_cache_seconds)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(PathGuardMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(RequestObserver)  # added last, so outermost: it sees every answer
     install_error_handlers(app)
-    for module in (sessions, events, state, health):
+    for module in (sessions, events, shared_state, health):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

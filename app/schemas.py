@@ -1,15 +1,13 @@
 """The wire format: ADK's camelCase JSON, accepting snake_case on input."""
 
-import enum
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypeAliasType
 
-from app.models import ID_LENGTH
+from app.rules.limits import ID_LENGTH, ID_PATTERN, MAX_TIMESTAMP, MIN_TIMESTAMP
 
-ID_PATTERN = r"^[^/\x00-\x1f\x7f-\x9f]+$"
 ID_DESCRIPTION = f"1 to {ID_LENGTH} characters, no `/` and no control characters."
 
 Id = Annotated[
@@ -28,18 +26,6 @@ State = TypeAliasType(
         ),
     ],
 )
-
-
-class Order(enum.StrEnum):
-    """`asc`: oldest first; `desc`: newest first."""
-
-    ASC = "asc"
-    DESC = "desc"
-
-
-INT64_MAX = 2**63 - 1
-# Epoch seconds of years 1 to 9999: what PostgreSQL timestamps and Python datetimes both hold.
-MIN_TIMESTAMP, MAX_TIMESTAMP = -62135596800.0, 253402300799.0
 
 
 class WireModel(BaseModel):

@@ -9,7 +9,7 @@ import json
 import math
 from typing import Any
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+from app.rules.limits import INT64_MAX, INT64_MIN
 
 
 class StrictJSONError(json.JSONDecodeError):

@@ -7,7 +7,7 @@ import pytest
 from app.domain import SessionKey
 from app.errors import StaleSession
 from app.schemas import EventIn
-from app.services.events import Appended, EventService
+from app.services.events import Appended
 from tests.helpers import APP, SESSIONS, USER, append, create_session, delta_event, session_url
 
 WRITERS, EVENTS_EACH = 12, 10
@@ -89,7 +89,7 @@ async def test_service_appends_on_separate_connections_serialise_in_postgres(app
     await create_session(client, sessionId="s1")
     key = SessionKey(APP, USER, "s1")
 
-    service = EventService(app.state.engine, app.state.settings)
+    service = app.state.services.events
 
     async def append_once(n: int) -> int:
         stored, appended = await service.append(

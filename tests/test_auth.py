@@ -12,9 +12,14 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import APIRouter
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from app.api.routing import StrictRoute, declared_needs
+from app.api.deps import authorized
+from app.api.routing import StrictRoute, declared_needs, unguarded_routes
+from app.config import Settings
+from app.main import create_app
+from app.services.auth import Need
 from tests.fixtures import keys_command, start_server, stop_server
 
 APP, OTHER_APP = "shop", "bank"
@@ -285,9 +290,46 @@ def test_every_api_route_declares_the_keys_that_may_call_it(app):
         for context in iter_route_contexts(app.router.routes)
         if isinstance(context.original_route, APIRoute)
     ]
-    unguarded = {route.path for route in routes if not declared_needs(route.dependant)}
-    assert unguarded == {"/healthz", "/readyz", "/metrics"}
-    assert all(isinstance(route, StrictRoute) for route in routes if route.path not in unguarded)
+    public = {route.path for route in routes if not declared_needs(route.dependant)}
+    assert public == {"/healthz", "/readyz", "/metrics"}
+    assert all(isinstance(route, StrictRoute) for route in routes if route.path not in public)
+    assert unguarded_routes(app) == []
+
+
+async def test_an_app_with_a_route_that_declares_no_access_rule_refuses_to_start(settings):
+    application = create_app(settings)
+    careless = APIRouter()  # neither StrictRoute nor authorized(…) nor PUBLIC
+
+    @careless.get("/apps/{app_name}/secrets")
+    async def secrets(app_name: str) -> dict[str, str]:
+        return {"secret": app_name}
+
+    application.include_router(careless)
+    with pytest.raises(RuntimeError, match=r"without an access rule.*/apps/\{app_name\}/secrets"):
+        async with application.router.lifespan_context(application):
+            pass
+
+
+async def test_a_router_that_forgets_strict_route_still_checks_the_key(database_url):
+    """The key check lives in the rule itself, not only in `StrictRoute`: it fails closed."""
+    application = create_app(Settings(database_url=database_url, auth=True))
+    careless = APIRouter()  # no route_class=StrictRoute
+
+    @careless.get("/apps/{app_name}/users/{user_id}/notes", dependencies=[authorized(Need.USER)])
+    async def notes(app_name: str, user_id: str) -> dict[str, str]:
+        return {"note": f"{app_name}/{user_id}"}
+
+    application.include_router(careless)
+    key = keys_command(database_url, "create", "--app", APP, "--user", ALICE)
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://s") as http:
+            url = f"/apps/{APP}/users/{ALICE}/notes"
+            assert (await http.get(url)).status_code == 401
+            assert (await http.get(url, headers=bearer("sk_000_wrong"))).status_code == 401
+            other = f"/apps/{APP}/users/{BOB}/notes"
+            assert (await http.get(other, headers=bearer(key))).status_code == 403
+            assert (await http.get(url, headers=bearer(key))).json() == {"note": f"{APP}/{ALICE}"}
 
 
 def test_two_authorization_headers_are_refused_whichever_comes_first(secured):

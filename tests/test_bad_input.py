@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from app import pagination
+from app import paging
+from app.domain import EventQuery, Order, SessionKey, SessionQuery
 from tests.helpers import APP, SESSIONS, USER, assert_problem, create_session, session_url
 
 EVENTS = session_url("s1") + "/events"
@@ -13,12 +14,12 @@ EVENTS = session_url("s1") + "/events"
 
 def forge(listing: tuple, position: list) -> str:
     """A page token as a client could craft one, bound to the right listing."""
-    raw = json.dumps({"q": pagination.listing(*listing), "p": position}).encode()
+    raw = json.dumps({"q": paging.listing(*listing), "p": position}).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-USER_LISTING = ("sessions", APP, USER, "asc")
-EVENTS_LISTING = ("events", APP, USER, "s1", "asc", None, None, None)
+USER_LISTING = ("sessions", SessionQuery(APP, USER, Order.ASC))
+EVENTS_LISTING = ("events", SessionKey(APP, USER, "s1"), EventQuery())
 
 
 JSON = {"content-type": "application/json"}

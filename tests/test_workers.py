@@ -21,6 +21,11 @@ pytestmark = pytest.mark.e2e
 def two_workers(database_url: str) -> Iterator[tuple[int, str]]:
     process, base_url = start_server(database_url, "--workers", "2")
     try:
+        # The server answers once one worker does; the other may still be starting.
+        deadline = time.monotonic() + 30
+        while len(workers_of(process.pid)) < 2:
+            assert time.monotonic() < deadline, "the second worker did not start listening"
+            time.sleep(0.1)
         yield process.pid, base_url
     finally:
         assert stop_server(process) == 0

@@ -8,17 +8,18 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Path, Request, Security
+from fastapi import Depends, Header, Path, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from app.domain import SessionKey
+from app.domain import EventQuery, Order, PageRequest, SessionKey
 from app.errors import InvalidInput
-from app.models import ID_LENGTH
-from app.schemas import ID_DESCRIPTION, ID_PATTERN
-from app.services.auth import AuthService, Need
+from app.rules.limits import ID_LENGTH, ID_PATTERN, INT64_MAX
+from app.schemas import ID_DESCRIPTION
+from app.services.auth import Need
 from app.services.events import EventService
+from app.services.registry import Services
 from app.services.sessions import SessionService
-from app.services.state import StateService
+from app.services.shared_state import SharedStateService
 
 
 def _path_id(description: str) -> object:
@@ -35,13 +36,22 @@ UserId = Annotated[str, _path_id("The end user within the app.")]
 SessionId = Annotated[str, _path_id("The session.")]
 
 
-def _service(name: str) -> Any:
-    """The service the app made at start-up (stateless: each call opens its own connection)."""
+def services(request: Request) -> Services:
+    """The services the app made at start-up (`app.main`)."""
+    made: Services = request.app.state.services
+    return made
 
-    async def provide(request: Request) -> Any:
-        return getattr(request.app.state, name)
 
-    return Depends(provide)
+async def _sessions(request: Request) -> SessionService:
+    return services(request).sessions
+
+
+async def _events(request: Request) -> EventService:
+    return services(request).events
+
+
+async def _shared_state(request: Request) -> SharedStateService:
+    return services(request).shared_state
 
 
 async def session_key(app_name: AppName, user_id: UserId, session_id: SessionId) -> SessionKey:
@@ -49,6 +59,42 @@ async def session_key(app_name: AppName, user_id: UserId, session_id: SessionId)
 
 
 Key = Annotated[SessionKey, Depends(session_key)]
+
+
+async def page_request(
+    page_size: Annotated[
+        int, Query(alias="pageSize", ge=1, le=1000, description="How many per page (1 to 1000).")
+    ] = 100,
+    page_token: Annotated[
+        str | None, Query(alias="pageToken", description="`nextPageToken` of the previous page.")
+    ] = None,
+) -> PageRequest:
+    return PageRequest(page_size, page_token)
+
+
+PageOf = Annotated[PageRequest, Depends(page_request)]
+
+
+async def event_query(
+    after_seq: Annotated[
+        int | None,
+        Query(alias="afterSeq", ge=0, le=INT64_MAX, description="Only events with seq > this."),
+    ] = None,
+    after_timestamp: Annotated[
+        float | None,
+        Query(alias="afterTimestamp", allow_inf_nan=False, description="timestamp ≥ this."),
+    ] = None,
+    before_timestamp: Annotated[
+        float | None,
+        Query(alias="beforeTimestamp", allow_inf_nan=False, description="timestamp < this."),
+    ] = None,
+    order: Annotated[Order, Query(description="`asc`: by seq; `desc`: newest first.")] = Order.ASC,
+) -> EventQuery:
+    """The event filters, each a query parameter of the same name in camelCase."""
+    return EventQuery(after_seq, after_timestamp, before_timestamp, order)
+
+
+EventFilters = Annotated[EventQuery, Depends(event_query)]
 
 # A version as ETag sends it ("7"), or bare (7) as people type it in curl; never half-quoted.
 _VERSION_TAG = re.compile(r'^\s*(?:"(\d{1,18})"|(\d{1,18}))\s*$')
@@ -77,9 +123,9 @@ async def expected_version(
 ExpectedVersion = Annotated[int | None, Depends(expected_version)]
 
 
-Sessions = Annotated[SessionService, _service("sessions")]
-Events = Annotated[EventService, _service("events")]
-States = Annotated[StateService, _service("states")]
+Sessions = Annotated[SessionService, Depends(_sessions)]
+Events = Annotated[EventService, Depends(_events)]
+SharedStates = Annotated[SharedStateService, Depends(_shared_state)]
 
 
 bearer = HTTPBearer(
@@ -92,34 +138,49 @@ Credentials = Annotated[HTTPAuthorizationCredentials | None, Security(bearer)]
 class Authorized:
     """A route's access rule: the keys whose scope covers what it touches (`Need`).
 
-    Declared as a dependency so that the OpenAPI spec shows the bearer scheme; `StrictRoute`
+    Declared as a dependency so that the OpenAPI spec shows the bearer scheme. `StrictRoute`
     enforces it before the request's query or body is read, so a caller without a valid key
-    learns nothing from validation errors.
+    learns nothing from validation errors; on a route that is not a `StrictRoute` the
+    dependency enforces it itself, later but never less.
     """
 
     def __init__(self, need: Need) -> None:
         self.need = need
 
-    async def __call__(self, credentials: Credentials) -> None:
-        """Nothing left to check: `StrictRoute` did it before any dependency ran."""
+    async def __call__(self, request: Request, credentials: Credentials) -> None:
+        if not hasattr(request.state, "app_state_writable"):  # `authorize` has not run
+            await authorize(request, (self.need,))
 
 
 def authorized(need: Need) -> Any:
     return Depends(Authorized(need))
 
 
+class Public:
+    """The access rule of a route anyone may call (the probes): declared, never implied, so
+    that a route that declares nothing is an error at start-up (`app.main`)."""
+
+    async def __call__(self) -> None:
+        """Nothing to check."""
+
+
+PUBLIC = Depends(Public())
+
+
 async def authorize(request: Request, needs: Iterable[Need]) -> None:
     """401 without a valid key, 403 for a key whose scope misses what the route touches.
 
     What the path alone cannot tell, whether a body's state delta may hold `app:` keys, is
-    left on the request for `AppStateWritable`.
+    left on the request for `AppStateWritable`; its presence also tells `Authorized` that the
+    key has been judged.
     """
     if not request.app.state.settings.auth_enabled:
         request.state.app_state_writable = True
         return
     scheme, _, key = request.headers.get("authorization", "").partition(" ")
-    auth = AuthService(request.app.state.engine, request.app.state.grant_cache)
-    grant = await auth.authenticate(key.strip() if scheme.lower() == "bearer" else None)
+    grant = await services(request).auth.authenticate(
+        key.strip() if scheme.lower() == "bearer" else None
+    )
     write = request.method not in ("GET", "HEAD")
     params = request.path_params
     for need in needs:

@@ -4,10 +4,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from app.api.deps import AppStateWritable, Events, ExpectedVersion, Key, authorized
-from app.api.responses import json_response, problem_responses, rendered_response
+from app.api import render
+from app.api.deps import (
+    AppStateWritable,
+    EventFilters,
+    Events,
+    ExpectedVersion,
+    Key,
+    PageOf,
+    authorized,
+)
+from app.api.responses import problem_responses, respond
 from app.api.routing import StrictRoute
-from app.schemas import INT64_MAX, Event, EventBatch, EventIn, EventList, EventPage, Order
+from app.schemas import Event, EventBatch, EventIn, EventList, EventPage
 from app.services.auth import Need
 from app.services.events import Appended
 
@@ -53,10 +62,10 @@ async def append_event(
         key, event, expected_version, app_state_writable=app_state_writable
     )
     if appended is Appended.PARTIAL:
-        return json_response(stored, status.HTTP_202_ACCEPTED)
+        return respond(render.event(stored), status.HTTP_202_ACCEPTED)
     # A retry gets the original answer, ETag included: the version that append made.
     code = status.HTTP_201_CREATED if appended is Appended.CREATED else status.HTTP_200_OK
-    return json_response(stored, code, version=stored["seq"])
+    return respond(render.event(stored), code, version=stored["seq"])
 
 
 @router.post(
@@ -88,39 +97,18 @@ async def append_events(
         key, batch.events, expected_version, app_state_writable=app_state_writable
     )
     if appended is Appended.PARTIAL:
-        return json_response({"events": stored}, status.HTTP_202_ACCEPTED)
+        return respond(render.event_list(stored), status.HTTP_202_ACCEPTED)
     code = status.HTTP_201_CREATED if appended is Appended.CREATED else status.HTTP_200_OK
-    return json_response({"events": stored}, code, stored[-1]["seq"])
+    return respond(render.event_list(stored), code, stored[-1]["seq"])
 
 
 @router.get("", response_model=EventPage, responses=problem_responses(404, 422, 503))
 async def list_events(
     key: Key,
     events: Events,
-    page_size: Annotated[int, Query(alias="pageSize", ge=1, le=1000)] = 100,
-    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
-    after_seq: Annotated[
-        int | None,
-        Query(alias="afterSeq", ge=0, le=INT64_MAX, description="Only events with seq > this."),
-    ] = None,
-    after_timestamp: Annotated[
-        float | None,
-        Query(alias="afterTimestamp", allow_inf_nan=False, description="timestamp ≥ this."),
-    ] = None,
-    before_timestamp: Annotated[
-        float | None,
-        Query(alias="beforeTimestamp", allow_inf_nan=False, description="timestamp < this."),
-    ] = None,
-    order: Annotated[Order, Query(description="`asc`: by seq; `desc`: newest first.")] = Order.ASC,
+    page: PageOf,
+    query: EventFilters,
 ) -> Response:
     """Page through a session's events by `seq`."""
-    body = await events.page(
-        key,
-        page_size=page_size,
-        page_token=page_token,
-        after_seq=after_seq,
-        after_timestamp=after_timestamp,
-        before_timestamp=before_timestamp,
-        order=order,
-    )
-    return rendered_response(body)
+    listed = await events.page(key, query, page)
+    return respond(render.event_page(listed))

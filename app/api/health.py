@@ -2,12 +2,13 @@
 
 from fastapi import APIRouter, Request, Response
 
+from app.api.deps import PUBLIC
 from app.api.responses import problem_responses
 from app.observability import metrics_text
 from app.schemas import Health, Readiness
 from app.services.health import check_ready
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"], dependencies=[PUBLIC])
 
 
 @router.get("/healthz", response_model=Health)

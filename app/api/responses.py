@@ -1,34 +1,22 @@
-"""Responses built from service results that are already wire-ready JSON."""
+"""Responses around bodies `app.api.render` built, and the spec entries of the problems."""
 
 from typing import Any
 
-from fastapi.responses import JSONResponse, Response
-
-from app.services.sessions import SessionDocument
+from fastapi.responses import Response
 
 PROBLEM_JSON = "application/problem+json"
-PROBLEM_SCHEMA_REF = "#/components/schemas/Problem"
 
 
 def _etag(version: int | None) -> dict[str, str] | None:
     return None if version is None else {"ETag": f'"{version}"'}
 
 
-def json_response(content: Any, status_code: int = 200, version: int | None = None) -> JSONResponse:
-    """Services return validated, camelCase JSON; sending it as is skips a second validation."""
-    return JSONResponse(content, status_code=status_code, headers=_etag(version))
-
-
-def rendered_response(body: bytes, status_code: int = 200, version: int | None = None) -> Response:
-    """A JSON body the service has already rendered."""
+def respond(body: bytes, status_code: int = 200, version: int | None = None) -> Response:
+    """A rendered JSON body, sent as is (FastAPI's response model would validate it again);
+    `version`, when given, becomes the ETag."""
     return Response(
         body, status_code=status_code, media_type="application/json", headers=_etag(version)
     )
-
-
-def session_response(session: SessionDocument, status_code: int = 200) -> Response:
-    """A session, with its version as ETag."""
-    return rendered_response(session.body, status_code, session.version)
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -9,13 +9,13 @@ duplicate keys or NaN.
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import Request
+from fastapi import FastAPI, Request
 from fastapi.dependencies.models import Dependant
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic.alias_generators import to_camel
 
 from app import strict_json
-from app.api.deps import Authorized, authorize
+from app.api.deps import Authorized, Public, authorize
 from app.errors import InvalidInput, UnsupportedMediaType
 from app.services.auth import Need
 
@@ -42,6 +42,30 @@ def declared_needs(dependant: Dependant) -> tuple[Need, ...]:
     """The access rules a route declares, its router's and its dependencies' included."""
     own = (dependant.call.need,) if isinstance(dependant.call, Authorized) else ()
     return own + tuple(need for sub in dependant.dependencies for need in declared_needs(sub))
+
+
+def declares_public(dependant: Dependant) -> bool:
+    return isinstance(dependant.call, Public) or any(
+        declares_public(sub) for sub in dependant.dependencies
+    )
+
+
+def unguarded_routes(app: FastAPI) -> list[str]:
+    """Routes that declare no access rule, neither `authorized(…)` nor `PUBLIC`.
+
+    FastAPI's own documentation routes are public by nature; anything else must say who may
+    call it, so that forgetting to is an error at start-up rather than an open door.
+    """
+    docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
+    unguarded = []
+    for context in iter_route_contexts(app.router.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute):
+            if not (declared_needs(route.dependant) or declares_public(route.dependant)):
+                unguarded.append(f"{sorted(route.methods or ())} {route.path}")
+        elif getattr(route, "path", None) not in docs:
+            unguarded.append(f"{route!r}")
+    return unguarded
 
 
 def _query_names(dependant: Dependant) -> frozenset[str]:

@@ -2,20 +2,24 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Response, status
+from fastapi import APIRouter, Body, Depends, Query, Response, status
 
+from app.api import render
 from app.api.deps import (
     AppName,
     AppStateWritable,
     ExpectedVersion,
     Key,
+    PageOf,
     Sessions,
     UserId,
     authorized,
 )
-from app.api.responses import json_response, problem_responses, session_response
+from app.api.responses import problem_responses, respond
 from app.api.routing import StrictRoute
-from app.schemas import INT64_MAX, Order, Session, SessionCreate, SessionPage, StateDelta
+from app.domain import Order, SessionQuery
+from app.rules.limits import INT64_MAX
+from app.schemas import Session, SessionCreate, SessionPage, StateDelta
 from app.services.auth import Need
 
 router = APIRouter(
@@ -26,16 +30,19 @@ router = APIRouter(
 )
 USER = [authorized(Need.USER)]
 
-PageSize = Annotated[
-    int, Query(alias="pageSize", ge=1, le=1000, description="Sessions per page (1 to 1000).")
-]
-PageToken = Annotated[
-    str | None, Query(alias="pageToken", description="`nextPageToken` of the previous page.")
-]
-ListOrder = Annotated[
-    Order,
-    Query(description="`asc`: least recently updated first (ADK's order); `desc`: newest first."),
-]
+
+async def list_order(
+    order: Annotated[
+        Order,
+        Query(
+            description="`asc`: least recently updated first (ADK's order); `desc`: newest first."
+        ),
+    ] = Order.ASC,
+) -> Order:
+    return order
+
+
+ListOrder = Annotated[Order, Depends(list_order)]
 
 
 @router.post(
@@ -53,10 +60,10 @@ async def create_session(
     body: Annotated[SessionCreate | None, Body()] = None,
 ) -> Response:
     """Create a session, optionally with an id, initial state and first events."""
-    session = await sessions.create(
+    read = await sessions.create(
         app_name, user_id, body or SessionCreate(), app_state_writable=app_state_writable
     )
-    return session_response(session, status.HTTP_201_CREATED)
+    return respond(render.session(read), status.HTTP_201_CREATED, read.session.version)
 
 
 @router.get(
@@ -91,10 +98,10 @@ async def get_session(
     With both filters, the N most recent of the events at or after the timestamp.
     The `ETag` header carries the session version for `If-Match`.
     """
-    session = await sessions.get(
+    read = await sessions.get(
         key, num_recent_events=num_recent_events, after_timestamp=after_timestamp
     )
-    return session_response(session)
+    return respond(render.session(read), version=read.session.version)
 
 
 @router.get(
@@ -107,15 +114,12 @@ async def list_sessions(
     app_name: AppName,
     user_id: UserId,
     sessions: Sessions,
-    page_size: PageSize = 100,
-    page_token: PageToken = None,
-    order: ListOrder = Order.ASC,
+    page: PageOf,
+    order: ListOrder,
 ) -> Response:
     """A user's sessions with merged state and without events."""
-    page = await sessions.list(
-        app_name, user_id, order=order, page_size=page_size, page_token=page_token
-    )
-    return json_response(page)
+    listed = await sessions.list(SessionQuery(app_name, user_id, order), page)
+    return respond(render.session_page(listed))
 
 
 @router.get(
@@ -127,15 +131,12 @@ async def list_sessions(
 async def list_app_sessions(
     app_name: AppName,
     sessions: Sessions,
-    page_size: PageSize = 100,
-    page_token: PageToken = None,
-    order: ListOrder = Order.ASC,
+    page: PageOf,
+    order: ListOrder,
 ) -> Response:
     """The sessions of every user of an app, with merged state and without events."""
-    page = await sessions.list(
-        app_name, None, order=order, page_size=page_size, page_token=page_token
-    )
-    return json_response(page)
+    listed = await sessions.list(SessionQuery(app_name, None, order), page)
+    return respond(render.session_page(listed))
 
 
 @router.delete(
@@ -166,7 +167,7 @@ async def update_session_state(
     app_state_writable: AppStateWritable,
 ) -> Response:
     """Apply a state delta by recording it as an event authored by `user`, as ADK's server does."""
-    session = await sessions.update_state(
+    read = await sessions.update_state(
         key, body.state_delta, expected_version, app_state_writable=app_state_writable
     )
-    return session_response(session)
+    return respond(render.session(read), version=read.session.version)

@@ -11,10 +11,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.db import DriverStatement, driver
-from app.domain import NewEvent, SessionKey
+from app.domain import EventQuery, NewEvent, Order, SessionKey
 from app.models import StorageEvent
-from app.repositories.state import state_too_large
-from app.state import merge_deltas
+from app.repositories.shared_state import state_too_large
+from app.rules.scopes import merge_deltas
 
 EVENT_ID_CONSTRAINT = "uq_events_app_name_user_id_session_id_id"
 
@@ -143,27 +143,25 @@ async def find_by_ids(
 async def select_events(
     db: AsyncConnection,
     key: SessionKey,
+    query: EventQuery,
     *,
-    after_seq: int | None = None,
-    before_seq: int | None = None,
-    after_timestamp: float | None = None,
-    before_timestamp: float | None = None,
-    newest_first: bool = False,
-    limit: int | None = None,
+    after_page_seq: int | None,
+    limit: int,
 ) -> list[tuple[int, bytes]]:
-    """Events' seqs and UTF-8 JSON as PostgreSQL renders them (never decoded here), in seq
-    order or reversed; timestamps: `after` inclusive, `before` exclusive."""
+    """Events' seqs and UTF-8 JSON as PostgreSQL renders them (never decoded here), in the
+    query's order, from just past `after_page_seq` (the last one of the previous page)."""
+    newest_first = query.order is Order.DESC
     rendered = func.convert_to(cast(StorageEvent.event, Text), "UTF8")
-    query = select(StorageEvent.seq, rendered).where(_event_filter(key))
-    if after_seq is not None:
-        query = query.where(StorageEvent.seq > after_seq)
-    if before_seq is not None:
-        query = query.where(StorageEvent.seq < before_seq)
-    if after_timestamp is not None:
-        query = query.where(StorageEvent.timestamp >= after_timestamp)
-    if before_timestamp is not None:
-        query = query.where(StorageEvent.timestamp < before_timestamp)
-    query = query.order_by(StorageEvent.seq.desc() if newest_first else StorageEvent.seq)
-    if limit is not None:
-        query = query.limit(limit)
-    return [(seq, event) for seq, event in await db.execute(query)]
+    statement = select(StorageEvent.seq, rendered).where(_event_filter(key))
+    if query.after_seq is not None:
+        statement = statement.where(StorageEvent.seq > query.after_seq)
+    if after_page_seq is not None:
+        seq = StorageEvent.seq
+        statement = statement.where(seq < after_page_seq if newest_first else seq > after_page_seq)
+    if query.after_timestamp is not None:
+        statement = statement.where(StorageEvent.timestamp >= query.after_timestamp)
+    if query.before_timestamp is not None:
+        statement = statement.where(StorageEvent.timestamp < query.before_timestamp)
+    order = StorageEvent.seq.desc() if newest_first else StorageEvent.seq
+    rows = await db.execute(statement.order_by(order).limit(limit))
+    return [(seq, event) for seq, event in rows]

@@ -1,17 +1,38 @@
 """SQL for session rows, read together with the app and user state they share."""
 
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, func, literal, select, text, tuple_
+from sqlalchemy import (
+    BigInteger,
+    Float,
+    Select,
+    String,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    delete,
+    func,
+    literal,
+    literal_column,
+    null,
+    or_,
+    select,
+    tuple_,
+    union_all,
+)
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.db import DriverStatement, driver
-from app.domain import SessionKey, StoredSession
+from app.domain import Order, SessionKey, SessionQuery, StoredSession
 from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState
-from app.repositories.state import checked_state, is_state_too_large, state_too_large
+from app.repositories.shared_state import checked_state, is_state_too_large, state_too_large
+
+EMPTY_STATE = literal_column("'{}'", JSONB)
 
 
 def _filter(key: SessionKey) -> ColumnElement[bool]:
@@ -22,7 +43,8 @@ def _filter(key: SessionKey) -> ColumnElement[bool]:
     )
 
 
-def _with_shared_state() -> Select[Any]:
+def _with_shared_state(*extra: ColumnElement[Any]) -> Select[Any]:
+    """Sessions with their app's and user's state, and the time of their last event."""
     # update_time keeps microseconds; ADK's lastUpdateTime is the last event's exact float.
     last_event_time = (
         select(StorageEvent.timestamp)
@@ -44,9 +66,10 @@ def _with_shared_state() -> Select[Any]:
             StorageSession.version,
             StorageSession.create_time,
             StorageSession.update_time,
-            func.coalesce(StorageAppState.state, literal({}, JSONB)).label("app_state"),
-            func.coalesce(StorageUserState.state, literal({}, JSONB)).label("user_state"),
+            func.coalesce(StorageAppState.state, EMPTY_STATE).label("app_state"),
+            func.coalesce(StorageUserState.state, EMPTY_STATE).label("user_state"),
             last_event_time.label("last_event_time"),
+            *extra,
         )
         .outerjoin(StorageAppState, StorageAppState.app_name == StorageSession.app_name)
         .outerjoin(
@@ -59,16 +82,17 @@ def _with_shared_state() -> Select[Any]:
     )
 
 
-def _stored(row: Any) -> StoredSession:
+def _stored(row: Mapping[str, Any]) -> StoredSession:
+    """A row of `_with_shared_state`, from SQLAlchemy (`row._mapping`) or from the driver."""
     return StoredSession(
-        key=SessionKey(row.app_name, row.user_id, row.id),
-        state=row.state,
-        app_state=row.app_state,
-        user_state=row.user_state,
-        version=row.version,
-        create_time=row.create_time,
-        update_time=row.update_time,
-        last_event_time=row.last_event_time,
+        key=SessionKey(row["app_name"], row["user_id"], row["id"]),
+        state=row["state"],
+        app_state=row["app_state"],
+        user_state=row["user_state"],
+        version=row["version"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
+        last_event_time=row["last_event_time"],
     )
 
 
@@ -106,32 +130,35 @@ async def insert_new(
 # A session with its shared state and its events, in one statement so that the version (the
 # ETag) and the events come from one snapshot: the first row (seq 0) is the session, the
 # others its events, as the UTF-8 JSON PostgreSQL renders from the stored JSONB: a read never
-# decodes an event. `:limit` NULL means no limit, `:after_timestamp` NULL no filter.
-READ = DriverStatement.compile(
-    text(
-        """
-SELECT 0 AS seq, CAST(NULL AS bytea) AS event,
-       s.state, s.version, s.create_time, s.update_time,
-       coalesce(a.state, '{}') AS app_state, coalesce(u.state, '{}') AS user_state,
-       (SELECT e.timestamp FROM events e
-        WHERE e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.id
-        ORDER BY e.seq DESC LIMIT 1) AS last_event_time
-FROM sessions s
-LEFT JOIN app_states a ON a.app_name = s.app_name
-LEFT JOIN user_states u ON u.app_name = s.app_name AND u.user_id = s.user_id
-WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id
-UNION ALL
-SELECT recent.seq, convert_to(CAST(recent.event AS text), 'UTF8'),
-       NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM (SELECT e.seq, e.event FROM events e
-      WHERE e.app_name = :app_name AND e.user_id = :user_id AND e.session_id = :session_id
-        AND (CAST(:after_timestamp AS double precision) IS NULL
-             OR e.timestamp >= :after_timestamp)
-      ORDER BY e.seq DESC
-      LIMIT :limit) recent
-ORDER BY seq
-"""
+# decodes an event. `limit` NULL means no limit, `after_timestamp` NULL no filter. Compiled
+# once, and sent through the driver: it is the hot read.
+_KEY = {name: bindparam(name, type_=String) for name in ("app_name", "user_id", "session_id")}
+_AFTER = bindparam("after_timestamp", type_=Float)
+_recent = (
+    select(StorageEvent.seq, StorageEvent.event)
+    .where(
+        StorageEvent.app_name == _KEY["app_name"],
+        StorageEvent.user_id == _KEY["user_id"],
+        StorageEvent.session_id == _KEY["session_id"],
+        or_(_AFTER.is_(None), StorageEvent.timestamp >= _AFTER),
     )
+    .order_by(StorageEvent.seq.desc())
+    .limit(bindparam("limit", type_=BigInteger))
+    .subquery("recent")
+)
+READ = DriverStatement.compile(
+    union_all(
+        _with_shared_state(literal_column("0").label("seq"), null().label("event")).where(
+            StorageSession.app_name == _KEY["app_name"],
+            StorageSession.user_id == _KEY["user_id"],
+            StorageSession.id == _KEY["session_id"],
+        ),
+        select(
+            *(null() for _ in range(10)),  # the session's columns, on the session's row only
+            _recent.c.seq,
+            func.convert_to(cast(_recent.c.event, Text), "UTF8"),
+        ),
+    ).order_by(literal_column("seq"))
 )
 
 
@@ -153,18 +180,7 @@ async def read(
         rows = await connection.fetch(READ.sql, *arguments)
     if not rows:
         return None
-    head = rows[0]
-    session = StoredSession(
-        key=key,
-        state=head["state"],
-        app_state=head["app_state"],
-        user_state=head["user_state"],
-        version=head["version"],
-        create_time=head["create_time"],
-        update_time=head["update_time"],
-        last_event_time=head["last_event_time"],
-    )
-    return session, [row["event"] for row in rows[1:]]
+    return _stored(rows[0]), [row["event"] for row in rows[1:]]
 
 
 async def get_version(db: AsyncConnection, key: SessionKey) -> int | None:
@@ -172,36 +188,31 @@ async def get_version(db: AsyncConnection, key: SessionKey) -> int | None:
 
 
 async def list_page(
-    db: AsyncConnection,
-    app_name: str,
-    user_id: str | None,
-    *,
-    newest_first: bool,
-    after: tuple[Any, ...] | None,
-    limit: int,
+    db: AsyncConnection, query: SessionQuery, *, after: tuple[Any, ...] | None, limit: int
 ) -> list[StoredSession]:
     """Keyset page by (update_time, id), or (update_time, user_id, id) across an app's users.
 
     `after` is the sort key of the last row already seen; each order has an index.
     """
-    query = _with_shared_state().where(StorageSession.app_name == app_name)
-    if user_id is None:
+    newest_first = query.order is Order.DESC
+    statement = _with_shared_state().where(StorageSession.app_name == query.app_name)
+    if query.user_id is None:
         sort_key = tuple_(StorageSession.update_time, StorageSession.user_id, StorageSession.id)
     else:
-        query = query.where(StorageSession.user_id == user_id)
+        statement = statement.where(StorageSession.user_id == query.user_id)
         sort_key = tuple_(StorageSession.update_time, StorageSession.id)
     if after is not None:
         seen = tuple_(*after)
-        query = query.where(sort_key < seen if newest_first else sort_key > seen)
+        statement = statement.where(sort_key < seen if newest_first else sort_key > seen)
     columns = list(sort_key.clauses)
     order = [column.desc() for column in columns] if newest_first else columns
-    rows = await db.execute(query.order_by(*order).limit(limit))
-    return [_stored(row) for row in rows]
+    rows = await db.execute(statement.order_by(*order).limit(limit))
+    return [_stored(row._mapping) for row in rows]
 
 
-def sort_key(session: StoredSession, *, across_users: bool) -> tuple[Any, ...]:
+def sort_key(session: StoredSession, query: SessionQuery) -> tuple[Any, ...]:
     """The keyset position of a listed session, as `list_page(after=…)` takes it."""
-    if across_users:
+    if query.user_id is None:
         return (session.update_time, session.key.user_id, session.key.session_id)
     return (session.update_time, session.key.session_id)
 

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.domain import ApiKey
 from app.errors import Forbidden, NotFound, Unauthorized
 from app.repositories import api_keys as key_rows
-from app.state import ScopedDelta
+from app.rules.scopes import ScopedDelta
 
 
 class Need(enum.Enum):

@@ -1,94 +1,31 @@
 """Appending to and reading a session's event log: seq, If-Match, idempotent retries, limits."""
 
 import enum
-import hashlib
-import json
-import time
-import uuid
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app import pagination
+from app import paging
 from app.config import Settings
-from app.domain import NewEvent, SessionKey
+from app.domain import EventQuery, NewEvent, Page, PageRequest, SessionKey
 from app.errors import (
     Conflict,
     EventConflict,
-    InvalidInput,
-    PayloadTooLarge,
     SessionNotFound,
     StaleSession,
 )
 from app.observability import EVENTS_APPENDED
 from app.repositories import events as event_rows
 from app.repositories import sessions as session_rows
-from app.schemas import EventIn, Order
-from app.services import bodies
+from app.rules.events import is_resent, prepare, prepare_batch
+from app.schemas import EventIn
 from app.services.auth import require_app_state_write
-from app.state import split_delta, without_temp
 
 
 class Appended(enum.Enum):
     CREATED = "created"
     REPLAYED = "replayed"  # this id was stored already, with the same content
     PARTIAL = "partial"  # a streaming fragment: acknowledged, never stored
-
-
-def canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def server_time() -> float:
-    """Epoch seconds at microsecond precision, the precision PostgreSQL keeps for update_time."""
-    return round(time.time(), 6)
-
-
-def prepare(event: EventIn, settings: Settings) -> NewEvent:
-    """The event as it will be stored: `temp:` keys stripped, server fields filled in."""
-    document = event.model_dump(by_alias=True, exclude_unset=True)
-    document.pop("seq", None)  # the server's to assign
-    delta: dict[str, Any] = (event.actions and event.actions.state_delta) or {}
-    if delta:
-        document["actions"]["stateDelta"] = without_temp(delta)
-    request_hash = hashlib.sha256(canonical_json(document)).digest()
-    if document.get("id") is None:
-        document["id"] = str(uuid.uuid4())
-    if document.get("timestamp") is None:
-        document["timestamp"] = server_time()
-    size = len(canonical_json(document))
-    if size > settings.max_event_bytes:
-        raise PayloadTooLarge(
-            f"Event {document['id']!r} is {size} bytes; the limit is "
-            f"{settings.max_event_bytes} (SESSIONARY_MAX_EVENT_BYTES)."
-        )
-    return NewEvent(
-        id=document["id"],
-        timestamp=document["timestamp"],
-        request_hash=request_hash,
-        document=document,
-        delta=split_delta(delta),
-    )
-
-
-def is_resent(event: NewEvent, stored: dict[str, Any]) -> bool:
-    """A client may retry with the event exactly as the server returned it (with its seq)."""
-    return canonical_json(event.document) == canonical_json(
-        {key: value for key, value in stored.items() if key != "seq"}
-    )
-
-
-def prepare_batch(events: Sequence[EventIn], settings: Settings) -> list[NewEvent]:
-    if len(events) > settings.max_events_per_request:
-        raise PayloadTooLarge(
-            f"{len(events)} events in one request; the limit is "
-            f"{settings.max_events_per_request} (SESSIONARY_MAX_EVENTS_PER_REQUEST)."
-        )
-    prepared = [prepare(event, settings) for event in events if not event.partial]
-    if len({event.id for event in prepared}) != len(prepared):
-        raise InvalidInput("Two events in one request share an id.", field="events")
-    return prepared
 
 
 class EventService:
@@ -191,52 +128,17 @@ class EventService:
             for position, event in enumerate(events, start=1)
         ]
 
-    async def page(
-        self,
-        key: SessionKey,
-        *,
-        page_size: int,
-        page_token: str | None,
-        after_seq: int | None,
-        after_timestamp: float | None,
-        before_timestamp: float | None,
-        order: Order,
-    ) -> bytes:
-        """A page of events as its JSON body, `{events, nextPageToken}`."""
-        newest_first = order is Order.DESC
-        query = pagination.listing(
-            "events",
-            key.app_name,
-            key.user_id,
-            key.session_id,
-            order,
-            after_seq,
-            after_timestamp,
-            before_timestamp,
-        )
-        last_seq = pagination.decode(page_token, query, (int,))[0] if page_token else None
-        if newest_first:
-            after, before = after_seq, last_seq
-        else:
-            after, before = (after_seq if last_seq is None else last_seq), None
+    async def page(self, key: SessionKey, query: EventQuery, page: PageRequest) -> Page[bytes]:
+        """A page of events, each the UTF-8 JSON PostgreSQL rendered."""
+        listing = paging.listing("events", key, query)
+        last_seq = paging.decode(page.token, listing, (int,))[0] if page.token else None
         async with self.engine.connect() as db:
             await require_session(db, key)
-            events = await event_rows.select_events(
-                db,
-                key,
-                after_seq=after,
-                before_seq=before,
-                after_timestamp=after_timestamp,
-                before_timestamp=before_timestamp,
-                newest_first=newest_first,
-                limit=page_size + 1,
+            rows = await event_rows.select_events(
+                db, key, query, after_page_seq=last_seq, limit=page.size + 1
             )
-        next_token = None
-        if len(events) > page_size:
-            events = events[:page_size]
-            next_token = pagination.encode(query, [events[-1][0]])
-        rendered = [event for _, event in events]
-        return bodies.with_array({}, "events", rendered, {"nextPageToken": next_token})
+        rows, next_token = paging.cut(rows, page.size, listing, lambda row: [row[0]])
+        return Page([event for _, event in rows], next_token)
 
 
 async def require_session(db: AsyncConnection, key: SessionKey) -> int:

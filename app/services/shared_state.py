@@ -1,4 +1,4 @@
-"""App-wide and user-wide state, read and merged directly (keys without their prefix)."""
+"""Shared state, the app's and each user's, read and merged directly (keys without prefix)."""
 
 from typing import Any
 
@@ -6,8 +6,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.config import Settings
 from app.errors import InvalidInput
-from app.repositories import state as state_rows
-from app.state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
+from app.repositories import shared_state as state_rows
+from app.rules.scopes import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 PREFIXES = (APP_PREFIX, USER_PREFIX, TEMP_PREFIX)
 
@@ -23,7 +23,7 @@ def _unprefixed(delta: dict[str, Any]) -> dict[str, Any]:
     return delta
 
 
-class StateService:
+class SharedStateService:
     """Each public method is one unit of work, committed before it returns."""
 
     def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
@@ -32,17 +32,17 @@ class StateService:
 
     async def get_app(self, app_name: str) -> dict[str, Any]:
         async with self.engine.connect() as db:
-            return {"state": await state_rows.get_app(db, app_name)}
+            return await state_rows.get_app(db, app_name)
 
     async def get_user(self, app_name: str, user_id: str) -> dict[str, Any]:
         async with self.engine.connect() as db:
-            return {"state": await state_rows.get_user(db, app_name, user_id)}
+            return await state_rows.get_user(db, app_name, user_id)
 
     async def update_app(self, app_name: str, delta: dict[str, Any]) -> dict[str, Any]:
         limit = self.settings.max_state_bytes
         async with self.engine.begin() as db:
             state = await state_rows.merge_app(db, app_name, _unprefixed(delta), limit)
-        return {"state": state}
+        return state
 
     async def update_user(
         self, app_name: str, user_id: str, delta: dict[str, Any]
@@ -50,4 +50,4 @@ class StateService:
         limit = self.settings.max_state_bytes
         async with self.engine.begin() as db:
             state = await state_rows.merge_user(db, app_name, user_id, _unprefixed(delta), limit)
-        return {"state": state}
+        return state

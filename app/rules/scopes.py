@@ -11,25 +11,25 @@ APP_PREFIX = "app:"
 USER_PREFIX = "user:"
 TEMP_PREFIX = "temp:"
 
-State = dict[str, Any]
+StateMap = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class ScopedDelta:
     """A delta split by scope, keys unprefixed; `temp:` keys are gone."""
 
-    app: State = field(default_factory=dict)
-    user: State = field(default_factory=dict)
-    session: State = field(default_factory=dict)
+    app: StateMap = field(default_factory=dict)
+    user: StateMap = field(default_factory=dict)
+    session: StateMap = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.app or self.user or self.session)
 
 
-def split_delta(delta: State) -> ScopedDelta:
-    app: State = {}
-    user: State = {}
-    session: State = {}
+def split_delta(delta: StateMap) -> ScopedDelta:
+    app: StateMap = {}
+    user: StateMap = {}
+    session: StateMap = {}
     for key, value in delta.items():
         if key.startswith(APP_PREFIX):
             app[key.removeprefix(APP_PREFIX)] = value
@@ -50,12 +50,12 @@ def merge_deltas(deltas: list[ScopedDelta]) -> ScopedDelta:
     return merged
 
 
-def without_temp(delta: State) -> State:
+def without_temp(delta: StateMap) -> StateMap:
     """The delta as it is stored in an event: `temp:` keys live only for one invocation."""
     return {key: value for key, value in delta.items() if not key.startswith(TEMP_PREFIX)}
 
 
-def merged_state(session: State, app: State, user: State) -> State:
+def merged_state(session: StateMap, app: StateMap, user: StateMap) -> StateMap:
     """What a reader sees: session keys as stored, app and user keys with their prefixes."""
     return {
         **session,

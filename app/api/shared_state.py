@@ -1,9 +1,10 @@
-"""App-wide and user-wide state, addressed directly (keys without `app:`/`user:`)."""
+"""Shared state routes: the app's and each user's, addressed directly (keys without prefix)."""
 
 from fastapi import APIRouter, Response
 
-from app.api.deps import AppName, States, UserId, authorized
-from app.api.responses import json_response, problem_responses
+from app.api import render
+from app.api.deps import AppName, SharedStates, UserId, authorized
+from app.api.responses import problem_responses, respond
 from app.api.routing import StrictRoute
 from app.schemas import ScopeState, StateDelta
 from app.services.auth import Need
@@ -22,9 +23,9 @@ router = APIRouter(
     responses=problem_responses(422, 503),
     dependencies=[authorized(Need.APP_SHARED)],
 )
-async def get_app_state(app_name: AppName, states: States) -> Response:
+async def get_app_state(app_name: AppName, shared: SharedStates) -> Response:
     """The app's shared state (what sessions see as `app:` keys); `{}` for an unknown app."""
-    return json_response(await states.get_app(app_name))
+    return respond(render.scope_state(await shared.get_app(app_name)))
 
 
 @router.patch(
@@ -33,13 +34,13 @@ async def get_app_state(app_name: AppName, states: States) -> Response:
     responses=problem_responses(413, 415, 422, 503),
     dependencies=[authorized(Need.APP_STATE)],
 )
-async def update_app_state(app_name: AppName, body: StateDelta, states: States) -> Response:
+async def update_app_state(app_name: AppName, body: StateDelta, shared: SharedStates) -> Response:
     """Merge keys into the app's shared state (top-level merge; null is stored).
 
     Every user's sessions show it, so a key for one user may write it only when it was made
     with `sessionary keys create … --app-state write`; otherwise 403.
     """
-    return json_response(await states.update_app(app_name, body.state_delta))
+    return respond(render.scope_state(await shared.update_app(app_name, body.state_delta)))
 
 
 @router.get(
@@ -48,9 +49,9 @@ async def update_app_state(app_name: AppName, body: StateDelta, states: States) 
     responses=problem_responses(422, 503),
     dependencies=[authorized(Need.USER)],
 )
-async def get_user_state(app_name: AppName, user_id: UserId, states: States) -> Response:
+async def get_user_state(app_name: AppName, user_id: UserId, shared: SharedStates) -> Response:
     """The user's shared state (what sessions see as `user:` keys); `{}` for an unknown user."""
-    return json_response(await states.get_user(app_name, user_id))
+    return respond(render.scope_state(await shared.get_user(app_name, user_id)))
 
 
 @router.patch(
@@ -60,7 +61,9 @@ async def get_user_state(app_name: AppName, user_id: UserId, states: States) -> 
     dependencies=[authorized(Need.USER)],
 )
 async def update_user_state(
-    app_name: AppName, user_id: UserId, body: StateDelta, states: States
+    app_name: AppName, user_id: UserId, body: StateDelta, shared: SharedStates
 ) -> Response:
     """Merge keys into the user's shared state (top-level merge; null is stored)."""
-    return json_response(await states.update_user(app_name, user_id, body.state_delta))
+    return respond(
+        render.scope_state(await shared.update_user(app_name, user_id, body.state_delta))
+    )

@@ -1,6 +1,6 @@
-"""The pure prefix rules of app/state.py, without a database."""
+"""The pure prefix rules of app/rules/scopes.py, without a database."""
 
-from app.state import ScopedDelta, merge_deltas, merged_state, split_delta, without_temp
+from app.rules.scopes import ScopedDelta, merge_deltas, merged_state, split_delta, without_temp
 
 
 def test_split_routes_each_prefix_to_its_scope_unprefixed() -> None:

@@ -1,0 +1,85 @@
+"""Every response body, built from what the services return: JSON today, and the pieces that
+SSE frames, NDJSON lines and HTML pages will reuse.
+
+A read never decodes an event: the events' UTF-8 JSON, as PostgreSQL rendered it from the
+stored JSONB, is spliced between the parts Python renders itself. A body is built by one join,
+one copy: a second copy of a large body costs more than the join itself, in fresh pages.
+"""
+
+import json
+from typing import Any
+
+from app.domain import Page, SessionRead, StoredSession
+from app.rules.scopes import merged_state
+
+
+def dumps(value: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON, as Starlette's JSONResponse renders it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def with_array(
+    before: dict[str, Any], field: str, items: list[bytes], after: dict[str, Any]
+) -> bytes:
+    """The JSON object of `before`'s keys, then `field` as the array of `items` (each already
+    JSON), then `after`'s keys."""
+    head = (dumps(before)[:-1] + b"," if before else b"{") + dumps({field: []})[1:-3] + b"["
+    tail = b"]" + (b"," + dumps(after)[1:] if after else b"}")
+    if not items:
+        return head + tail
+    parts = [b","] * (2 * len(items) + 1)  # head, item, ",", item, …, item, tail
+    parts[1::2] = items
+    parts[0], parts[-1] = head, tail
+    return b"".join(parts)
+
+
+def _identity(session: StoredSession) -> dict[str, Any]:
+    return {
+        "id": session.key.session_id,
+        "appName": session.key.app_name,
+        "userId": session.key.user_id,
+        "state": merged_state(session.state, session.app_state, session.user_state),
+    }
+
+
+def _times(session: StoredSession) -> dict[str, Any]:
+    return {
+        "lastUpdateTime": (
+            session.update_time.timestamp()
+            if session.last_event_time is None
+            else session.last_event_time
+        ),
+        "createTime": session.create_time.timestamp(),
+        "version": session.version,
+    }
+
+
+def session(read: SessionRead) -> bytes:
+    """A `Session` with its events."""
+    return with_array(_identity(read.session), "events", read.events, _times(read.session))
+
+
+def session_page(page: Page[StoredSession]) -> bytes:
+    """A `SessionPage`: sessions as listings show them, without events."""
+    sessions = [{**_identity(item), "events": [], **_times(item)} for item in page.items]
+    return dumps({"sessions": sessions, "nextPageToken": page.next_page_token})
+
+
+def event(document: dict[str, Any]) -> bytes:
+    """An `Event` as the service stored it (or, for a partial one, as it was sent)."""
+    return dumps(document)
+
+
+def event_list(documents: list[dict[str, Any]]) -> bytes:
+    """An `EventList`: the events of a batch."""
+    return dumps({"events": documents})
+
+
+def event_page(page: Page[bytes]) -> bytes:
+    """An `EventPage`: events as PostgreSQL rendered them."""
+    return with_array({}, "events", page.items, {"nextPageToken": page.next_page_token})
+
+
+def scope_state(state: dict[str, Any]) -> bytes:
+    """A `ScopeState`: the app's or a user's shared state."""
+    return dumps({"state": state})

@@ -1,0 +1,73 @@
+"""An event on its way into the log: what is stored, and how a resent event is recognised.
+
+A client retries with the event it sent, or with the event as the server answered it (with
+`seq`, `id` and `timestamp` filled in): both must be recognised as the event already stored.
+"""
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from app.config import Settings
+from app.domain import NewEvent
+from app.errors import InvalidInput, PayloadTooLarge
+from app.rules.scopes import split_delta, without_temp
+from app.schemas import EventIn
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def server_time() -> float:
+    """Epoch seconds at microsecond precision, the precision PostgreSQL keeps for update_time."""
+    return round(time.time(), 6)
+
+
+def prepare(event: EventIn, settings: Settings) -> NewEvent:
+    """The event as it will be stored: `temp:` keys stripped, server fields filled in."""
+    document = event.model_dump(by_alias=True, exclude_unset=True)
+    document.pop("seq", None)  # the server's to assign
+    delta: dict[str, Any] = (event.actions and event.actions.state_delta) or {}
+    if delta:
+        document["actions"]["stateDelta"] = without_temp(delta)
+    request_hash = hashlib.sha256(canonical_json(document)).digest()
+    if document.get("id") is None:
+        document["id"] = str(uuid.uuid4())
+    if document.get("timestamp") is None:
+        document["timestamp"] = server_time()
+    size = len(canonical_json(document))
+    if size > settings.max_event_bytes:
+        raise PayloadTooLarge(
+            f"Event {document['id']!r} is {size} bytes; the limit is "
+            f"{settings.max_event_bytes} (SESSIONARY_MAX_EVENT_BYTES)."
+        )
+    return NewEvent(
+        id=document["id"],
+        timestamp=document["timestamp"],
+        request_hash=request_hash,
+        document=document,
+        delta=split_delta(delta),
+    )
+
+
+def is_resent(event: NewEvent, stored: dict[str, Any]) -> bool:
+    """A client may retry with the event exactly as the server returned it (with its seq)."""
+    return canonical_json(event.document) == canonical_json(
+        {key: value for key, value in stored.items() if key != "seq"}
+    )
+
+
+def prepare_batch(events: Sequence[EventIn], settings: Settings) -> list[NewEvent]:
+    if len(events) > settings.max_events_per_request:
+        raise PayloadTooLarge(
+            f"{len(events)} events in one request; the limit is "
+            f"{settings.max_events_per_request} (SESSIONARY_MAX_EVENTS_PER_REQUEST)."
+        )
+    prepared = [prepare(event, settings) for event in events if not event.partial]
+    if len({event.id for event in prepared}) != len(prepared):
+        raise InvalidInput("Two events in one request share an id.", field="events")
+    return prepared

@@ -1,0 +1,7 @@
+"""Limits shared by every layer: what the wire accepts is what the tables can hold."""
+
+ID_LENGTH = 128  # app names, user ids, session and event ids: a column width, a path rule
+ID_PATTERN = r"^[^/\x00-\x1f\x7f-\x9f]+$"  # no `/`, no control characters
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# Epoch seconds of years 1 to 9999: what PostgreSQL timestamps and Python datetimes both hold.
+MIN_TIMESTAMP, MAX_TIMESTAMP = -62135596800.0, 253402300799.0

@@ -1,0 +1,33 @@
+"""The services of a running app, built once at start-up from its engine and settings.
+
+Each is stateless but for the engine it holds: a unit of work opens its own connection.
+"""
+
+from dataclasses import dataclass
+from typing import Self
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.config import Settings
+from app.services.auth import AuthService, GrantCache
+from app.services.events import EventService
+from app.services.sessions import SessionService
+from app.services.shared_state import SharedStateService
+
+
+@dataclass(frozen=True)
+class Services:
+    auth: AuthService
+    events: EventService
+    sessions: SessionService
+    shared_state: SharedStateService
+
+    @classmethod
+    def create(cls, engine: AsyncEngine, settings: Settings) -> Self:
+        events = EventService(engine, settings)
+        return cls(
+            auth=AuthService(engine, GrantCache(settings.auth_cache_seconds)),
+            events=events,
+            sessions=SessionService(engine, settings, events),
+            shared_state=SharedStateService(engine, settings),
+        )

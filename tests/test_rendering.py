@@ -1,0 +1,101 @@
+"""Every body the API renders matches the schema the committed spec declares for its answer.
+
+The bodies are built by hand (`app.api.render`, with events spliced in as PostgreSQL rendered
+them), not by FastAPI from the response models, so nothing else checks them against the spec.
+The test fails too when the spec gains a JSON answer that no request here produces.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+
+SPEC = json.loads((Path(__file__).parent.parent / "openapi" / "openapi.json").read_text())
+APP, USER, SESSION = "render-app", "ada", "s1"
+PATHS = {"app_name": APP, "user_id": USER, "session_id": SESSION}
+
+EVENT = {
+    "id": "e1",
+    "author": "model",
+    "invocationId": "inv-1",
+    "content": {"role": "model", "parts": [{"text": "Sunny."}, {"functionCall": {"name": "f"}}]},
+    "actions": {"stateDelta": {"k": 1, "user:u": [1, 2], "app:a": {"x": None}, "temp:t": 0}},
+    "usageMetadata": {"totalTokenCount": 12},
+}
+
+# (method, path template, request options, status expected): one call per JSON answer.
+CALLS: list[tuple[str, str, dict[str, Any], int]] = [
+    ("POST", "/apps/{app_name}/users/{user_id}/sessions", {"json": {"sessionId": SESSION}}, 201),
+    ("POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events", {"json": EVENT}, 201),
+    ("POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events", {"json": EVENT}, 200),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events",
+        {"json": {"author": "model", "partial": True}},
+        202,
+    ),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events:batch",
+        {"json": {"events": [{"id": "e2", "author": "user"}, {"author": "model"}]}},
+        201,
+    ),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events:batch",
+        {"json": {"events": [{"id": "e2", "author": "user"}]}},
+        200,
+    ),
+    (
+        "PATCH",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+        {"json": {"stateDelta": {"s": 1}}},
+        200,
+    ),
+    ("GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}", {}, 200),
+    (
+        "GET",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events",
+        {"params": {"pageSize": 2}},
+        200,
+    ),
+    ("GET", "/apps/{app_name}/users/{user_id}/sessions", {}, 200),
+    ("GET", "/apps/{app_name}/sessions", {"params": {"order": "desc"}}, 200),
+    ("PATCH", "/apps/{app_name}/state", {"json": {"stateDelta": {"theme": "dark"}}}, 200),
+    ("GET", "/apps/{app_name}/state", {}, 200),
+    ("PATCH", "/apps/{app_name}/users/{user_id}/state", {"json": {"stateDelta": {"n": 1}}}, 200),
+    ("GET", "/apps/{app_name}/users/{user_id}/state", {}, 200),
+    ("GET", "/healthz", {}, 200),
+    ("GET", "/readyz", {}, 200),
+]
+
+
+def declared_json_answers() -> set[tuple[str, str, int]]:
+    return {
+        (method.upper(), path, int(status))
+        for path, operations in SPEC["paths"].items()
+        for method, operation in operations.items()
+        for status, answer in operation["responses"].items()
+        if status.startswith("2") and "application/json" in answer.get("content", {})
+    }
+
+
+def validator(method: str, path: str, status: int) -> jsonschema.Draft202012Validator:
+    answer = SPEC["paths"][path][method.lower()]["responses"][str(status)]
+    schema = {**answer["content"]["application/json"]["schema"], "components": SPEC["components"]}
+    return jsonschema.Draft202012Validator(schema)
+
+
+async def test_every_rendered_body_matches_the_schema_of_its_answer(client: httpx.AsyncClient):
+    assert {(method, path, status) for method, path, _, status in CALLS} == declared_json_answers()
+    for method, path, options, status in CALLS:
+        response = await client.request(method, path.format(**PATHS), **options)
+        assert response.status_code == status, (method, path, response.text)
+        assert response.headers["content-type"] == "application/json"
+        body = response.json()
+        errors = [error.message for error in validator(method, path, status).iter_errors(body)]
+        assert not errors, (method, path, status, errors)
+    session = (await client.get(CALLS[0][1].format(**PATHS) + f"/{SESSION}")).json()
+    assert [event["seq"] for event in session["events"]] == [1, 2, 3, 4]
