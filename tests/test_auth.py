@@ -319,6 +319,14 @@ async def test_a_router_that_forgets_strict_route_still_checks_the_key(database_
     async def notes(app_name: str, user_id: str) -> dict[str, str]:
         return {"note": f"{app_name}/{user_id}"}
 
+    # Two rules on one route: each is judged, not only the first.
+    @careless.get(
+        "/apps/{app_name}/users/{user_id}/all-notes",
+        dependencies=[authorized(Need.USER), authorized(Need.APP)],
+    )
+    async def all_notes(app_name: str, user_id: str) -> dict[str, str]:
+        return {"notes": app_name}
+
     application.include_router(careless)
     key = keys_command(database_url, "create", "--app", APP, "--user", ALICE)
     async with application.router.lifespan_context(application):
@@ -330,6 +338,7 @@ async def test_a_router_that_forgets_strict_route_still_checks_the_key(database_
             other = f"/apps/{APP}/users/{BOB}/notes"
             assert (await http.get(other, headers=bearer(key))).status_code == 403
             assert (await http.get(url, headers=bearer(key))).json() == {"note": f"{APP}/{ALICE}"}
+            assert (await http.get(f"{url[:-6]}/all-notes", headers=bearer(key))).status_code == 403
 
 
 def test_two_authorization_headers_are_refused_whichever_comes_first(secured):

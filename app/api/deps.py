@@ -148,7 +148,7 @@ class Authorized:
         self.need = need
 
     async def __call__(self, request: Request, credentials: Credentials) -> None:
-        if not hasattr(request.state, "app_state_writable"):  # `authorize` has not run
+        if self.need not in getattr(request.state, "judged_needs", ()):
             await authorize(request, (self.need,))
 
 
@@ -170,10 +170,11 @@ PUBLIC = Depends(Public())
 async def authorize(request: Request, needs: Iterable[Need]) -> None:
     """401 without a valid key, 403 for a key whose scope misses what the route touches.
 
-    What the path alone cannot tell, whether a body's state delta may hold `app:` keys, is
-    left on the request for `AppStateWritable`; its presence also tells `Authorized` that the
-    key has been judged.
+    Leaves on the request which needs it judged (so that `Authorized` does not judge them
+    again), and what the path alone cannot tell: whether a body's state delta may hold `app:`
+    keys (`AppStateWritable`).
     """
+    request.state.judged_needs = {*getattr(request.state, "judged_needs", ()), *needs}
     if not request.app.state.settings.auth_enabled:
         request.state.app_state_writable = True
         return
