@@ -26,10 +26,12 @@ run: install
 test: install lint
 	$(BIN)/pytest
 
+# The service and the client package are type-checked each under its own strict config.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	cd clients/python && $(CURDIR)/$(BIN)/mypy
 
 migrate: install
 	$(BIN)/sessionary migrate

@@ -2,6 +2,8 @@
 
 import asyncio
 
+import asyncpg
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import db
@@ -20,11 +22,12 @@ async def check_ready(engine: AsyncEngine, wait_seconds: float) -> dict[str, str
         raise DatabaseUnavailable(f"The database did not answer within {wait_seconds:g} s.")
     try:
         current = probe.result()
-    except Exception as error:
-        if not db.is_unavailable(error):
-            raise
+    except (*db.UNAVAILABLE, sa_exc.DBAPIError, asyncpg.PostgresError) as error:
+        # Any database error, even one that would be a bug on a request (a revoked privilege),
+        # means this replica cannot serve: a probe answers 503, never 500.
         raise DatabaseUnavailable(
-            f"The database cannot serve right now ({type(error).__name__})."
+            f"The database cannot serve right now ({type(error).__name__}, "
+            f"SQLSTATE {db.sqlstate(error) or 'none'})."
         ) from error
     head = db.head_revision()
     if current != head:
