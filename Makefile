@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install run test lint migrate openapi bench lock clean
+.PHONY: install run test lint migrate openapi client-sync bench lock clean
 
 # The service with every extra, and the client package (with its ADK adapter), whose tests
 # `make test` runs too.
@@ -38,6 +38,10 @@ migrate: install
 
 openapi: install
 	$(BIN)/sessionary openapi
+
+## Regenerate the blocking Python client from the asyncio one (clients/python/README.md).
+client-sync: install
+	$(BIN)/python clients/python/scripts/unasync.py
 
 ## Sessionary vs google-adk vs a plain-asyncpg floor; needs DATABASE_URL (bench/README.md).
 bench: install

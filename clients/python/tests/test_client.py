@@ -277,3 +277,18 @@ def test_an_api_key_is_sent_as_a_bearer_token() -> None:
         keyed._http._transport = httpx.MockTransport(answer)
         keyed.get_app_state("any")
     assert seen == ["Bearer sk_test"]
+
+
+def test_the_sync_client_resends_a_request_that_never_left() -> None:
+    attempts: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        attempts.append(request.method)
+        if len(attempts) == 1:
+            raise httpx.ConnectError("connection refused", request=request)
+        return httpx.Response(201, json={"id": "s1"}, request=request)
+
+    http = httpx.Client(base_url="http://sessionary", transport=httpx.MockTransport(answer))
+    with SessionaryClient("http://sessionary", http=http, backoff=0.01) as retrying:
+        assert retrying.create_session("app", USER)["id"] == "s1"
+    assert attempts == ["POST", "POST"]

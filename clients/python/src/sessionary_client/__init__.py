@@ -1,6 +1,7 @@
 """sessionary-client: typed sync and async clients for the Sessionary session store."""
 
-from sessionary_client._client import AsyncSessionaryClient, SessionaryClient
+from sessionary_client._async_client import AsyncSessionaryClient
+from sessionary_client._sync_client import SessionaryClient
 from sessionary_client.errors import (
     APIError,
     ConflictError,

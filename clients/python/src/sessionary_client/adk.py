@@ -27,7 +27,8 @@ from google.adk.sessions.session import Session
 
 from sessionary_client import errors
 from sessionary_client import models as wire
-from sessionary_client._client import DEFAULT_TIMEOUT, AsyncSessionaryClient
+from sessionary_client._async_client import AsyncSessionaryClient
+from sessionary_client._core import DEFAULT_TIMEOUT
 
 _STALE = (
     "The session has been modified in storage since it was loaded. "

@@ -1,0 +1,77 @@
+"""What both clients share that does no I/O: paths, query strings, headers, the retry rule."""
+
+import random
+import uuid
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import httpx
+
+from sessionary_client.models import Event
+
+DEFAULT_TIMEOUT = 10.0
+
+Params = dict[str, str | int | float]
+
+
+def default_headers(api_key: str | None, headers: dict[str, str] | None) -> dict[str, str]:
+    credentials = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+    return {**credentials, **(headers or {})}
+
+
+def quoted_path(*segments: str) -> str:
+    """`/a/b/…`, each segment percent-encoded: ids may hold `/`, `?`, `#` or spaces."""
+    return "/" + "/".join(quote(segment, safe="") for segment in segments)
+
+
+def sessions_path(app_name: str, user_id: str, *rest: str) -> str:
+    return quoted_path("apps", app_name, "users", user_id, "sessions", *rest)
+
+
+def query(**values: str | int | float | None) -> Params:
+    """The query parameters that were given: None means "leave it to the server"."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def if_match_header(version: int | None) -> dict[str, str] | None:
+    return None if version is None else {"If-Match": f'"{version}"'}
+
+
+def with_id(event: Event) -> Event:
+    """The event with an `id`, so that resending it is recognised as the same event."""
+    return event if event.get("id") else {**event, "id": str(uuid.uuid4())}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how soon to resend a request whose answer was lost or was a transient error."""
+
+    retries: int = 2
+    backoff: float = 0.25
+    max_backoff: float = 5.0
+
+    # The request never reached the server: resending cannot duplicate anything.
+    _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+    # The server, or a proxy in front of it, could not serve the request right now.
+    _TRANSIENT = frozenset({502, 503, 504})
+
+    def delay(
+        self, idempotent: bool, attempt: int, outcome: httpx.Response | Exception
+    ) -> float | None:
+        """Seconds to wait before attempt `attempt + 1`, or None to give up with this outcome.
+
+        `idempotent`: sending the request twice has the effect of sending it once, so it may
+        be resent after a lost answer too, not only when it never left.
+        """
+        if attempt >= self.retries:
+            return None
+        if isinstance(outcome, httpx.Response):
+            retry = idempotent and outcome.status_code in self._TRANSIENT
+        else:
+            retry = isinstance(outcome, self._NOT_SENT) or (
+                idempotent and isinstance(outcome, httpx.TransportError)
+            )
+        if not retry:
+            return None
+        # Full jitter, so clients that failed together do not come back together.
+        return random.uniform(0, min(self.max_backoff, self.backoff * 2**attempt))

@@ -1,0 +1,344 @@
+# Generated from _async_client.py by scripts/unasync.py: do not edit. Regenerate with
+# `.venv/bin/python clients/python/scripts/unasync.py`, from the repository root.
+"""`SessionaryClient`: the blocking twin of `AsyncSessionaryClient`, generated from it."""
+
+import time
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Self, cast
+
+import httpx
+
+from sessionary_client._core import (
+    DEFAULT_TIMEOUT,
+    Params,
+    RetryPolicy,
+    default_headers,
+    if_match_header,
+    query,
+    quoted_path,
+    sessions_path,
+    with_id,
+)
+from sessionary_client.errors import error_for
+from sessionary_client.models import (
+    CreateSession,
+    Event,
+    EventList,
+    EventPage,
+    Health,
+    Order,
+    Readiness,
+    ScopeState,
+    Session,
+    SessionPage,
+    State,
+)
+
+
+class SessionaryClient:
+    """Every Sessionary endpoint, one method each.
+
+    Errors are `sessionary_client.errors` exceptions, keyed by `code`.
+
+    Retries: requests that never reached the server are resent; reads, appends (each event
+    carries its id) and app/user state merges are also resent after a lost answer or a 502-504.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retries: int = 2,
+        backoff: float = 0.25,
+        api_key: str | None = None,
+        headers: dict[str, str] | None = None,
+        http: httpx.Client | None = None,
+    ) -> None:
+        """`http` replaces the connection pool (its own base URL, transport, timeouts, auth)."""
+        self._retry = RetryPolicy(retries=retries, backoff=backoff)
+        self._http = http or httpx.Client(
+            base_url=base_url, timeout=timeout, headers=default_headers(api_key, headers)
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params | None = None,
+        body: object = None,
+        headers: dict[str, str] | None = None,
+        idempotent: bool = False,
+    ) -> httpx.Response:
+        """The successful answer, after the resends `RetryPolicy` allows; errors are raised.
+
+        `idempotent`: sending the request twice has the effect of sending it once.
+        """
+        attempt = 0
+        while True:
+            request = self._http.build_request(
+                method, path, params=params, json=body, headers=headers
+            )
+            outcome: httpx.Response | Exception
+            try:
+                outcome = self._http.send(request)
+            except httpx.TransportError as error:
+                outcome = error
+            delay = self._retry.delay(idempotent, attempt, outcome)
+            if delay is None:
+                if isinstance(outcome, Exception):
+                    raise outcome
+                if outcome.is_error:
+                    raise error_for(outcome)
+                return outcome
+            time.sleep(delay)
+            attempt += 1
+
+    def create_session(
+        self,
+        app_name: str,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        state: State | None = None,
+        events: list[Event] | None = None,
+    ) -> Session:
+        body: CreateSession = {}
+        if session_id is not None:
+            body["sessionId"] = session_id
+        if state is not None:
+            body["state"] = state
+        if events is not None:
+            body["events"] = [with_id(event) for event in events]
+        response = self._send("POST", sessions_path(app_name, user_id), body=body)
+        return cast(Session, response.json())
+
+    def get_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> Session:
+        path = sessions_path(app_name, user_id, session_id)
+        params = query(numRecentEvents=num_recent_events, afterTimestamp=after_timestamp)
+        response = self._send("GET", path, params=params, idempotent=True)
+        return cast(Session, response.json())
+
+    def list_sessions(
+        self,
+        app_name: str,
+        user_id: str | None = None,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        order: Order = "asc",
+    ) -> SessionPage:
+        """One page of sessions (without events); `user_id=None` lists every user's."""
+        if user_id is None:
+            path = quoted_path("apps", app_name, "sessions")
+        else:
+            path = sessions_path(app_name, user_id)
+        params = query(pageSize=page_size, pageToken=page_token, order=order)
+        response = self._send("GET", path, params=params, idempotent=True)
+        return cast(SessionPage, response.json())
+
+    def iter_sessions(
+        self,
+        app_name: str,
+        user_id: str | None = None,
+        *,
+        page_size: int = 100,
+        order: Order = "asc",
+    ) -> Iterator[Session]:
+        """Every session, fetching pages as the iteration reaches them."""
+        page_token: str | None = None
+        while True:
+            page = self.list_sessions(
+                app_name, user_id, page_size=page_size, page_token=page_token, order=order
+            )
+            yield from page["sessions"]
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    def delete_session(self, app_name: str, user_id: str, session_id: str) -> None:
+        # Not resent after a lost answer: for the caller, the resend would answer 404.
+        self._send("DELETE", sessions_path(app_name, user_id, session_id))
+
+    def update_session_state(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        state_delta: State,
+        *,
+        if_match: int | None = None,
+    ) -> Session:
+        """Record `state_delta` as an event authored by `user`; returns the session."""
+        # Not resent after a lost answer: each PATCH records an event with a server-chosen id.
+        response = self._send(
+            "PATCH",
+            sessions_path(app_name, user_id, session_id),
+            body={"stateDelta": state_delta},
+            headers=if_match_header(if_match),
+        )
+        return cast(Session, response.json())
+
+    def append_event(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: Event,
+        *,
+        if_match: int | None = None,
+    ) -> Event:
+        """Store `event` (given an `id` if it has none); returns it as stored, with `seq`.
+
+        `if_match` is a session `version`: the append fails with `StaleSessionError` if another
+        event was appended since. A `partial` event is echoed back without `seq`, not stored.
+        """
+        # Safe to resend because the event carries its id: the server answers a resend of a
+        # stored event with that event (200), even when If-Match has moved on since.
+        response = self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id, "events"),
+            body=with_id(event),
+            headers=if_match_header(if_match),
+            idempotent=True,
+        )
+        return cast(Event, response.json())
+
+    def append_events(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        events: list[Event],
+        *,
+        if_match: int | None = None,
+    ) -> list[Event]:
+        """Store `events` at consecutive seqs, all or none; `partial` ones are skipped."""
+        # Safe to resend for the same reason as one append: every event carries its id.
+        response = self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id, "events") + ":batch",
+            body={"events": [with_id(event) for event in events]},
+            headers=if_match_header(if_match),
+            idempotent=True,
+        )
+        return cast(EventList, response.json())["events"]
+
+    def list_events(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        after_seq: int | None = None,
+        after_timestamp: float | None = None,
+        before_timestamp: float | None = None,
+        order: Order = "asc",
+    ) -> EventPage:
+        path = sessions_path(app_name, user_id, session_id, "events")
+        params = query(
+            pageSize=page_size,
+            pageToken=page_token,
+            afterSeq=after_seq,
+            afterTimestamp=after_timestamp,
+            beforeTimestamp=before_timestamp,
+            order=order,
+        )
+        response = self._send("GET", path, params=params, idempotent=True)
+        return cast(EventPage, response.json())
+
+    def iter_events(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        page_size: int = 100,
+        after_seq: int | None = None,
+        after_timestamp: float | None = None,
+        before_timestamp: float | None = None,
+        order: Order = "asc",
+    ) -> Iterator[Event]:
+        """Every event, fetching pages as the iteration reaches them."""
+        page_token: str | None = None
+        while True:
+            page = self.list_events(
+                app_name,
+                user_id,
+                session_id,
+                page_size=page_size,
+                page_token=page_token,
+                after_seq=after_seq,
+                after_timestamp=after_timestamp,
+                before_timestamp=before_timestamp,
+                order=order,
+            )
+            yield from page["events"]
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    def get_app_state(self, app_name: str) -> State:
+        response = self._send("GET", quoted_path("apps", app_name, "state"), idempotent=True)
+        return cast(ScopeState, response.json())["state"]
+
+    def update_app_state(self, app_name: str, state_delta: State) -> State:
+        # Safe to resend: a top-level merge of the same keys twice leaves what merging once does.
+        response = self._send(
+            "PATCH",
+            quoted_path("apps", app_name, "state"),
+            body={"stateDelta": state_delta},
+            idempotent=True,
+        )
+        return cast(ScopeState, response.json())["state"]
+
+    def get_user_state(self, app_name: str, user_id: str) -> State:
+        path = quoted_path("apps", app_name, "users", user_id, "state")
+        response = self._send("GET", path, idempotent=True)
+        return cast(ScopeState, response.json())["state"]
+
+    def update_user_state(self, app_name: str, user_id: str, state_delta: State) -> State:
+        # Safe to resend, as for app state.
+        response = self._send(
+            "PATCH",
+            quoted_path("apps", app_name, "users", user_id, "state"),
+            body={"stateDelta": state_delta},
+            idempotent=True,
+        )
+        return cast(ScopeState, response.json())["state"]
+
+    def health(self) -> Health:
+        """The process answers (`/healthz`); says nothing about the database."""
+        response = self._send("GET", "/healthz", idempotent=True)
+        return cast(Health, response.json())
+
+    def readiness(self) -> Readiness:
+        """The database answers, at the expected schema (`/readyz`); else a 503 error."""
+        response = self._send("GET", "/readyz", idempotent=True)
+        return cast(Readiness, response.json())
