@@ -97,25 +97,25 @@ def create_engine(
 class DriverStatement:
     """SQL with named parameters, compiled once into asyncpg's positional `$n` form.
 
-    Written in SQLAlchemy Core or as text; the values Core fixed when it was written (a
-    `.limit(1)`) are kept, every other parameter is named by each call.
+    Written in SQLAlchemy Core or as text. Constants are written into the SQL
+    (`literal_column("1")`, not `.limit(1)`): a value Core would bind is refused here, as the
+    call names every parameter, and a constant the planner can see plans better.
     """
 
     sql: str
     names: tuple[str, ...]
-    fixed: Mapping[str, Any]
 
     @classmethod
     def compile(cls, statement: ClauseElement) -> "DriverStatement":
         compiled = statement.compile(dialect=PGDialect_asyncpg())  # type: ignore[no-untyped-call]
         assert isinstance(compiled, SQLCompiler)
-        fixed = {
-            name: bind.value for bind, name in compiled.bind_names.items() if not bind.required
-        }
-        return cls(compiled.string, tuple(compiled.positiontup or ()), fixed)
+        bound = sorted(name for bind, name in compiled.bind_names.items() if not bind.required)
+        if bound:
+            raise ValueError(f"write these constants into the SQL, not as parameters: {bound}")
+        return cls(compiled.string, tuple(compiled.positiontup or ()))
 
     def arguments(self, values: Mapping[str, Any]) -> list[Any]:
-        return [values[name] if name in values else self.fixed[name] for name in self.names]
+        return [values[name] for name in self.names]
 
 
 @asynccontextmanager

@@ -54,7 +54,7 @@ def _with_shared_state(*extra: ColumnElement[Any]) -> Select[Any]:
             StorageEvent.session_id == StorageSession.id,
         )
         .order_by(StorageEvent.seq.desc())
-        .limit(1)
+        .limit(literal_column("1"))
         .scalar_subquery()
     )
     return (
@@ -156,7 +156,7 @@ READ = DriverStatement.compile(
         select(
             *(null() for _ in range(10)),  # the session's columns, on the session's row only
             _recent.c.seq,
-            func.convert_to(cast(_recent.c.event, Text), "UTF8"),
+            func.convert_to(cast(_recent.c.event, Text), literal_column("'UTF8'")),
         ),
     ).order_by(literal_column("seq"))
 )
