@@ -46,6 +46,11 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds `/readyz` waits for the database before answering 503.",
     )
+    opentelemetry: bool = Field(
+        default=False,
+        description="Turn on FastAPI's OpenTelemetry spans, metrics and logs of each request, "
+        "sent to the OpenTelemetry SDK the process configures. Off, requests skip the checks.",
+    )
     log_level: str = Field(default="INFO", description="Log level of the JSON logs on stderr.")
     shutdown_timeout: int = Field(
         default=30, gt=0, description="Seconds in-flight requests get to finish on SIGTERM."

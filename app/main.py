@@ -1,5 +1,6 @@
 """The application factory: wires settings, the database and the routers together."""
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -56,6 +57,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         instrument_pool(engine)
         app.state.engine = engine
         app.state.services = Services.create(engine, settings)
+        # What is alive now (modules, the app, its routes: ~124k objects) lives as long as the
+        # process. Frozen, it is no longer walked by every full collection: those took 75-145 ms,
+        # several times per worker per 15 s under load, and were the appends' p99.
+        gc.freeze()
         yield
     finally:
         await engine.dispose()
@@ -71,6 +76,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redirect_slashes=False,
         # Operation ids are the route functions' names: `create_session`, `append_event`, …
         generate_unique_id_function=lambda route: route.name,
+        # Off unless asked for: otherwise each request asks OpenTelemetry for its providers.
+        telemetry={
+            "tracing": settings.opentelemetry,
+            "metrics": settings.opentelemetry,
+            "logs": settings.opentelemetry,
+            "operation_spans": settings.opentelemetry,
+        },
     )
     app.state.settings = settings
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

@@ -54,6 +54,11 @@ POOL_IN_USE = Gauge(
     "Database connections checked out by requests, over all workers.",
     multiprocess_mode="livesum",
 )
+POOL_OVERFLOW = Counter(
+    "sessionary_db_pool_overflow_connections",
+    "Connections opened beyond SESSIONARY_DB_POOL_SIZE, each closed after its one request: "
+    "if this keeps growing under steady load, raise the pool size.",
+)
 
 # A client's id is kept when it is 1 to 256 printable ASCII characters, which takes in the ids
 # of proxies and tracers (`Root=1-5759e988;Parent=53995c3f`); anything else is replaced.
@@ -76,7 +81,13 @@ def instrument_pool(engine: AsyncEngine) -> None:
     if isinstance(pool, QueuePool):  # connections opened before this (the start-up check)
         POOL_OPEN.inc(pool.checkedin() + pool.checkedout())
         POOL_IN_USE.inc(pool.checkedout())
-    event.listen(pool, "connect", lambda *_: POOL_OPEN.inc())
+
+    def connected(*_: object) -> None:
+        POOL_OPEN.inc()
+        if isinstance(pool, QueuePool) and pool.overflow() > 0:
+            POOL_OVERFLOW.inc()
+
+    event.listen(pool, "connect", connected)
     event.listen(pool, "close", lambda *_: POOL_OPEN.dec())
     event.listen(pool, "checkout", lambda *_: POOL_IN_USE.inc())
     event.listen(pool, "checkin", lambda *_: POOL_IN_USE.dec())

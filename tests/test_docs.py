@@ -25,7 +25,9 @@ def test_every_setting_is_in_the_readme_with_its_default() -> None:
         if default is None:
             assert shown == "unset", (variable, shown)
         else:
-            value = str(default).removesuffix(".0")
+            # As one sets it in the environment: `false`, `2`, not `False`, `2.0`.
+            value = str(default).lower() if isinstance(default, bool) else str(default)
+            value = value.removesuffix(".0")
             assert shown.split()[0].strip("`") == value, (variable, shown, default)
     names = {"DATABASE_URL", *(f"SESSIONARY_{n.upper()}" for n in Settings.model_fields)}
     assert set(documented) <= names, set(documented) - names

@@ -7,6 +7,7 @@ parser, log lines with `json.loads`.
 """
 
 import asyncio
+import gc
 import json
 import re
 import time
@@ -134,6 +135,7 @@ def test_metrics_are_prometheus_text_of_the_documented_families(server):
         ("sessionary_events_appended", "counter"),
         ("sessionary_db_pool_connections_open", "gauge"),
         ("sessionary_db_pool_connections_in_use", "gauge"),
+        ("sessionary_db_pool_overflow_connections", "counter"),
     }
 
 
@@ -303,6 +305,39 @@ async def test_pool_in_use_gauge_counts_a_connection_held_by_a_request(server):
         finally:
             await locker.close()
         await wait_for(0)
+
+
+def test_connections_beyond_the_pool_are_counted_as_overflow(new_database, tmp_path):
+    """Three appends held on a row lock by a worker whose pool keeps one connection."""
+    env = {"SESSIONARY_AUTH": "false", "SESSIONARY_DB_POOL_SIZE": "1"}
+    with serve(new_database, tmp_path / "stderr.log", env, workers=1) as small:
+        asyncio.run(hold_three_appends(small))
+
+
+async def hold_three_appends(server: Server) -> None:
+    overflow = "sessionary_db_pool_overflow_connections_total"
+    app, session = fresh_ids()
+    async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as http:
+        created = await http.post(f"/apps/{app}/users/u/sessions", json={"sessionId": session})
+        assert created.status_code == 201
+        before = value(scrape(server), overflow)
+        locker = await asyncpg.connect(server.database_url)
+        try:
+            lock = locker.transaction()
+            await lock.start()
+            await locker.execute(
+                "SELECT 1 FROM sessions WHERE app_name = $1 AND id = $2 FOR UPDATE", app, session
+            )
+            url = f"/apps/{app}/users/u/sessions/{session}/events"
+            blocked = [asyncio.create_task(http.post(url, json={})) for _ in range(3)]
+            deadline = time.monotonic() + 10  # one connection in the pool, two beyond it
+            while value(await asyncio.to_thread(scrape, server), overflow) - before < 2:
+                assert time.monotonic() < deadline, "no overflow connection was counted"
+                await asyncio.sleep(0.05)
+            await lock.rollback()
+            assert [(await task).status_code for task in blocked] == [201] * 3
+        finally:
+            await locker.close()
 
 
 # Logs
@@ -505,3 +540,11 @@ async def test_an_unexpected_error_is_a_bare_500_that_still_carries_the_request_
     assert response.headers["x-request-id"] == "trace-500"
     assert response.json()["code"] == "internal_error"
     assert "secret internals" not in response.text
+
+
+async def test_start_up_freezes_what_it_made_so_full_collections_skip_it(settings):
+    """Full collections over the objects alive after start-up were the appends' p99."""
+    gc.unfreeze()
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        assert gc.get_freeze_count() > 10_000
