@@ -184,6 +184,17 @@ async def run_small(system: System, sizes: Sizes, results: Results, label: str) 
         await step()
 
 
+async def run_http_floor(system: System, sizes: Sizes, results: Results) -> None:
+    """The scenarios the HTTP floor serves: the hot routes, reads first as for the others."""
+    log(f"{system.name}: S3, S4, S1")
+    results.put("s3_ms", system.name, await scenarios.read(system, sizes, READ_KEY, None))
+    results.put("s4_ms", system.name, await scenarios.read(system, sizes, READ_KEY, sizes.recent))
+    burst = await scenarios.append(system, sizes, "small-s1-http-floor")
+    results.put("s1_eps", system.name, burst.events_per_second)
+    results.put("s1_p50", system.name, burst.p50_ms)
+    results.put("s1_p99", system.name, burst.p99_ms)
+
+
 async def run_growth(system: System, sizes: Sizes, results: Results, label: str) -> None:
     log(f"{system.name}: S6 (S4, then S1 on the big database)")
     results.put(
@@ -263,6 +274,9 @@ async def bench(args: argparse.Namespace) -> str:
 
         systems = [open_sessionary] + ([open_adk] if adk else []) + [open_floor]
         await phase(systems, lambda system: run_small(system, sizes, results, "small"))
+        with server.HttpFloorServer(dbs.floor, args.workers, server_env) as floor_serve:
+            http_floor = Sessionary(floor_serve.host, floor_serve.port, name="HTTP floor")
+            await run_http_floor(http_floor, sizes, results)
 
         if not args.skip_growth:
             log(f"S6: loading {sizes.growth_events:,} events into each database")

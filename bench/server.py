@@ -73,19 +73,19 @@ class Server:
         self._stop_sampling = threading.Event()
         self.max_rss: dict[int, int] = {}
 
+    def command(self) -> list[str]:
+        return [str(Path(sys.executable).parent / "sessionary"), "serve", *self._where()]
+
+    def _where(self) -> list[str]:
+        return ["--host", self.host, "--port", str(self.port), "--workers", str(self.workers)]
+
     def __enter__(self) -> Self:
-        command = [
-            str(Path(sys.executable).parent / "sessionary"),
-            "serve",
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            "--workers",
-            str(self.workers),
-        ]
         self._process = subprocess.Popen(
-            command, env=self._env, stdout=self._quiet, stderr=self._errors
+            self.command(),
+            env=self._env,
+            stdout=self._quiet,
+            stderr=self._errors,
+            cwd=Path(__file__).resolve().parent.parent,
         )
         self._wait_ready()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
@@ -122,7 +122,7 @@ class Server:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"sessionary serve exited:\n{self.errors()}")
+                raise RuntimeError(f"{self.command()[:3]} exited:\n{self.errors()}")
             try:
                 with urllib.request.urlopen(
                     f"http://{self.host}:{self.port}/readyz", timeout=2
@@ -132,7 +132,7 @@ class Server:
             except OSError:
                 pass
             time.sleep(0.2)
-        raise RuntimeError("sessionary serve did not become ready within 60 s")
+        raise RuntimeError(f"{self.command()[:3]} did not become ready within 60 s")
 
     def worker_pids(self) -> list[int]:
         """The uvicorn workers: the serve process's children that are Python interpreters.
@@ -165,3 +165,10 @@ class Server:
         for pid in self.worker_pids():
             peaks[pid] = max(peaks.get(pid, 0), peak_rss(pid))
         return peaks
+
+
+class HttpFloorServer(Server):
+    """`bench/http_floor.py` served the way Sessionary is: uvicorn, a socket per worker."""
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "bench.http_floor", *self._where()]

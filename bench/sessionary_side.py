@@ -45,9 +45,10 @@ class HttpLane:
 
 
 class Sessionary:
-    name = "Sessionary"
+    """Sessionary's API over HTTP; also the HTTP floor's, which answers the same requests."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, name: str = "Sessionary") -> None:
+        self.name = name
         self.host = host
         self.port = port
 
