@@ -20,6 +20,7 @@ from typing import Any
 import asyncpg
 
 from app import workers
+from app.config import Settings
 from app.repositories.events import APPEND
 from app.repositories.sessions import READ
 from app.rules.scopes import split_delta
@@ -29,7 +30,7 @@ CREATE = (
     "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time) "
     "VALUES ($1, $2, $3, '{}', now(), now())"
 )
-MAX_STATE = 4 * 1024 * 1024
+MAX_STATE = Settings.model_fields["max_state_bytes"].default  # as Sessionary checks it
 
 
 class HttpFloor:
