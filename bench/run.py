@@ -19,7 +19,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as `python bench/run.py`: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import databases, loadgen, scenarios, server
+from bench import databases, loadgen, scenarios, server, wrk
 from bench.adk_side import Adk
 from bench.databases import Databases, Schema, seeded_key
 from bench.floor import Floor
@@ -42,6 +42,8 @@ QUICK = Sizes(
     growth_sessions=200,
     repeat=2,
     read_repeat=5,
+    append_seconds=2,
+    sustained_minutes=0,
 )
 LIST_USERS = 100
 
@@ -145,14 +147,24 @@ async def memory_probe(serve: server.Server, sizes: Sizes, results: Results) -> 
     )
 
 
+async def append(system: System, sizes: Sizes, label: str) -> scenarios.Burst:
+    """S1 with wrk for the systems served over HTTP when it is installed, else in Python."""
+    if isinstance(system, Sessionary) and wrk.available():
+        return await wrk.s1(system, sizes, label)
+    return await scenarios.append(system, sizes, label)
+
+
+def put_burst(results: Results, prefix: str, system: str, burst: scenarios.Burst) -> None:
+    results.put(f"{prefix}_eps", system, burst.events_per_second)
+    results.put(f"{prefix}_p50", system, burst.p50_ms)
+    results.put(f"{prefix}_p99", system, burst.p99_ms)
+
+
 async def run_small(system: System, sizes: Sizes, results: Results, label: str) -> None:
     key = READ_KEY
 
     async def s1() -> None:
-        burst = await scenarios.append(system, sizes, f"{label}-s1")
-        results.put("s1_eps", system.name, burst.events_per_second)
-        results.put("s1_p50", system.name, burst.p50_ms)
-        results.put("s1_p99", system.name, burst.p99_ms)
+        put_burst(results, "s1", system.name, await append(system, sizes, f"{label}-s1"))
 
     async def s2() -> None:
         burst = await scenarios.batch_append(system, sizes, f"{label}-s2")
@@ -189,10 +201,7 @@ async def run_http_floor(system: System, sizes: Sizes, results: Results) -> None
     log(f"{system.name}: S3, S4, S1")
     results.put("s3_ms", system.name, await scenarios.read(system, sizes, READ_KEY, None))
     results.put("s4_ms", system.name, await scenarios.read(system, sizes, READ_KEY, sizes.recent))
-    burst = await scenarios.append(system, sizes, "small-s1-http-floor")
-    results.put("s1_eps", system.name, burst.events_per_second)
-    results.put("s1_p50", system.name, burst.p50_ms)
-    results.put("s1_p99", system.name, burst.p99_ms)
+    put_burst(results, "s1", system.name, await append(system, sizes, "small-s1-http-floor"))
 
 
 async def run_growth(system: System, sizes: Sizes, results: Results, label: str) -> None:
@@ -200,10 +209,7 @@ async def run_growth(system: System, sizes: Sizes, results: Results, label: str)
     results.put(
         "s6_s4_ms", system.name, await scenarios.read(system, sizes, READ_KEY, sizes.recent)
     )
-    burst = await scenarios.append(system, sizes, f"{label}-s6")
-    results.put("s6_s1_eps", system.name, burst.events_per_second)
-    results.put("s6_s1_p50", system.name, burst.p50_ms)
-    results.put("s6_s1_p99", system.name, burst.p99_ms)
+    put_burst(results, "s6_s1", system.name, await append(system, sizes, f"{label}-s6"))
 
 
 async def phase(
@@ -250,15 +256,19 @@ async def bench(args: argparse.Namespace) -> str:
     }
     with server.Server(dbs.sessionary, args.workers, server_env) as serve:
         log(f"sessionary serve --workers {args.workers} on port {serve.port}")
-        results.ceiling_rps = await loadgen.ceiling(
-            serve.host,
-            serve.port,
-            clients=sizes.clients,
-            requests=20_000 if not args.quick else 500,
-        )
-        await memory_probe(serve, sizes, results)
-
         sessionary = Sessionary(serve.host, serve.port)
+        if wrk.available():
+            results.generator = f"{wrk.version()}, {wrk.THREADS} thread (S1, S6's S1, S7)"
+            results.ceiling_rps = await wrk.ceiling_of(sessionary, sizes)
+        else:
+            results.generator = "bench/loadgen.py (wrk is not installed: `apt install wrk`)"
+            results.ceiling_rps = await loadgen.ceiling(
+                serve.host,
+                serve.port,
+                clients=sizes.clients,
+                requests=20_000 if not args.quick else 500,
+            )
+        await memory_probe(serve, sizes, results)
 
         async def open_sessionary() -> System:
             return sessionary
@@ -297,6 +307,11 @@ async def bench(args: argparse.Namespace) -> str:
                 for table in after
             }
             await phase(systems[1:], lambda system: run_growth(system, sizes, results, "big"))
+        if sizes.sustained_minutes and wrk.available():
+            log(f"Sessionary: S7, S1 for {sizes.sustained_minutes} minutes")
+            results.sustained = await wrk.sustained(sessionary, sizes, "s7")
+        elif sizes.sustained_minutes:
+            results.notes.append("S7 not run: it needs wrk (`apt install wrk`).")
         results.worker_peak_rss = serve.peak_per_worker()
 
     results.notes.append(f"Sizes: {dataclasses.asdict(sizes)}.")

@@ -73,7 +73,7 @@ async def _burst(
     )
 
 
-def _median_burst(bursts: Sequence[Burst]) -> Burst:
+def median_burst(bursts: Sequence[Burst]) -> Burst:
     return Burst(
         events_per_second=statistics.median(b.events_per_second for b in bursts),
         p50_ms=statistics.median(b.p50_ms for b in bursts),
@@ -102,7 +102,7 @@ async def append(system: System, sizes: Sizes, label: str) -> Burst:
         )
         for rep in range(sizes.repeat)
     ]
-    return _median_burst(bursts)
+    return median_burst(bursts)
 
 
 async def batch_append(system: System, sizes: Sizes, label: str) -> Burst:
@@ -119,7 +119,7 @@ async def batch_append(system: System, sizes: Sizes, label: str) -> Burst:
         )
         for rep in range(sizes.repeat)
     ]
-    return _median_burst(bursts)
+    return median_burst(bursts)
 
 
 async def _median_call(times: int, call: Any) -> float:

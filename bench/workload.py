@@ -44,6 +44,8 @@ class Sizes:
     growth_sessions: int = 10_000
     repeat: int = 5
     read_repeat: int = 20
+    append_seconds: int = 10
+    sustained_minutes: int = 10
 
     @property
     def append_events(self) -> int:
