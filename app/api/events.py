@@ -2,20 +2,28 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from app.api import render
 from app.api.deps import (
+    AppName,
     AppStateWritable,
     EventFilters,
     Events,
     ExpectedVersion,
+    IfMatch,
     Key,
     PageOf,
+    SessionId,
+    UserId,
+    app_state_writable,
     authorized,
+    events_of,
+    expected_version,
 )
 from app.api.responses import problem_responses, respond
 from app.api.routing import StrictRoute
+from app.domain import SessionKey
 from app.schemas import Event, EventBatch, EventIn, EventList, EventPage
 from app.services.auth import Need
 from app.services.events import Appended
@@ -46,11 +54,12 @@ Timestamp = Annotated[float | None, Query(allow_inf_nan=False)]
     },
 )
 async def append_event(
-    key: Key,
+    request: Request,
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
     event: EventIn,
-    events: Events,
-    expected_version: ExpectedVersion,
-    app_state_writable: AppStateWritable,
+    if_match: IfMatch = None,
 ) -> Response:
     """Append one event; the server assigns its `seq` (and `id`, `timestamp` when absent).
 
@@ -58,8 +67,11 @@ async def append_event(
     same `id` is safe: it is stored once. `app:` keys in the delta need a key that may write
     app state (403 otherwise, and nothing is written).
     """
-    stored, appended = await events.append(
-        key, event, expected_version, app_state_writable=app_state_writable
+    stored, appended = await events_of(request).append(
+        SessionKey(app_name, user_id, session_id),
+        event,
+        expected_version(if_match),
+        app_state_writable=app_state_writable(request),
     )
     if appended is Appended.PARTIAL:
         return respond(render.event(stored), status.HTTP_202_ACCEPTED)

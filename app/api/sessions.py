@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Query, Response, status
+from fastapi import APIRouter, Body, Depends, Query, Request, Response, status
 
 from app.api import render
 from app.api.deps import (
@@ -11,13 +11,15 @@ from app.api.deps import (
     ExpectedVersion,
     Key,
     PageOf,
+    SessionId,
     Sessions,
     UserId,
     authorized,
+    sessions_of,
 )
 from app.api.responses import problem_responses, respond
 from app.api.routing import StrictRoute
-from app.domain import Order, SessionQuery
+from app.domain import Order, SessionKey, SessionQuery
 from app.rules.limits import INT64_MAX
 from app.schemas import Session, SessionCreate, SessionPage, StateDelta
 from app.services.auth import Need
@@ -73,8 +75,10 @@ async def create_session(
     responses=problem_responses(404, 422, 503),
 )
 async def get_session(
-    key: Key,
-    sessions: Sessions,
+    request: Request,
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
     num_recent_events: Annotated[
         int | None,
         Query(
@@ -98,8 +102,10 @@ async def get_session(
     With both filters, the N most recent of the events at or after the timestamp.
     The `ETag` header carries the session version for `If-Match`.
     """
-    read = await sessions.get(
-        key, num_recent_events=num_recent_events, after_timestamp=after_timestamp
+    read = await sessions_of(request).get(
+        SessionKey(app_name, user_id, session_id),
+        num_recent_events=num_recent_events,
+        after_timestamp=after_timestamp,
     )
     return respond(render.session(read), version=read.session.version)
 
