@@ -14,6 +14,10 @@ class SessionKey:
     user_id: str
     session_id: str
 
+    def columns(self) -> dict[str, str]:
+        """The key as statements bind it, by column name."""
+        return {"app_name": self.app_name, "user_id": self.user_id, "session_id": self.session_id}
+
 
 class Order(enum.StrEnum):
     """`asc`: oldest first; `desc`: newest first."""

@@ -3,7 +3,7 @@
 import gc
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import version
 from typing import Any
 
@@ -16,7 +16,7 @@ from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMi
 from app.api.problems import install_error_handlers
 from app.api.routing import unguarded_routes
 from app.config import Settings, get_settings
-from app.observability import RequestObserver, instrument_pool
+from app.observability import RequestObserver, pool_gauges
 from app.schemas import Problem
 from app.services.health import check_ready
 from app.services.registry import Services
@@ -40,30 +40,37 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     if settings.database_url is None:
         raise RuntimeError("DATABASE_URL is not set; `sessionary serve` starts an embedded one.")
+    dsn = str(settings.database_url)
     engine = db.create_engine(
-        str(settings.database_url),
-        pool_size=settings.db_pool_size,
+        dsn,
+        pool_size=db.engine_pool_size(settings.db_pool_size),
         max_overflow=settings.db_max_overflow,
         connect_timeout=settings.db_connect_timeout,
         command_timeout=settings.db_command_timeout,
     )
-    try:
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(engine.dispose)
         await check_ready(engine, settings.db_connect_timeout)
+        pool = await db.DriverPool.open(
+            dsn,
+            size=settings.db_pool_size,
+            connect_timeout=settings.db_connect_timeout,
+            command_timeout=settings.db_command_timeout,
+        )
+        stack.push_async_callback(pool.close)
         if not settings.auth_enabled:
             logger.warning(
                 "AUTH IS OFF: anyone who can reach this port can read and write every session. "
                 "Set SESSIONARY_AUTH=true and create keys with `sessionary keys create`."
             )
-        instrument_pool(engine)
+        await stack.enter_async_context(pool_gauges(engine, pool))
         app.state.engine = engine
-        app.state.services = Services.create(engine, settings)
+        app.state.services = Services.create(engine, pool, settings)
         # What is alive now (modules, the app, its routes: ~124k objects) lives as long as the
         # process. Frozen, it is no longer walked by every full collection: those took 75-145 ms,
         # several times per worker per 15 s under load, and were the appends' p99.
         gc.freeze()
         yield
-    finally:
-        await engine.dispose()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

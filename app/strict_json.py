@@ -9,6 +9,8 @@ import json
 import math
 from typing import Any
 
+import orjson
+
 from app.rules.limits import INT64_MAX, INT64_MIN
 
 
@@ -99,3 +101,14 @@ def loads(body: bytes, *, max_depth: int) -> Any:
     # Only `\u` escapes can produce NUL or surrogates: valid UTF-8 text cannot carry them raw.
     _check_tree(value, max_depth, check_strings="\\u" in text)
     return value
+
+
+def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact UTF-8 JSON: orjson, at a fifth of the stdlib's cost, and the stdlib for what
+    orjson refuses: integers beyond 64 bits, which this parser never lets in but JSONB hands
+    back for large floats (8.8e142 is stored as a numeric and read back as an integer)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None)
+    except TypeError:
+        text = json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False)
+        return text.encode()

@@ -22,7 +22,7 @@ import asyncpg
 from app import workers
 from app.config import Settings
 from app.repositories.events import APPEND
-from app.repositories.sessions import READ
+from app.repositories.sessions import READ_ALL, READ_RECENT
 from app.rules.scopes import split_delta
 
 Scope = dict[str, Any]
@@ -125,7 +125,8 @@ class HttpFloor:
         self, send: Any, app_name: str, user_id: str, session_id: str, recent: int | None
     ) -> None:
         assert self.pool is not None
-        arguments = READ.arguments(
+        statement = READ_ALL if recent is None else READ_RECENT
+        arguments = statement.arguments(
             {
                 "app_name": app_name,
                 "user_id": user_id,
@@ -134,7 +135,7 @@ class HttpFloor:
                 "after_timestamp": None,
             }
         )
-        rows = await self.pool.fetch(READ.sql, *arguments)
+        rows = await self.pool.fetch(statement.sql, *arguments)
         head = {"id": session_id, "appName": app_name, "userId": user_id, "state": {}}
         events = b",".join(row["event"] for row in rows[1:])
         await self.answer(

@@ -99,3 +99,14 @@ async def test_every_rendered_body_matches_the_schema_of_its_answer(client: http
         assert not errors, (method, path, status, errors)
     session = (await client.get(CALLS[0][1].format(**PATHS) + f"/{SESSION}")).json()
     assert [event["seq"] for event in session["events"]] == [1, 2, 3, 4]
+
+
+async def test_a_large_float_in_state_reads_back_as_jsonb_renders_it(client: httpx.AsyncClient):
+    """JSONB keeps 8.8e142 as a numeric and renders it as a 143-digit integer, which the
+    fast JSON writer cannot hold; the answer is still a 201 and a 200 with that number."""
+    sessions = f"/apps/{APP}/users/big-numbers/sessions"
+    created = await client.post(sessions, json={"state": {"n": 8.8e142}})
+    assert created.status_code == 201, created.text
+    read = await client.get(f"{sessions}/{created.json()['id']}")
+    assert read.status_code == 200, read.text
+    assert read.json()["state"]["n"] == 88 * 10**141

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.strict_json import StrictJSONError, loads
+from app.strict_json import StrictJSONError, dumps, loads
 
 
 def test_ordinary_json_parses_unchanged() -> None:
@@ -26,3 +26,8 @@ def test_pathological_nesting_is_refused_not_a_crash() -> None:
 
 def test_an_escaped_backslash_before_u0000_is_plain_text() -> None:
     assert loads(b'{"a": "\\\\u0000"}', max_depth=64) == {"a": "\\u0000"}
+
+
+def test_dumps_is_compact_utf8_and_takes_integers_beyond_64_bits() -> None:
+    assert dumps({"b": "é", "a": [1, 2.5]}, sort_keys=True) == '{"a":[1,2.5],"b":"é"}'.encode()
+    assert dumps({"n": 10**30}) == b'{"n":1000000000000000000000000000000}'

@@ -6,16 +6,16 @@ stored JSONB, is spliced between the parts Python renders itself. A body is buil
 one copy: a second copy of a large body costs more than the join itself, in fresh pages.
 """
 
-import json
 from typing import Any
 
+from app import strict_json
 from app.domain import Page, SessionRead, StoredSession
 from app.rules.scopes import merged_state
 
 
 def dumps(value: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON, as Starlette's JSONResponse renders it."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return strict_json.dumps(value)
 
 
 def with_array(

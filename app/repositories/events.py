@@ -1,16 +1,16 @@
 """SQL for the event log: the one-statement append, lookups by id, and pages."""
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
-from sqlalchemy import BigInteger, Text, and_, bindparam, cast, func, select, text
+from sqlalchemy import ARRAY, BigInteger, String, Text, and_, bindparam, cast, func, select, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.db import DriverStatement, driver
+from app import strict_json
+from app.db import DriverStatement
 from app.domain import EventQuery, NewEvent, Order, SessionKey
 from app.models import StorageEvent
 from app.repositories.shared_state import state_too_large
@@ -85,8 +85,12 @@ SELECT base_seq FROM bump
 )
 
 
+def _json_text(value: Any) -> str:
+    return strict_json.dumps(value).decode()
+
+
 async def append(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     key: SessionKey,
     events: Sequence[NewEvent],
     expected_version: int | None,
@@ -101,43 +105,49 @@ async def append(
     delta = merge_deltas([event.delta for event in events])
     arguments = APPEND.arguments(
         {
-            "app_name": key.app_name,
-            "user_id": key.user_id,
-            "session_id": key.session_id,
+            **key.columns(),
             "count": len(events),
             "expected_version": expected_version,
             "last_timestamp": events[-1].timestamp,
-            "session_delta": json.dumps(delta.session),
-            "app_delta": json.dumps(delta.app),
-            "user_delta": json.dumps(delta.user),
-            "events": json.dumps(
+            "session_delta": _json_text(delta.session),
+            "app_delta": _json_text(delta.app),
+            "user_delta": _json_text(delta.user),
+            "events": _json_text(
                 [{"event": event.document, "hash": event.request_hash.hex()} for event in events]
             ),
             "max_state": max_state_bytes,
         }
     )
-    async with driver(db) as connection:
-        try:
-            base_seq: int | None = await connection.fetchval(APPEND.sql, *arguments)
-        except asyncpg.UniqueViolationError as error:
-            if error.constraint_name == EVENT_ID_CONSTRAINT:
-                raise DuplicateEventId from error
-            raise
-        except asyncpg.ProgramLimitExceededError as error:
-            raise state_too_large(error, max_state_bytes) from error
+    try:
+        base_seq: int | None = await connection.fetchval(APPEND.sql, *arguments)
+    except asyncpg.UniqueViolationError as error:
+        if error.constraint_name == EVENT_ID_CONSTRAINT:
+            raise DuplicateEventId from error
+        raise
+    except asyncpg.ProgramLimitExceededError as error:
+        raise state_too_large(error, max_state_bytes) from error
     return base_seq
 
 
+FIND_BY_IDS = DriverStatement.compile(
+    select(StorageEvent.id, StorageEvent.request_hash, StorageEvent.event).where(
+        StorageEvent.app_name == bindparam("app_name", type_=String),
+        StorageEvent.user_id == bindparam("user_id", type_=String),
+        StorageEvent.session_id == bindparam("session_id", type_=String),
+        StorageEvent.id == func.any(bindparam("ids", type_=ARRAY(String))),
+    )
+)
+
+
 async def find_by_ids(
-    db: AsyncConnection, key: SessionKey, event_ids: Sequence[str]
+    connection: asyncpg.Connection, key: SessionKey, event_ids: Sequence[str]
 ) -> dict[str, tuple[bytes, dict[str, Any]]]:
     """Stored events by id, each with the hash of the request that stored it."""
-    rows = await db.execute(
-        select(StorageEvent.id, StorageEvent.request_hash, StorageEvent.event).where(
-            _event_filter(key), StorageEvent.id.in_(event_ids)
-        )
+    rows = await connection.fetch(
+        FIND_BY_IDS.sql,
+        *FIND_BY_IDS.arguments({**key.columns(), "ids": list(event_ids)}),
     )
-    return {id_: (hash_, event) for id_, hash_, event in rows}
+    return {row["id"]: (row["request_hash"], row["event"]) for row in rows}
 
 
 async def select_events(

@@ -3,6 +3,7 @@
 from collections.abc import Mapping
 from typing import Any
 
+import asyncpg
 from sqlalchemy import (
     BigInteger,
     Float,
@@ -27,7 +28,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.db import DriverStatement, driver
+from app.db import DriverStatement
 from app.domain import Order, SessionKey, SessionQuery, StoredSession
 from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState
 from app.repositories.shared_state import checked_state, is_state_too_large, state_too_large
@@ -130,61 +131,77 @@ async def insert_new(
 # A session with its shared state and its events, in one statement so that the version (the
 # ETag) and the events come from one snapshot: the first row (seq 0) is the session, the
 # others its events, as the UTF-8 JSON PostgreSQL renders from the stored JSONB: a read never
-# decodes an event. `limit` NULL means no limit, `after_timestamp` NULL no filter. Compiled
-# once, and sent through the driver: it is the hot read.
+# decodes an event. `after_timestamp` NULL means no filter. Compiled once, and sent through
+# the driver: it is the hot read.
 _KEY = {name: bindparam(name, type_=String) for name in ("app_name", "user_id", "session_id")}
 _AFTER = bindparam("after_timestamp", type_=Float)
-_recent = (
-    select(StorageEvent.seq, StorageEvent.event)
-    .where(
+
+
+def _read(*, recent: bool) -> DriverStatement:
+    """The read with every event (`recent=False`: the events in seq order straight from the
+    primary key, no sort) or with the last `limit` (newest first, then put back in order)."""
+    events = select(StorageEvent.seq, StorageEvent.event).where(
         StorageEvent.app_name == _KEY["app_name"],
         StorageEvent.user_id == _KEY["user_id"],
         StorageEvent.session_id == _KEY["session_id"],
         or_(_AFTER.is_(None), StorageEvent.timestamp >= _AFTER),
     )
-    .order_by(StorageEvent.seq.desc())
-    .limit(bindparam("limit", type_=BigInteger))
-    .subquery("recent")
-)
-READ = DriverStatement.compile(
-    union_all(
-        _with_shared_state(literal_column("0").label("seq"), null().label("event")).where(
-            StorageSession.app_name == _KEY["app_name"],
-            StorageSession.user_id == _KEY["user_id"],
-            StorageSession.id == _KEY["session_id"],
-        ),
-        select(
-            *(null() for _ in range(10)),  # the session's columns, on the session's row only
-            _recent.c.seq,
-            func.convert_to(cast(_recent.c.event, Text), literal_column("'UTF8'")),
-        ),
-    ).order_by(literal_column("seq"))
-)
+    if recent:
+        events = events.order_by(StorageEvent.seq.desc()).limit(
+            bindparam("limit", type_=BigInteger)
+        )
+    chosen = events.subquery("chosen")
+    return DriverStatement.compile(
+        union_all(
+            _with_shared_state(literal_column("0").label("seq"), null().label("event")).where(
+                StorageSession.app_name == _KEY["app_name"],
+                StorageSession.user_id == _KEY["user_id"],
+                StorageSession.id == _KEY["session_id"],
+            ),
+            select(
+                *(null() for _ in range(10)),  # the session's columns, on the session's row only
+                chosen.c.seq,
+                func.convert_to(cast(chosen.c.event, Text), literal_column("'UTF8'")),
+            ),
+        ).order_by(literal_column("seq"))
+    )
+
+
+READ_ALL = _read(recent=False)
+READ_RECENT = _read(recent=True)
 
 
 async def read(
-    db: AsyncConnection, key: SessionKey, *, limit: int | None, after_timestamp: float | None
+    connection: asyncpg.Connection,
+    key: SessionKey,
+    *,
+    limit: int | None,
+    after_timestamp: float | None,
 ) -> tuple[StoredSession, list[bytes]] | None:
     """The session and its events as UTF-8 JSON: the last `limit` of those at or after
     `after_timestamp`, in seq order."""
-    arguments = READ.arguments(
-        {
-            "app_name": key.app_name,
-            "user_id": key.user_id,
-            "session_id": key.session_id,
-            "limit": limit,
-            "after_timestamp": after_timestamp,
-        }
+    statement = READ_ALL if limit is None else READ_RECENT
+    arguments = statement.arguments(
+        {**key.columns(), "limit": limit, "after_timestamp": after_timestamp}
     )
-    async with driver(db) as connection:
-        rows = await connection.fetch(READ.sql, *arguments)
+    rows = await connection.fetch(statement.sql, *arguments)
     if not rows:
         return None
     return _stored(rows[0]), [row["event"] for row in rows[1:]]
 
 
-async def get_version(db: AsyncConnection, key: SessionKey) -> int | None:
-    return await db.scalar(select(StorageSession.version).where(_filter(key)))
+VERSION = DriverStatement.compile(
+    select(StorageSession.version).where(
+        StorageSession.app_name == _KEY["app_name"],
+        StorageSession.user_id == _KEY["user_id"],
+        StorageSession.id == _KEY["session_id"],
+    )
+)
+
+
+async def get_version(connection: asyncpg.Connection, key: SessionKey) -> int | None:
+    version: int | None = await connection.fetchval(VERSION.sql, *VERSION.arguments(key.columns()))
+    return version
 
 
 async def list_page(

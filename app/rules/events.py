@@ -5,12 +5,12 @@ A client retries with the event it sent, or with the event as the server answere
 """
 
 import hashlib
-import json
 import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from app import strict_json
 from app.config import Settings
 from app.domain import NewEvent
 from app.errors import InvalidInput, PayloadTooLarge
@@ -19,7 +19,8 @@ from app.schemas import EventIn
 
 
 def canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact UTF-8 JSON with sorted keys: what an event's hash and size are taken of."""
+    return strict_json.dumps(value, sort_keys=True)
 
 
 def server_time() -> float:

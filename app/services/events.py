@@ -3,10 +3,12 @@
 import enum
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+import asyncpg
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import paging
 from app.config import Settings
+from app.db import DriverPool, driver
 from app.domain import EventQuery, NewEvent, Page, PageRequest, SessionKey
 from app.errors import (
     Conflict,
@@ -32,8 +34,9 @@ class EventService:
     """Each public method is one unit of work on a connection of its own, committed before
     it returns, so a response never reports a write that did not happen."""
 
-    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
+    def __init__(self, engine: AsyncEngine, pool: DriverPool, settings: Settings) -> None:
         self.engine = engine
+        self.pool = pool
         self.settings = settings
 
     async def append(
@@ -47,8 +50,8 @@ class EventService:
         """Store one event; returns it as stored (with `seq`) and what the append did."""
         if event.partial:
             # ADK keeps streaming fragments out of the log; the session must still exist.
-            async with self.engine.connect() as db:
-                await require_session(db, key)
+            async with self.pool.connection() as connection:
+                await require_session(connection, key)
             return event.model_dump(exclude_unset=True), Appended.PARTIAL
         new = prepare(event, self.settings)
         require_app_state_write(app_state_writable, [new.delta])
@@ -67,8 +70,8 @@ class EventService:
         new = prepare_batch(events, self.settings)
         require_app_state_write(app_state_writable, [event.delta for event in new])
         if not new:
-            async with self.engine.connect() as db:
-                await require_session(db, key)
+            async with self.pool.connection() as connection:
+                await require_session(connection, key)
             return [], Appended.PARTIAL
         return await self._append(key, new, expected_version)
 
@@ -77,47 +80,44 @@ class EventService:
     ) -> tuple[list[dict[str, Any]], Appended]:
         """Idempotent per event id: events already stored identically are not stored again.
 
-        connect(), not begin(): an append is one statement, which is its own transaction (no
-        BEGIN/COMMIT round trips), unless a refusal had to be explained first.
+        No transaction around it: the append is one statement, its own transaction (no
+        BEGIN/COMMIT round trips), and what explains a refusal only reads.
         """
         already: dict[str, dict[str, Any]] = {}
         pending = events
-        async with self.engine.connect() as db:
+        async with self.pool.connection() as connection:
             for _ in range(3):  # a concurrent writer of the same ids may refuse us again
-                added = await self.append_prepared(db, key, pending, expected_version)
+                added = await self.append_prepared(connection, key, pending, expected_version)
                 if added is not None:
                     break
-                found = await _stored_identically(db, key, pending)
+                found = await _stored_identically(connection, key, pending)
                 already.update(found)
                 pending = [event for event in pending if event.id not in already]
                 if not pending:
                     return [already[event.id] for event in events], Appended.REPLAYED
                 if not found:  # none of them was there: the session is absent or has moved on
-                    version = await require_session(db, key)
+                    version = await require_session(connection, key)
                     if expected_version is not None:
                         raise StaleSession(expected_version, version)
             else:
                 raise Conflict("The session changed while the events were appended; retry.")
-            # Reading the stored events began a transaction, which the append then joined.
-            await db.commit()
         EVENTS_APPENDED.inc(len(added))
         stored = {**already, **{document["id"]: document for document in added}}
         return [stored[event.id] for event in events], Appended.CREATED
 
     async def append_prepared(
         self,
-        db: AsyncConnection,
+        connection: asyncpg.Connection,
         key: SessionKey,
         events: list[NewEvent],
         expected_version: int | None,
     ) -> list[dict[str, Any]] | None:
-        """Append in `db`'s transaction, if one is open; None if nothing could be written.
-
-        None means: the session is absent, at another version, or holds one of the ids.
+        """Append in the connection's transaction, if one is open; None if nothing could be
+        written: the session is absent, at another version, or holds one of the ids.
         """
         try:
             base_seq = await event_rows.append(
-                db, key, events, expected_version, self.settings.max_state_bytes
+                connection, key, events, expected_version, self.settings.max_state_bytes
             )
         except event_rows.DuplicateEventId:
             return None
@@ -132,8 +132,8 @@ class EventService:
         """A page of events, each the UTF-8 JSON PostgreSQL rendered."""
         listing = paging.listing("events", key, query)
         last_seq = paging.decode(page.token, listing, (int,))[0] if page.token else None
-        async with self.engine.connect() as db:
-            await require_session(db, key)
+        async with self.engine.connect() as db, driver(db) as connection:
+            await require_session(connection, key)
             rows = await event_rows.select_events(
                 db, key, query, after_page_seq=last_seq, limit=page.size + 1
             )
@@ -141,20 +141,20 @@ class EventService:
         return Page([event for _, event in rows], next_token)
 
 
-async def require_session(db: AsyncConnection, key: SessionKey) -> int:
+async def require_session(connection: asyncpg.Connection, key: SessionKey) -> int:
     """The session's version; SessionNotFound if there is no such session."""
-    version = await session_rows.get_version(db, key)
+    version = await session_rows.get_version(connection, key)
     if version is None:
         raise SessionNotFound(key.app_name, key.user_id, key.session_id)
     return version
 
 
 async def _stored_identically(
-    db: AsyncConnection, key: SessionKey, events: list[NewEvent]
+    connection: asyncpg.Connection, key: SessionKey, events: list[NewEvent]
 ) -> dict[str, dict[str, Any]]:
     """Those of `events` already in the session, as stored; EventConflict if one of their ids
     is stored with other content (a new event must have a new id)."""
-    stored = await event_rows.find_by_ids(db, key, [event.id for event in events])
+    stored = await event_rows.find_by_ids(connection, key, [event.id for event in events])
     for event in events:
         if event.id in stored:
             request_hash, document = stored[event.id]

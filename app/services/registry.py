@@ -1,6 +1,7 @@
-"""The services of a running app, built once at start-up from its engine and settings.
+"""The services of a running app, built once at start-up from its database handles and
+settings.
 
-Each is stateless but for the engine it holds: a unit of work opens its own connection.
+Each is stateless but for the handles it holds: a unit of work opens its own connection.
 """
 
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from typing import Self
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.config import Settings
+from app.db import DriverPool
 from app.services.auth import AuthService, GrantCache
 from app.services.events import EventService
 from app.services.sessions import SessionService
@@ -23,11 +25,11 @@ class Services:
     shared_state: SharedStateService
 
     @classmethod
-    def create(cls, engine: AsyncEngine, settings: Settings) -> Self:
-        events = EventService(engine, settings)
+    def create(cls, engine: AsyncEngine, pool: DriverPool, settings: Settings) -> Self:
+        events = EventService(engine, pool, settings)
         return cls(
             auth=AuthService(engine, GrantCache(settings.auth_cache_seconds)),
             events=events,
-            sessions=SessionService(engine, settings, events),
+            sessions=SessionService(engine, pool, settings, events),
             shared_state=SharedStateService(engine, settings),
         )

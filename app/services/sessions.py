@@ -3,10 +3,12 @@
 import uuid
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+import asyncpg
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import paging
 from app.config import Settings
+from app.db import DriverPool, driver
 from app.domain import Page, PageRequest, SessionKey, SessionQuery, SessionRead, StoredSession
 from app.errors import SessionAlreadyExists, SessionNotFound, StaleSession
 from app.observability import EVENTS_APPENDED
@@ -22,8 +24,11 @@ from app.services.events import EventService, require_session
 class SessionService:
     """Each public method is one unit of work, committed before it returns."""
 
-    def __init__(self, engine: AsyncEngine, settings: Settings, events: EventService) -> None:
+    def __init__(
+        self, engine: AsyncEngine, pool: DriverPool, settings: Settings, events: EventService
+    ) -> None:
         self.engine = engine
+        self.pool = pool
         self.settings = settings
         self.events = events  # a state delta on a session is recorded as an event
 
@@ -44,18 +49,22 @@ class SessionService:
                 await state_rows.merge_app(db, app_name, delta.app, limit)
             if delta.user:
                 await state_rows.merge_user(db, app_name, user_id, delta.user, limit)
-            if new_events:
-                await self.events.append_prepared(db, key, new_events, None)
-            session = await _read(db, key, num_recent_events=None, after_timestamp=None)
+            async with driver(db) as connection:  # the same transaction
+                if new_events:
+                    await self.events.append_prepared(connection, key, new_events, None)
+                session = await _read(connection, key, num_recent_events=None, after_timestamp=None)
         EVENTS_APPENDED.inc(len(new_events))
         return session
 
     async def get(
         self, key: SessionKey, *, num_recent_events: int | None, after_timestamp: float | None
     ) -> SessionRead:
-        async with self.engine.connect() as db:
+        async with self.pool.connection() as connection:
             return await _read(
-                db, key, num_recent_events=num_recent_events, after_timestamp=after_timestamp
+                connection,
+                key,
+                num_recent_events=num_recent_events,
+                after_timestamp=after_timestamp,
             )
 
     async def list(self, query: SessionQuery, page: PageRequest) -> Page[StoredSession]:
@@ -78,7 +87,8 @@ class SessionService:
                 return
             if expected_version is None:
                 raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-            raise StaleSession(expected_version, await require_session(db, key))
+            async with driver(db) as connection:
+                raise StaleSession(expected_version, await require_session(connection, key))
 
     async def update_state(
         self,
@@ -103,14 +113,14 @@ class SessionService:
 
 
 async def _read(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     key: SessionKey,
     *,
     num_recent_events: int | None,
     after_timestamp: float | None,
 ) -> SessionRead:
     found = await session_rows.read(
-        db, key, limit=num_recent_events, after_timestamp=after_timestamp
+        connection, key, limit=num_recent_events, after_timestamp=after_timestamp
     )
     if found is None:
         raise SessionNotFound(key.app_name, key.user_id, key.session_id)
