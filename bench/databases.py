@@ -223,6 +223,20 @@ async def scan_counts(dsn: str) -> dict[str, tuple[int, int]]:
     return {row["relname"]: (row["seq_scan"], row["idx_scan"]) for row in rows}
 
 
+async def hot_updates(dsn: str) -> tuple[int, int, str]:
+    """Updates of `sessions` so far, how many of them were HOT (no new index entries), and
+    whether the server runs autovacuum: what S7's trend depends on."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        row = await connection.fetchrow(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'sessions'"
+        )
+        autovacuum: str = await connection.fetchval("SHOW autovacuum")
+    finally:
+        await connection.close()
+    return row["n_tup_upd"], row["n_tup_hot_upd"], autovacuum
+
+
 async def checkpoint(dsn: str) -> bool:
     """Write the loaded data out now. Otherwise the checkpoint after a large load runs
     (writing hundreds of MB) while the first system after it is measured, and the systems

@@ -310,6 +310,12 @@ async def bench(args: argparse.Namespace) -> str:
         if sizes.sustained_minutes and wrk.available():
             log(f"Sessionary: S7, S1 for {sizes.sustained_minutes} minutes")
             results.sustained = await wrk.sustained(sessionary, sizes, "s7")
+            await asyncio.sleep(11)  # idle backends flush their table statistics within 10 s
+            updates, hot, autovacuum = await databases.hot_updates(dbs.sessionary)
+            results.notes.append(
+                f"After S7: {hot:,} of {updates:,} updates of `sessions` were HOT; the "
+                f"server's autovacuum is {autovacuum}."
+            )
         elif sizes.sustained_minutes:
             results.notes.append("S7 not run: it needs wrk (`apt install wrk`).")
         results.worker_peak_rss = serve.peak_per_worker()

@@ -12,13 +12,14 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from app.domain import SessionKey
 from bench.scenarios import Burst, median_burst
 from bench.sessionary_side import Sessionary, session_path
-from bench.workload import APPEND_APP, BASE_TIME, ID_MARK, EventSpec, Sizes, wire_event
+from bench.workload import APPEND_APP, ID_MARK, TIME_MARK, EventSpec, Sizes, wire_event
 
 SCRIPT = Path(__file__).with_name("wrk_append.lua")
 THREADS = 1  # one epoll loop drives 32 connections far above any rate measured here
@@ -48,7 +49,7 @@ def append(
             clients,
             seconds,
             ["-s", str(SCRIPT)],
-            [str(path_file), str(body_file), str(THREADS)],
+            [str(path_file), str(body_file), str(THREADS), f"{time.time():.4f}"],
         )
     figures = json.loads(output.strip().splitlines()[-1])
     if figures["status_errors"] or figures["socket_errors"]:
@@ -96,7 +97,12 @@ async def _ring(system: Sessionary, sizes: Sizes, label: str) -> list[str]:
     return [session_path(key) for key in keys]
 
 
-BODY = json.dumps(wire_event(EventSpec(ID_MARK, 1, BASE_TIME))).encode()
+# The shared event, its id and timestamp left for wrk_append.lua to fill in per request.
+BODY = (
+    json.dumps(wire_event(EventSpec(ID_MARK, 1, TIME_MARK)))
+    .replace(json.dumps(TIME_MARK), "@TS@")
+    .encode()
+)
 
 
 async def s1(system: Sessionary, sizes: Sizes, label: str) -> Burst:

@@ -1,6 +1,8 @@
 -- S1 under wrk: each request appends one event to the next session of this thread's ring.
--- Arguments (after --): a file of session paths, one per line, and a file holding the event
--- body with @ID@ where each request's unique event id goes.
+-- Arguments (after --): a file of session paths, one per line; a file holding the event body
+-- with @ID@ where each request's unique event id goes and @TS@ where its timestamp goes; the
+-- number of wrk threads; the first timestamp (epoch seconds). Timestamps grow by 0.1 ms per
+-- request, as a live session's do: each append moves the session's update time.
 -- A thread's ring holds more sessions than it has connections in flight, so no two requests
 -- ever append to the same session at once, as in the Python generator's S1.
 
@@ -17,11 +19,11 @@ function init(args)
   local lines = {}
   for line in io.lines(args[1]) do table.insert(lines, line) end
   local file = io.open(args[2], "rb")
-  local template = file:read("*a")
+  template = file:read("*a")
   file:close()
-  local mark = template:find("@ID@", 1, true)
-  head, tail = template:sub(1, mark - 1), template:sub(mark + 4)
   paths = {}
+  first_timestamp = tonumber(args[4])
+  run = args[4]  -- in the ids too: S7 appends to the same sessions run after run
   for i = 1, #lines do
     if (i - 1) % tonumber(args[3]) == index then table.insert(paths, lines[i] .. "/events") end
   end
@@ -32,7 +34,9 @@ end
 function request()
   sent = sent + 1
   local path = paths[(sent - 1) % #paths + 1]
-  return wrk.format("POST", path, headers, head .. "w" .. index .. "-" .. sent .. tail)
+  local body = template:gsub("@ID@", "w" .. run .. "-" .. index .. "-" .. sent, 1)
+  body = body:gsub("@TS@", string.format("%.4f", first_timestamp + sent / 10000), 1)
+  return wrk.format("POST", path, headers, body)
 end
 
 function done(summary, latency, requests)
