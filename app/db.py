@@ -123,8 +123,8 @@ class DriverPool:
     def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
         return self._pool.acquire(timeout=self.acquire_timeout)  # type: ignore[no-any-return]
 
-    def open_count(self) -> int:
-        return int(self._pool.get_size())
+    def idle_count(self) -> int:
+        return int(self._pool.get_idle_size())
 
     def in_use_count(self) -> int:
         return int(self._pool.get_size() - self._pool.get_idle_size())

@@ -105,7 +105,7 @@ async def pool_gauges(
     async def sample() -> None:
         while True:
             in_use = engine_pool.checkedout() + pool.in_use_count()
-            POOL_OPEN.set(engine_pool.checkedin() + engine_pool.checkedout() + pool.open_count())
+            POOL_OPEN.set(engine_pool.checkedin() + in_use + pool.idle_count())
             POOL_IN_USE.set(in_use)
             await asyncio.sleep(every)
 
@@ -180,11 +180,8 @@ def write_access_line(fields: dict[str, Any]) -> None:
         "message": f"{fields['method']} {fields['route']} {fields['status']}",
         **fields,
     }
-    try:
-        line = orjson.dumps(entry).decode()
-    except TypeError:  # a path with lone surrogates (undecodable bytes): escaped, as logging does
-        line = json.dumps(entry)
-    sys.stderr.write(line + "\n")  # line-buffered: one write per line
+    # Every value is a str, int or float: uvicorn decodes undecodable path bytes as U+FFFD.
+    sys.stderr.write(orjson.dumps(entry).decode() + "\n")  # line-buffered: one write per line
 
 
 def _iso_time(epoch: float) -> str:

@@ -474,6 +474,18 @@ def test_a_request_id_is_generated_echoed_and_logged_when_absent(server):
     assert [len(logged[first]), len(logged[second])] == [1, 1]
 
 
+def test_a_path_that_is_not_utf8_is_logged(server):
+    """The access line is written for a path whose bytes are not UTF-8 (uvicorn decodes them
+    as U+FFFD, which the line's JSON writer takes)."""
+    request_id = uuid.uuid4().hex
+    with server.client() as http:
+        response = http.get("/nowhere%ED%A0%80", headers={"X-Request-ID": request_id})
+    assert response.status_code == 404
+    [entry] = access_lines(server, [request_id])[request_id]
+    assert (entry["route"], entry["status"]) == ("unmatched", 404)
+    assert entry["path"] == "/nowhere\ufffd\ufffd\ufffd"
+
+
 @pytest.mark.parametrize(
     "given",
     [b"x" * 257, b"y" * 3000, b"caf\xe9", b"tab\tinside", b""],
