@@ -6,6 +6,7 @@ in a thread pool, a hand-off that costs more than the dependency itself.
 The hot routes (an append, a session read) take plain parameters instead (the path ids, the
 `IfMatch` header) and call the plain functions below: FastAPI resolves each dependency anew on
 every request, ~20 µs apiece, a tenth of an append's CPU for the five such a route would use.
+`StrictRoute` then binds such a route's parameters itself, past FastAPI's dependency solver.
 """
 
 import re

@@ -6,13 +6,19 @@ query parameters, accept bodies that are not JSON, and let Python's JSON parser 
 duplicate keys or NaN.
 """
 
-from typing import Any
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, get_type_hints
 from urllib.parse import urlencode
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.dependencies.models import Dependant
+from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticUndefined
 
 from app import strict_json
 from app.api.deps import Authorized, Public, authorize
@@ -118,6 +124,106 @@ def _check_query(request: Request, known: frozenset[str]) -> None:
         request.scope["query_string"] = urlencode(renamed).encode()
 
 
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _is_access_rule(dependant: Dependant) -> bool:
+    return isinstance(dependant.call, Authorized | Public)
+
+
+def _answers_response(endpoint: Callable[..., Any]) -> bool:
+    answer = get_type_hints(endpoint).get("return")
+    return isinstance(answer, type) and issubclass(answer, Response)
+
+
+def _plain_handler(route: APIRoute) -> Handler | None:
+    """A handler that binds the route's parameters itself, for a route that takes only plain
+    ones (path, query and header values, one JSON body, the `Request`), has no dependencies
+    but its access rules, which `StrictRoute` has judged already, and answers a `Response`.
+
+    FastAPI's own handler solves the dependency tree anew for each request (the access rule,
+    its bearer scheme, a response object, caches, exit stacks): ~150 µs of an append, which
+    this skips. The parameters are validated by FastAPI's own functions, so the errors are the
+    same; the declaration, and so the OpenAPI description, is untouched. None for any other
+    route, which keeps FastAPI's handler.
+    """
+    dependant = route.dependant
+    if (
+        not all(_is_access_rule(sub) for sub in dependant.dependencies)
+        or dependant.cookie_params
+        or len(dependant.body_params) > 1
+        or not inspect.iscoroutinefunction(dependant.call)
+        or not _answers_response(dependant.call)
+        or any(
+            name is not None
+            for name in (
+                dependant.response_param_name,
+                dependant.background_tasks_param_name,
+                dependant.http_connection_param_name,
+                dependant.websocket_param_name,
+                dependant.security_scopes_param_name,
+            )
+        )
+    ):
+        return None
+    endpoint = dependant.call
+    assert endpoint is not None
+    # Each kind of parameter the route takes, and the request's attribute holding its values.
+    sources = [
+        (fields, attribute)
+        for fields, attribute in (
+            (dependant.path_params, "path_params"),
+            (dependant.query_params, "query_params"),
+            (dependant.header_params, "headers"),
+        )
+        if fields
+    ]
+
+    async def handle(request: Request) -> Response:
+        values: dict[str, Any] = {}
+        errors: list[Any] = []
+        for fields, attribute in sources:
+            bound, failed = request_params_to_args(fields, getattr(request, attribute))
+            values.update(bound)
+            errors += failed
+        body: Any = PydanticUndefined
+        if dependant.body_params:
+            if await request.body():
+                try:
+                    body = await request.json()
+                except json.JSONDecodeError as error:
+                    raise _invalid_json(error) from error
+            bound, failed = await request_body_to_args(
+                dependant.body_params, body, route._embed_body_fields
+            )
+            values.update(bound)
+            errors += failed
+        if errors:
+            raise RequestValidationError(errors, body=body)
+        if dependant.request_param_name is not None:
+            values[dependant.request_param_name] = request
+        response: Response = await endpoint(**values)
+        return response
+
+    return handle
+
+
+def _invalid_json(error: json.JSONDecodeError) -> RequestValidationError:
+    """As FastAPI reports a body it cannot parse."""
+    return RequestValidationError(
+        [
+            {
+                "type": "json_invalid",
+                "loc": ("body", error.pos),
+                "msg": "JSON decode error",
+                "input": {},
+                "ctx": {"error": error.msg},
+            }
+        ],
+        body=error.doc,
+    )
+
+
 class StrictRoute(APIRoute):
     """Checks, in this order: the API key against the route's `Authorized` rules (401/403);
     headers that must come once but came twice (422, a repeated `Authorization` even before
@@ -126,7 +232,7 @@ class StrictRoute(APIRoute):
     (422)."""
 
     def get_route_handler(self):  # type: ignore[no-untyped-def]
-        handler = super().get_route_handler()
+        handler = _plain_handler(self) or super().get_route_handler()
         needs = declared_needs(self.dependant)
         takes_body = self.body_field is not None
         known_query = _query_names(self.dependant)

@@ -1,0 +1,86 @@
+"""The hot routes bind their parameters themselves (`app.api.routing`): each request, good or
+bad, must get the answer FastAPI's own handler gives."""
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute, iter_route_contexts
+
+from app.api import routing
+from app.config import Settings
+from app.main import create_app
+from tests.helpers import create_session, session_url
+
+PLAIN_ROUTES = {"append_event", "get_session"}
+EVENTS = session_url("s1") + "/events"
+JSON = {"content-type": "application/json"}
+
+# (method, url, body, headers): bad input of every kind the plain handler binds, and good.
+REQUESTS = [
+    ("POST", EVENTS, b'{"author": "user", "invocationId": "i1"}', JSON),
+    ("POST", EVENTS, b"", JSON),
+    ("POST", EVENTS, b'{"author": "user",', JSON),
+    ("POST", EVENTS, b'{"author": "user", "author": "model"}', JSON),
+    ("POST", EVENTS, b'{"author": 5, "timestamp": "soon"}', JSON),
+    ("POST", EVENTS, b'{"author": "user", "colour": "red"}', JSON),
+    ("POST", EVENTS, b"[1, 2]", JSON),
+    ("POST", EVENTS, b'{"author": "user"}', {**JSON, "if-match": "seven"}),
+    ("POST", EVENTS, b'{"author": "user"}', {**JSON, "if-match": '"99"'}),
+    ("POST", EVENTS, b'{"author": "user"}', {**JSON, "if-match": '"1"'}),
+    ("POST", session_url("s" * 200) + "/events", b'{"author": "user"}', JSON),
+    ("POST", session_url("nobody") + "/events", b'{"author": "user"}', JSON),
+    ("GET", session_url("s1") + "?numRecentEvents=-1", b"", {}),
+    ("GET", session_url("s1") + "?numRecentEvents=many&afterTimestamp=nan", b"", {}),
+    ("GET", session_url("s1") + "?numRecentEvents=1&afterTimestamp=0", b"", {}),
+    ("GET", session_url("s1"), b"", {}),
+    ("GET", session_url("s" * 200), b"", {}),
+]
+
+
+@pytest.fixture
+async def fastapi_bound(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The same app with FastAPI's own handler on every route."""
+    monkeypatch.setattr(routing, "_plain_handler", lambda route: None)
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http:
+            yield http
+
+
+def test_the_hot_routes_take_the_plain_handler(app: FastAPI) -> None:
+    plain = {
+        context.original_route.name
+        for context in iter_route_contexts(app.router.routes)
+        if isinstance(context.original_route, APIRoute)
+        and routing._plain_handler(context.original_route) is not None
+    }
+    assert plain >= PLAIN_ROUTES
+    assert "append_events" not in plain  # a route with dependencies keeps FastAPI's handler
+
+
+def comparable(response: httpx.Response) -> tuple:
+    body = response.json()
+    for volatile in ("id", "timestamp", "createTime", "lastUpdateTime", "events"):
+        body.pop(volatile, None)
+    headers = {name: response.headers.get(name) for name in ("content-type", "etag")}
+    return response.status_code, headers, body
+
+
+async def test_each_request_gets_fastapis_answer(
+    client: httpx.AsyncClient, fastapi_bound: httpx.AsyncClient
+) -> None:
+    await create_session(client, sessionId="s1")
+    for method, url, body, headers in REQUESTS:
+        answers = []
+        for http in (client, fastapi_bound):
+            # Each side starts from a session at version 0, so both take the same path.
+            await http.delete(session_url("s1"))
+            await create_session(http, sessionId="s1")
+            response = await http.request(method, url, content=body, headers=headers)
+            answers.append(comparable(response))
+        assert answers[0] == answers[1], (method, url, body, headers)
