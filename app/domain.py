@@ -64,6 +64,32 @@ class NewEvent:
 
 
 @dataclass(frozen=True)
+class ParentLink:
+    """Where a fork or a child came from (`app.schemas.Parent`)."""
+
+    session_id: str
+    seq: int
+    function_call_id: str | None
+
+
+@dataclass(frozen=True)
+class Origin:
+    """How a new session comes to be: created (`ROOT`), forked, or made as a child.
+
+    `version` is where its seqs go on from. Its state history starts from `base`, a seq and
+    the session state then; None: from `version` and the state it is created with.
+    """
+
+    kind: str = "root"
+    parent: ParentLink | None = None
+    version: int = 0
+    base: tuple[int, dict[str, Any]] | None = None
+
+
+ROOT = Origin()
+
+
+@dataclass(frozen=True)
 class StoredSession:
     """A session row with the shared state of its app and user, before any events."""
 
@@ -72,9 +98,14 @@ class StoredSession:
     app_state: dict[str, Any]
     user_state: dict[str, Any]
     version: int
+    base_seq: int  # the kept history starts after it (`StorageSession.base_seq`)
     create_time: datetime
     update_time: datetime
     last_event_time: float | None
+    kind: str
+    parent: ParentLink | None
+    status: str
+    outcome: str | None
 
 
 @dataclass(frozen=True)

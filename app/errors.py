@@ -8,7 +8,9 @@
     │   └── SessionNotFound              (404 session_not_found)
     ├── Conflict                         (409 conflict)
     │   ├── SessionAlreadyExists         (409 session_already_exists)
-    │   └── EventConflict                (409 event_conflict)
+    │   ├── SessionClosed                (409 session_closed)
+    │   ├── EventConflict                (409 event_conflict)
+    │   └── ToolPairViolation            (409 tool_pair_violation)
     ├── StaleSession                     (412 stale_session)
     ├── PayloadTooLarge                  (413 payload_too_large)
     │   └── StateTooLarge                (413 payload_too_large)
@@ -83,6 +85,19 @@ class SessionAlreadyExists(Conflict):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(f"A session with id {session_id!r} already exists for this user.")
+
+
+class SessionClosed(Conflict):
+    code = "session_closed"
+    title = "Session closed"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"Session {session_id!r} is closed; it can be read, forked or deleted.")
+
+
+class ToolPairViolation(Conflict):
+    code = "tool_pair_violation"
+    title = "A function call would lose its response"
 
 
 class EventConflict(Conflict):

@@ -5,6 +5,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    CheckConstraint,
     Double,
     ForeignKeyConstraint,
     Index,
@@ -49,7 +50,8 @@ def _now() -> Mapped[datetime]:
 
 
 class StorageSession(Base):
-    """A conversation. `version` is the seq of its last event (0 when empty)."""
+    """A conversation. `version` counts its writes: each append takes the next seq from it, and
+    each other write (a removal, a trim) takes one too, so a seq is never used twice."""
 
     __tablename__ = "sessions"
 
@@ -61,11 +63,47 @@ class StorageSession(Base):
     create_time: Mapped[datetime] = _now()
     # The timestamp of the last event, as in ADK (the create time while there is none).
     update_time: Mapped[datetime] = _now()
+    # Lineage: a fork or a child names the session of the same user it came from, and for a
+    # fork the seq it was taken at. Only a reference: its parent may be deleted before it.
+    kind: Mapped[str] = mapped_column(String(8), nullable=False, server_default="root")
+    parent_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    parent_seq: Mapped[int | None] = mapped_column(BigInteger)
+    # A child made for one of its parent's function calls answers it when it is closed.
+    function_call_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    status: Mapped[str] = mapped_column(String(8), nullable=False, server_default="open")
+    outcome: Mapped[str | None] = mapped_column(String(16))
+    # The session-scoped state as of `base_seq`, with the events after it what every earlier
+    # state is rebuilt from: the create state at 0, moved forward by a trim or a reset.
+    base_seq: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    base_state: Mapped[Json] = _state()
 
     __table_args__ = (
         # Keyset pagination of list-by-user and list-by-app, both directions.
         Index(None, "app_name", "user_id", "update_time", "id"),
         Index(None, "app_name", "update_time", "user_id", "id"),
+        # A session's forks and children, in the order they were made.
+        Index(
+            "ix_sessions_children",
+            "app_name",
+            "user_id",
+            "parent_id",
+            "create_time",
+            "id",
+            postgresql_where=text("parent_id IS NOT NULL"),
+        ),
+        # One child per function call: its close appends the call's one response.
+        Index(
+            "uq_sessions_function_call",
+            "app_name",
+            "user_id",
+            "parent_id",
+            "function_call_id",
+            unique=True,
+            postgresql_where=text("function_call_id IS NOT NULL"),
+        ),
+        CheckConstraint("kind IN ('root', 'fork', 'child')", name="kind"),
+        CheckConstraint("status IN ('open', 'closed')", name="status"),
+        CheckConstraint("outcome IN ('completed', 'failed', 'canceled')", name="outcome"),
     )
 
 

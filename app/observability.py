@@ -149,7 +149,8 @@ class RequestObserver:
             await self.app(scope, receive, send_with_id)
         finally:
             duration = time.perf_counter() - started
-            route = getattr(scope.get("route"), "path", "unmatched")
+            # The template as the spec writes it: `{session_id}`, not its convertor's name.
+            route = getattr(scope.get("route"), "path_format", "unmatched")
             method = scope["method"]
             REQUESTS.labels(method, route, str(status)).inc()
             LATENCY.labels(method, route).observe(duration)

@@ -2,11 +2,25 @@
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypeAliasType
 
-from app.rules.limits import ID_LENGTH, ID_PATTERN, MAX_TIMESTAMP, MIN_TIMESTAMP
+from app.rules.limits import (
+    ID_LENGTH,
+    ID_PATTERN,
+    INT64_MAX,
+    MAX_TIMESTAMP,
+    MIN_TIMESTAMP,
+    SESSION_VERBS,
+)
 
 ID_DESCRIPTION = f"1 to {ID_LENGTH} characters, no `/` and no control characters."
 
@@ -15,6 +29,24 @@ Id = Annotated[
     StringConstraints(min_length=1, max_length=ID_LENGTH, pattern=ID_PATTERN),
     Field(description=ID_DESCRIPTION),
 ]
+
+
+def _not_a_verb(session_id: str) -> str:
+    verb = session_id.rpartition(":")[2]
+    if ":" in session_id and verb in SESSION_VERBS:
+        raise ValueError(f"a session id must not end in `:{verb}`, which names a verb on its path")
+    return session_id
+
+
+NewSessionId = Annotated[
+    Id,
+    AfterValidator(_not_a_verb),
+    Field(
+        description=f"{ID_DESCRIPTION} Not ending in a verb of the session paths "
+        f"({', '.join(f'`:{verb}`' for verb in SESSION_VERBS)}). Generated (a UUID) when absent."
+    ),
+]
+Seq = Annotated[int, Field(ge=0, le=INT64_MAX)]
 # A named alias, so the spec has one `State` schema and generated SDKs one State class.
 State = TypeAliasType(
     "State",
@@ -119,7 +151,7 @@ class Event(EventIn):
 
 
 class SessionCreate(ControlBody):
-    session_id: Id | None = Field(default=None, description="Generated (a UUID) when absent.")
+    session_id: NewSessionId | None = None
     state: State | None = Field(
         default=None,
         description="Initial state. `app:` and `user:` keys merge into shared state; "
@@ -147,6 +179,28 @@ class StateDelta(ControlBody):
     state_delta: State = Field(description="Keys to set; `null` values are stored as null.")
 
 
+# Named aliases, so the spec has one schema each and generated SDKs one enum each.
+Kind = TypeAliasType("Kind", Literal["root", "fork", "child"])
+Status = TypeAliasType("Status", Literal["open", "closed"])
+Outcome = TypeAliasType("Outcome", Literal["completed", "failed", "canceled"])
+Inherit = TypeAliasType("Inherit", Literal["none", "all", "context"])
+
+
+class Parent(WireModel):
+    """Where a fork or a child came from: a session of the same user, which may since have
+    been deleted (the fork or child stays whole)."""
+
+    session_id: str
+    seq: int = Field(
+        description="The parent's version when it was made; a fork holds the parent's events "
+        "up to this seq."
+    )
+    function_call_id: str | None = Field(
+        description="For a child made for one of the parent's function calls: closing the "
+        "child appends the call's `functionResponse` to the parent."
+    )
+
+
 class Session(WireModel):
     id: str
     app_name: str
@@ -160,8 +214,72 @@ class Session(WireModel):
     )
     create_time: float = Field(description="Epoch seconds.")
     version: int = Field(
-        description="The `seq` of the last event (0 when empty); also the ETag for If-Match."
+        description="Counts the session's writes (0 when new): an append's event takes the "
+        "next one as its `seq`; a removal, trim, reset or close takes one too. The ETag, "
+        "for If-Match."
     )
+    kind: Kind = Field(
+        description="`root`: created; `fork`: made by `:fork`, with another session's "
+        "history up to a seq; `child`: made for a sub-agent by `POST …/children`."
+    )
+    parent: Parent | None = Field(description="null for a `root` session.")
+    status: Status = Field(
+        description="A `closed` session refuses every write (409 `session_closed`)."
+    )
+    outcome: Outcome | None = Field(description="How a closed session ended; null while open.")
+
+
+class SessionFork(ControlBody):
+    """Where to fork; with neither `atSeq` nor `beforeInvocationId`, at the end."""
+
+    session_id: NewSessionId | None = None
+    at_seq: Seq | None = Field(
+        default=None, description="The fork holds the events with `seq` ≤ this (0: none)."
+    )
+    before_invocation_id: str | None = Field(
+        default=None,
+        description="The fork holds the events before the first event of this invocation.",
+    )
+
+    @model_validator(mode="after")
+    def _one_point(self) -> "SessionFork":
+        if self.at_seq is not None and self.before_invocation_id is not None:
+            raise ValueError("give atSeq or beforeInvocationId, not both")
+        return self
+
+
+class ChildCreate(ControlBody):
+    session_id: NewSessionId | None = None
+    state: State | None = Field(
+        default=None,
+        description="Initial state, over what `inherit` brings. `app:` and `user:` keys merge "
+        "into shared state; `temp:` keys are dropped.",
+    )
+    function_call_id: (
+        Annotated[str, StringConstraints(min_length=1, max_length=ID_LENGTH)] | None
+    ) = Field(
+        default=None,
+        description="A `functionCall` of the parent, not yet answered, that this child "
+        "works on: closing the child appends the call's `functionResponse` to the parent.",
+    )
+    inherit: Inherit = Field(
+        default="none",
+        description="What the child starts with: `none`, nothing; `all`, the parent's events "
+        "(same ids and seqs) and session state; `context`, the parent's live events (rewound "
+        "ones left out, as ADK's `_apply_rewinds` does) and session state.",
+    )
+
+
+class SessionClose(ControlBody):
+    outcome: Outcome
+    result: Any = Field(
+        default=None,
+        description="Any JSON: for a child made for a function call, the call's result.",
+    )
+
+
+class SessionList(WireModel):
+    sessions: list[Session]
 
 
 class SessionPage(WireModel):

@@ -22,7 +22,7 @@ import asyncpg
 from app import workers
 from app.config import Settings
 from app.repositories.events import APPEND
-from app.repositories.sessions import READ_ALL, READ_RECENT
+from app.repositories.sessions import READS
 from app.rules.scopes import split_delta
 
 Scope = dict[str, Any]
@@ -125,7 +125,7 @@ class HttpFloor:
         self, send: Any, app_name: str, user_id: str, session_id: str, recent: int | None
     ) -> None:
         assert self.pool is not None
-        statement = READ_ALL if recent is None else READ_RECENT
+        statement = READS[recent is not None, False]
         arguments = statement.arguments(
             {
                 "app_name": app_name,
@@ -133,6 +133,7 @@ class HttpFloor:
                 "session_id": session_id,
                 "limit": recent,
                 "after_timestamp": None,
+                "until_seq": None,
             }
         )
         rows = await self.pool.fetch(statement.sql, *arguments)

@@ -22,6 +22,7 @@ from app.rules.limits import ID_LENGTH, ID_PATTERN, INT64_MAX
 from app.schemas import ID_DESCRIPTION
 from app.services.auth import Need
 from app.services.events import EventService
+from app.services.lineage import LineageService
 from app.services.registry import Services
 from app.services.sessions import SessionService
 from app.services.shared_state import SharedStateService
@@ -53,6 +54,10 @@ async def _sessions(request: Request) -> SessionService:
 
 async def _events(request: Request) -> EventService:
     return events_of(request)
+
+
+async def _lineage(request: Request) -> LineageService:
+    return services(request).lineage
 
 
 async def _shared_state(request: Request) -> SharedStateService:
@@ -145,6 +150,7 @@ ExpectedVersion = Annotated[int | None, Depends(_expected_version)]
 Sessions = Annotated[SessionService, Depends(_sessions)]
 Events = Annotated[EventService, Depends(_events)]
 SharedStates = Annotated[SharedStateService, Depends(_shared_state)]
+Lineage = Annotated[LineageService, Depends(_lineage)]
 
 
 bearer = HTTPBearer(

@@ -22,14 +22,14 @@ from app.api.deps import (
     expected_version,
 )
 from app.api.responses import problem_responses, respond
-from app.api.routing import StrictRoute
+from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import SessionKey
 from app.schemas import Event, EventBatch, EventIn, EventList, EventPage
 from app.services.auth import Need
 from app.services.events import Appended
 
 router = APIRouter(
-    prefix="/apps/{app_name}/users/{user_id}/sessions/{session_id}/events",
+    prefix=SESSION_PATH + "/events",
     tags=["events"],
     route_class=StrictRoute,
     dependencies=[authorized(Need.USER)],

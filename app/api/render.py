@@ -42,7 +42,7 @@ def _identity(session: StoredSession) -> dict[str, Any]:
     }
 
 
-def _times(session: StoredSession) -> dict[str, Any]:
+def _after_events(session: StoredSession) -> dict[str, Any]:
     return {
         "lastUpdateTime": (
             session.update_time.timestamp()
@@ -51,18 +51,37 @@ def _times(session: StoredSession) -> dict[str, Any]:
         ),
         "createTime": session.create_time.timestamp(),
         "version": session.version,
+        "kind": session.kind,
+        "parent": session.parent
+        and {
+            "sessionId": session.parent.session_id,
+            "seq": session.parent.seq,
+            "functionCallId": session.parent.function_call_id,
+        },
+        "status": session.status,
+        "outcome": session.outcome,
     }
 
 
 def session(read: SessionRead) -> bytes:
     """A `Session` with its events."""
-    return with_array(_identity(read.session), "events", read.events, _times(read.session))
+    return with_array(_identity(read.session), "events", read.events, _after_events(read.session))
+
+
+def _listed(session: StoredSession) -> dict[str, Any]:
+    """A session as listings show it, without events."""
+    return {**_identity(session), "events": [], **_after_events(session)}
 
 
 def session_page(page: Page[StoredSession]) -> bytes:
-    """A `SessionPage`: sessions as listings show them, without events."""
-    sessions = [{**_identity(item), "events": [], **_times(item)} for item in page.items]
+    """A `SessionPage`."""
+    sessions = [_listed(item) for item in page.items]
     return dumps({"sessions": sessions, "nextPageToken": page.next_page_token})
+
+
+def session_list(sessions: list[StoredSession]) -> bytes:
+    """A `SessionList`."""
+    return dumps({"sessions": [_listed(item) for item in sessions]})
 
 
 def event(document: dict[str, Any]) -> bytes:

@@ -36,7 +36,8 @@ DESCRIPTIONS = {
     401: "No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`.",
     403: "The API key's scope (app, user, read-only) does not cover this (`forbidden`).",
     404: "The session does not exist (`session_not_found`).",
-    409: "Conflict: `session_already_exists` or `event_conflict`.",
+    409: "Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session "
+    "is closed to writes) or `tool_pair_violation`.",
     412: "If-Match named another version (`stale_session`); nothing was written.",
     413: "Too large (`payload_too_large`): body, event, batch or resulting state.",
     415: "The body is not JSON (`unsupported_media_type`).",

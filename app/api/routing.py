@@ -22,11 +22,32 @@ from fastapi.params import ParamTypes
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticUndefined
+from starlette.convertors import Convertor, register_url_convertor
 
 from app import strict_json
 from app.api.deps import Authorized, Public, authorize
 from app.errors import InvalidInput, UnsupportedMediaType
+from app.rules.limits import SESSION_VERBS
 from app.services.auth import Need
+
+
+class SessionIdConvertor(Convertor[str]):
+    """A session id in a path never ends in a verb of the session paths (`x:fork`): a verb
+    suffix is matched before an id (DESIGN §6), so `POST …/sessions/x:fork` forks `x`, and
+    `GET` there is a 405 that allows only `POST` rather than a read of a session `x:fork`."""
+
+    regex = "[^/]+" + "".join(f"(?<!:{verb})" for verb in SESSION_VERBS)
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("session", SessionIdConvertor())
+# The path of one session, for the routes' paths: `{session_id}` with its convertor.
+SESSION_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id:session}"
 
 
 class StrictJSONRequest(Request):

@@ -18,7 +18,7 @@ from app.api.deps import (
     sessions_of,
 )
 from app.api.responses import problem_responses, respond
-from app.api.routing import StrictRoute
+from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import Order, SessionKey, SessionQuery
 from app.rules.limits import INT64_MAX
 from app.schemas import Session, SessionCreate, SessionPage, StateDelta
@@ -69,7 +69,7 @@ async def create_session(
 
 
 @router.get(
-    "/users/{user_id}/sessions/{session_id}",
+    SESSION_PATH.removeprefix("/apps/{app_name}"),
     dependencies=USER,
     response_model=Session,
     responses=problem_responses(404, 422, 503),
@@ -96,16 +96,28 @@ async def get_session(
             description="Return only events with timestamp ≥ this (epoch seconds).",
         ),
     ] = None,
+    until_seq: Annotated[
+        int | None,
+        Query(
+            alias="untilSeq",
+            ge=0,
+            le=INT64_MAX,
+            description="The session as it was at this seq: its events up to it, its session "
+            "state then (`app:` and `user:` keys, shared, as they are now). 422 past the end.",
+        ),
+    ] = None,
 ) -> Response:
     """A session with its merged state and events in append order.
 
-    With both filters, the N most recent of the events at or after the timestamp.
-    The `ETag` header carries the session version for `If-Match`.
+    With several filters, the N most recent of the events at or after the timestamp, up to
+    `untilSeq`. The `ETag` header carries the session's current version for `If-Match`, and
+    so do `version` and `lastUpdateTime`, whatever `untilSeq` asks.
     """
     read = await sessions_of(request).get(
         SessionKey(app_name, user_id, session_id),
         num_recent_events=num_recent_events,
         after_timestamp=after_timestamp,
+        until_seq=until_seq,
     )
     return respond(render.session(read), version=read.session.version)
 
@@ -146,7 +158,7 @@ async def list_app_sessions(
 
 
 @router.delete(
-    "/users/{user_id}/sessions/{session_id}",
+    SESSION_PATH.removeprefix("/apps/{app_name}"),
     dependencies=USER,
     status_code=status.HTTP_204_NO_CONTENT,
     responses=problem_responses(404, 412, 422, 503),
@@ -160,7 +172,7 @@ async def delete_session(
 
 
 @router.patch(
-    "/users/{user_id}/sessions/{session_id}",
+    SESSION_PATH.removeprefix("/apps/{app_name}"),
     dependencies=USER,
     response_model=Session,
     responses=problem_responses(404, 412, 413, 415, 422, 503),

@@ -11,6 +11,6 @@ better (the append's CTE). They run one of two ways:
   skipping SQLAlchemy's execution machinery (a quarter of an append's CPU), on the same pooled
   connection and in the same transaction. A statement earns this only when a benchmark shows it.
 
-A statement's rows are mapped to domain values in one place (`sessions._stored` reads the rows
-of either way).
+A statement's rows are mapped to domain values in one place (`sessions.stored_session` reads
+the rows of either way).
 """

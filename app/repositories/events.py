@@ -23,7 +23,7 @@ class DuplicateEventId(Exception):
     """An event id in the batch is already stored in the session (raced with a retry)."""
 
 
-def _event_filter(key: SessionKey) -> ColumnElement[bool]:
+def event_filter(key: SessionKey) -> ColumnElement[bool]:
     return and_(
         StorageEvent.app_name == key.app_name,
         StorageEvent.user_id == key.user_id,
@@ -47,7 +47,7 @@ WITH bump AS (
                 ELSE sessionary_checked_state(state || :session_delta, 'session', :max_state)
                 END,
         update_time = to_timestamp(:last_timestamp)
-    WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+    WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id AND status = 'open'
       AND (CAST(:expected_version AS bigint) IS NULL OR version = :expected_version)
     RETURNING version - :count AS base_seq
 ), app_merge AS (
@@ -97,7 +97,7 @@ async def append(
     max_state_bytes: int,
 ) -> int | None:
     """Append events in one statement; returns the seq before the first of them, or None when
-    the session is absent or not at `expected_version`.
+    the session is absent, closed or not at `expected_version`.
 
     Raises DuplicateEventId when an event id is already stored in the session, StateTooLarge
     when a state would outgrow `max_state_bytes`.
@@ -162,7 +162,7 @@ async def select_events(
     query's order, from just past `after_page_seq` (the last one of the previous page)."""
     newest_first = query.order is Order.DESC
     rendered = func.convert_to(cast(StorageEvent.event, Text), "UTF8")
-    statement = select(StorageEvent.seq, rendered).where(_event_filter(key))
+    statement = select(StorageEvent.seq, rendered).where(event_filter(key))
     if query.after_seq is not None:
         statement = statement.where(StorageEvent.seq > query.after_seq)
     if after_page_seq is not None:

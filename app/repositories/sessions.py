@@ -24,19 +24,21 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.db import DriverStatement
-from app.domain import Order, SessionKey, SessionQuery, StoredSession
+from app.db import DriverStatement, sqlstate
+from app.domain import ROOT, Order, Origin, ParentLink, SessionKey, SessionQuery, StoredSession
+from app.errors import Conflict
 from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState
 from app.repositories.shared_state import checked_state, is_state_too_large, state_too_large
 
 EMPTY_STATE = literal_column("'{}'", JSONB)
+UNIQUE_VIOLATION = "23505"
 
 
-def _filter(key: SessionKey) -> ColumnElement[bool]:
+def key_filter(key: SessionKey) -> ColumnElement[bool]:
     return and_(
         StorageSession.app_name == key.app_name,
         StorageSession.user_id == key.user_id,
@@ -44,7 +46,9 @@ def _filter(key: SessionKey) -> ColumnElement[bool]:
     )
 
 
-def _with_shared_state(*extra: ColumnElement[Any]) -> Select[Any]:
+def with_shared_state(
+    *extra: ColumnElement[Any], state: ColumnElement[Any] | None = None
+) -> Select[Any]:
     """Sessions with their app's and user's state, and the time of their last event."""
     # update_time keeps microseconds; ADK's lastUpdateTime is the last event's exact float.
     last_event_time = (
@@ -63,13 +67,20 @@ def _with_shared_state(*extra: ColumnElement[Any]) -> Select[Any]:
             StorageSession.app_name,
             StorageSession.user_id,
             StorageSession.id,
-            StorageSession.state,
+            (StorageSession.state if state is None else state).label("state"),
             StorageSession.version,
+            StorageSession.base_seq,
             StorageSession.create_time,
             StorageSession.update_time,
             func.coalesce(StorageAppState.state, EMPTY_STATE).label("app_state"),
             func.coalesce(StorageUserState.state, EMPTY_STATE).label("user_state"),
             last_event_time.label("last_event_time"),
+            StorageSession.kind,
+            StorageSession.parent_id,
+            StorageSession.parent_seq,
+            StorageSession.function_call_id,
+            StorageSession.status,
+            StorageSession.outcome,
             *extra,
         )
         .outerjoin(StorageAppState, StorageAppState.app_name == StorageSession.app_name)
@@ -83,17 +94,26 @@ def _with_shared_state(*extra: ColumnElement[Any]) -> Select[Any]:
     )
 
 
-def _stored(row: Mapping[str, Any]) -> StoredSession:
-    """A row of `_with_shared_state`, from SQLAlchemy (`row._mapping`) or from the driver."""
+def stored_session(row: Mapping[str, Any]) -> StoredSession:
+    """A row of `with_shared_state`, from SQLAlchemy (`row._mapping`) or from the driver."""
     return StoredSession(
         key=SessionKey(row["app_name"], row["user_id"], row["id"]),
         state=row["state"],
         app_state=row["app_state"],
         user_state=row["user_state"],
         version=row["version"],
+        base_seq=row["base_seq"],
         create_time=row["create_time"],
         update_time=row["update_time"],
         last_event_time=row["last_event_time"],
+        kind=row["kind"],
+        parent=(
+            None
+            if row["parent_id"] is None
+            else ParentLink(row["parent_id"], row["parent_seq"], row["function_call_id"])
+        ),
+        status=row["status"],
+        outcome=row["outcome"],
     )
 
 
@@ -103,24 +123,49 @@ async def insert_new(
     state: dict[str, Any],
     created: float,
     max_state_bytes: int,
+    origin: Origin = ROOT,
 ) -> bool:
     """Create the row; False if the id is taken (no exception, so the transaction lives on)."""
     create_time = func.to_timestamp(created)
+    checked = checked_state(literal(state, JSONB), "session", max_state_bytes)
+    parent = origin.parent
+    link = (
+        {}
+        if parent is None
+        else {
+            "parent_id": parent.session_id,
+            "parent_seq": parent.seq,
+            "function_call_id": parent.function_call_id,
+        }
+    )
     statement = (
         insert(StorageSession)
         .values(
             app_name=key.app_name,
             user_id=key.user_id,
             id=key.session_id,
-            state=checked_state(literal(state, JSONB), "session", max_state_bytes),
+            state=checked,
+            version=origin.version,
             create_time=create_time,
             update_time=create_time,
+            kind=origin.kind,
+            **link,
+            base_seq=origin.version if origin.base is None else origin.base[0],
+            base_state=checked if origin.base is None else literal(origin.base[1], JSONB),
         )
-        .on_conflict_do_nothing()
+        # On the key only: a child for a function call that has one is an error, not a no-op.
+        .on_conflict_do_nothing(index_elements=["app_name", "user_id", "id"])
         .returning(StorageSession.version)
     )
     try:
         created_row = await db.scalar(statement)
+    except IntegrityError as error:
+        if parent is None or sqlstate(error) != UNIQUE_VIOLATION:
+            raise
+        raise Conflict(
+            f"Function call {parent.function_call_id!r} of session {parent.session_id!r} "
+            "already has a child session working on it."
+        ) from error
     except DBAPIError as error:
         if is_state_too_large(error):
             raise state_too_large(error, max_state_bytes) from error
@@ -135,31 +180,56 @@ async def insert_new(
 # the driver: it is the hot read.
 _KEY = {name: bindparam(name, type_=String) for name in ("app_name", "user_id", "session_id")}
 _AFTER = bindparam("after_timestamp", type_=Float)
+_UNTIL = bindparam("until_seq", type_=BigInteger)
 
 
-def _read(*, recent: bool) -> DriverStatement:
+def state_as_of(until_seq: ColumnElement[int]) -> ColumnElement[Any]:
+    """The session's own state as it was at `until_seq` (migration 0006)."""
+    return func.sessionary_state_as_of(
+        StorageSession.app_name,
+        StorageSession.user_id,
+        StorageSession.id,
+        StorageSession.base_state,
+        StorageSession.base_seq,
+        until_seq,
+        type_=JSONB,
+    )
+
+
+def _read(*, recent: bool, until: bool) -> DriverStatement:
     """The read with every event (`recent=False`: the events in seq order straight from the
-    primary key, no sort) or with the last `limit` (newest first, then put back in order)."""
+    primary key, no sort) or with the last `limit` (newest first, then put back in order);
+    with `until`, the session as it was at seq `until_seq`: its events up to it and its
+    state then."""
     events = select(StorageEvent.seq, StorageEvent.event).where(
         StorageEvent.app_name == _KEY["app_name"],
         StorageEvent.user_id == _KEY["user_id"],
         StorageEvent.session_id == _KEY["session_id"],
         or_(_AFTER.is_(None), StorageEvent.timestamp >= _AFTER),
     )
+    if until:
+        events = events.where(StorageEvent.seq <= _UNTIL)
     if recent:
         events = events.order_by(StorageEvent.seq.desc()).limit(
             bindparam("limit", type_=BigInteger)
         )
     chosen = events.subquery("chosen")
+    session = with_shared_state(
+        literal_column("0").label("seq"),
+        null().label("event"),
+        state=state_as_of(_UNTIL) if until else None,
+    ).where(
+        StorageSession.app_name == _KEY["app_name"],
+        StorageSession.user_id == _KEY["user_id"],
+        StorageSession.id == _KEY["session_id"],
+    )
+    # The session's columns are on the session's row only.
+    blanks = [null() for _ in range(len(session.selected_columns) - 2)]
     return DriverStatement.compile(
         union_all(
-            _with_shared_state(literal_column("0").label("seq"), null().label("event")).where(
-                StorageSession.app_name == _KEY["app_name"],
-                StorageSession.user_id == _KEY["user_id"],
-                StorageSession.id == _KEY["session_id"],
-            ),
+            session,
             select(
-                *(null() for _ in range(10)),  # the session's columns, on the session's row only
+                *blanks,
                 chosen.c.seq,
                 func.convert_to(cast(chosen.c.event, Text), literal_column("'UTF8'")),
             ),
@@ -167,8 +237,12 @@ def _read(*, recent: bool) -> DriverStatement:
     )
 
 
-READ_ALL = _read(recent=False)
-READ_RECENT = _read(recent=True)
+# By (recent, until): each read is its own plan, none paying for a filter it does not use.
+READS = {
+    (recent, until): _read(recent=recent, until=until)
+    for recent in (False, True)
+    for until in (False, True)
+}
 
 
 async def read(
@@ -177,21 +251,29 @@ async def read(
     *,
     limit: int | None,
     after_timestamp: float | None,
+    until_seq: int | None = None,
 ) -> tuple[StoredSession, list[bytes]] | None:
     """The session and its events as UTF-8 JSON: the last `limit` of those at or after
-    `after_timestamp`, in seq order."""
-    statement = READ_ALL if limit is None else READ_RECENT
+    `after_timestamp`, in seq order; with `until_seq`, as the session was at that seq (the
+    caller checks that it lies within the session's kept history: `StoredSession.base_seq`
+    to `version`)."""
+    statement = READS[limit is not None, until_seq is not None]
     arguments = statement.arguments(
-        {**key.columns(), "limit": limit, "after_timestamp": after_timestamp}
+        {
+            **key.columns(),
+            "limit": limit,
+            "after_timestamp": after_timestamp,
+            "until_seq": until_seq,
+        }
     )
     rows = await connection.fetch(statement.sql, *arguments)
     if not rows:
         return None
-    return _stored(rows[0]), [row["event"] for row in rows[1:]]
+    return stored_session(rows[0]), [row["event"] for row in rows[1:]]
 
 
 VERSION = DriverStatement.compile(
-    select(StorageSession.version).where(
+    select(StorageSession.version, StorageSession.status).where(
         StorageSession.app_name == _KEY["app_name"],
         StorageSession.user_id == _KEY["user_id"],
         StorageSession.id == _KEY["session_id"],
@@ -199,9 +281,10 @@ VERSION = DriverStatement.compile(
 )
 
 
-async def get_version(connection: asyncpg.Connection, key: SessionKey) -> int | None:
-    version: int | None = await connection.fetchval(VERSION.sql, *VERSION.arguments(key.columns()))
-    return version
+async def get_version(connection: asyncpg.Connection, key: SessionKey) -> tuple[int, bool] | None:
+    """The session's version and whether it is open; None if there is no such session."""
+    row = await connection.fetchrow(VERSION.sql, *VERSION.arguments(key.columns()))
+    return None if row is None else (row["version"], row["status"] == "open")
 
 
 async def list_page(
@@ -212,7 +295,7 @@ async def list_page(
     `after` is the sort key of the last row already seen; each order has an index.
     """
     newest_first = query.order is Order.DESC
-    statement = _with_shared_state().where(StorageSession.app_name == query.app_name)
+    statement = with_shared_state().where(StorageSession.app_name == query.app_name)
     if query.user_id is None:
         sort_key = tuple_(StorageSession.update_time, StorageSession.user_id, StorageSession.id)
     else:
@@ -224,7 +307,7 @@ async def list_page(
     columns = list(sort_key.clauses)
     order = [column.desc() for column in columns] if newest_first else columns
     rows = await db.execute(statement.order_by(*order).limit(limit))
-    return [_stored(row._mapping) for row in rows]
+    return [stored_session(row._mapping) for row in rows]
 
 
 def sort_key(session: StoredSession, query: SessionQuery) -> tuple[Any, ...]:
@@ -236,7 +319,7 @@ def sort_key(session: StoredSession, query: SessionQuery) -> tuple[Any, ...]:
 
 async def delete_one(db: AsyncConnection, key: SessionKey, expected_version: int | None) -> bool:
     """False if there is no such session, or it is not at `expected_version` (when given)."""
-    statement = delete(StorageSession).where(_filter(key)).returning(StorageSession.id)
+    statement = delete(StorageSession).where(key_filter(key)).returning(StorageSession.id)
     if expected_version is not None:
         statement = statement.where(StorageSession.version == expected_version)
     return await db.scalar(statement) is not None

@@ -5,3 +5,6 @@ ID_PATTERN = r"^[^/\x00-\x1f\x7f-\x9f]+$"  # no `/`, no control characters
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Epoch seconds of years 1 to 9999: what PostgreSQL timestamps and Python datetimes both hold.
 MIN_TIMESTAMP, MAX_TIMESTAMP = -62135596800.0, 253402300799.0
+# The `:verb` suffixes of session paths (Google AIP-136), matched before an id: a session id
+# ending in one (`x:fork`) could not be told from the verb on its path, so create refuses it.
+SESSION_VERBS = ("fork", "close", "rewind", "trim", "reset", "compact", "heal", "export")

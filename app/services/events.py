@@ -13,6 +13,7 @@ from app.domain import EventQuery, NewEvent, Page, PageRequest, SessionKey
 from app.errors import (
     Conflict,
     EventConflict,
+    SessionClosed,
     SessionNotFound,
     StaleSession,
 )
@@ -51,7 +52,7 @@ class EventService:
         if event.partial:
             # ADK keeps streaming fragments out of the log; the session must still exist.
             async with self.pool.connection() as connection:
-                await require_session(connection, key)
+                await require_session(connection, key, writable=True)
             return event.model_dump(exclude_unset=True), Appended.PARTIAL
         new = prepare(event, self.settings)
         require_app_state_write(app_state_writable, [new.delta])
@@ -71,7 +72,7 @@ class EventService:
         require_app_state_write(app_state_writable, [event.delta for event in new])
         if not new:
             async with self.pool.connection() as connection:
-                await require_session(connection, key)
+                await require_session(connection, key, writable=True)
             return [], Appended.PARTIAL
         return await self._append(key, new, expected_version)
 
@@ -95,8 +96,8 @@ class EventService:
                 pending = [event for event in pending if event.id not in already]
                 if not pending:
                     return [already[event.id] for event in events], Appended.REPLAYED
-                if not found:  # none of them was there: the session is absent or has moved on
-                    version = await require_session(connection, key)
+                if not found:  # none was there: the session is absent, closed or has moved on
+                    version = await require_session(connection, key, writable=True)
                     if expected_version is not None:
                         raise StaleSession(expected_version, version)
             else:
@@ -113,7 +114,7 @@ class EventService:
         expected_version: int | None,
     ) -> list[dict[str, Any]] | None:
         """Append in the connection's transaction, if one is open; None if nothing could be
-        written: the session is absent, at another version, or holds one of the ids.
+        written: the session is absent, closed, at another version, or holds one of the ids.
         """
         try:
             base_seq = await event_rows.append(
@@ -141,11 +142,17 @@ class EventService:
         return Page([event for _, event in rows], next_token)
 
 
-async def require_session(connection: asyncpg.Connection, key: SessionKey) -> int:
-    """The session's version; SessionNotFound if there is no such session."""
-    version = await session_rows.get_version(connection, key)
-    if version is None:
+async def require_session(
+    connection: asyncpg.Connection, key: SessionKey, *, writable: bool = False
+) -> int:
+    """The session's version; SessionNotFound if there is no such session, and with `writable`,
+    SessionClosed if it is closed to writes."""
+    found = await session_rows.get_version(connection, key)
+    if found is None:
         raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+    version, is_open = found
+    if writable and not is_open:
+        raise SessionClosed(key.session_id)
     return version
 
 

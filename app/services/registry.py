@@ -13,6 +13,7 @@ from app.config import Settings
 from app.db import DriverPool
 from app.services.auth import AuthService, GrantCache
 from app.services.events import EventService
+from app.services.lineage import LineageService
 from app.services.sessions import SessionService
 from app.services.shared_state import SharedStateService
 
@@ -22,14 +23,17 @@ class Services:
     auth: AuthService
     events: EventService
     sessions: SessionService
+    lineage: LineageService
     shared_state: SharedStateService
 
     @classmethod
     def create(cls, engine: AsyncEngine, pool: DriverPool, settings: Settings) -> Self:
         events = EventService(engine, pool, settings)
+        sessions = SessionService(engine, pool, settings, events)
         return cls(
             auth=AuthService(engine, GrantCache(settings.auth_cache_seconds)),
             events=events,
-            sessions=SessionService(engine, pool, settings, events),
+            sessions=sessions,
+            lineage=LineageService(engine, settings, sessions, events),
             shared_state=SharedStateService(engine, settings),
         )

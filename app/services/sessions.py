@@ -4,18 +4,27 @@ import uuid
 from typing import Any
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app import paging
 from app.config import Settings
 from app.db import DriverPool, driver
-from app.domain import Page, PageRequest, SessionKey, SessionQuery, SessionRead, StoredSession
-from app.errors import SessionAlreadyExists, SessionNotFound, StaleSession
+from app.domain import (
+    ROOT,
+    Origin,
+    Page,
+    PageRequest,
+    SessionKey,
+    SessionQuery,
+    SessionRead,
+    StoredSession,
+)
+from app.errors import InvalidInput, SessionAlreadyExists, SessionNotFound, StaleSession
 from app.observability import EVENTS_APPENDED
 from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
 from app.rules.events import prepare_batch, server_time
-from app.rules.scopes import split_delta
+from app.rules.scopes import ScopedDelta, split_delta
 from app.schemas import EventIn, SessionCreate
 from app.services.auth import require_app_state_write
 from app.services.events import EventService, require_session
@@ -41,30 +50,50 @@ class SessionService:
         delta = split_delta(body.state or {})
         new_events = prepare_batch(body.events or [], self.settings)
         require_app_state_write(app_state_writable, [delta, *(new.delta for new in new_events)])
-        limit = self.settings.max_state_bytes
         async with self.engine.begin() as db:
-            if not await session_rows.insert_new(db, key, delta.session, created, limit):
-                raise SessionAlreadyExists(key.session_id)
-            if delta.app:
-                await state_rows.merge_app(db, app_name, delta.app, limit)
-            if delta.user:
-                await state_rows.merge_user(db, app_name, user_id, delta.user, limit)
+            await self.insert(db, key, delta, created=created)
             async with driver(db) as connection:  # the same transaction
                 if new_events:
                     await self.events.append_prepared(connection, key, new_events, None)
-                session = await _read(connection, key, num_recent_events=None, after_timestamp=None)
+                session = await read_session(connection, key)
         EVENTS_APPENDED.inc(len(new_events))
         return session
 
+    async def insert(
+        self,
+        db: AsyncConnection,
+        key: SessionKey,
+        delta: ScopedDelta,
+        *,
+        created: float | None = None,
+        origin: Origin = ROOT,
+    ) -> None:
+        """In the caller's transaction: the session's row with `delta.session` as its state,
+        and `delta`'s app and user keys merged into the shared state."""
+        limit = self.settings.max_state_bytes
+        created = server_time() if created is None else created
+        if not await session_rows.insert_new(db, key, delta.session, created, limit, origin):
+            raise SessionAlreadyExists(key.session_id)
+        if delta.app:
+            await state_rows.merge_app(db, key.app_name, delta.app, limit)
+        if delta.user:
+            await state_rows.merge_user(db, key.app_name, key.user_id, delta.user, limit)
+
     async def get(
-        self, key: SessionKey, *, num_recent_events: int | None, after_timestamp: float | None
+        self,
+        key: SessionKey,
+        *,
+        num_recent_events: int | None,
+        after_timestamp: float | None,
+        until_seq: int | None = None,
     ) -> SessionRead:
         async with self.pool.connection() as connection:
-            return await _read(
+            return await read_session(
                 connection,
                 key,
                 num_recent_events=num_recent_events,
                 after_timestamp=after_timestamp,
+                until_seq=until_seq,
             )
 
     async def list(self, query: SessionQuery, page: PageRequest) -> Page[StoredSession]:
@@ -112,16 +141,39 @@ class SessionService:
         return await self.get(key, num_recent_events=None, after_timestamp=None)
 
 
-async def _read(
+async def read_session(
     connection: asyncpg.Connection,
     key: SessionKey,
     *,
-    num_recent_events: int | None,
-    after_timestamp: float | None,
+    num_recent_events: int | None = None,
+    after_timestamp: float | None = None,
+    until_seq: int | None = None,
 ) -> SessionRead:
+    """The session with the events asked for; with `until_seq`, as it was at that seq."""
     found = await session_rows.read(
-        connection, key, limit=num_recent_events, after_timestamp=after_timestamp
+        connection,
+        key,
+        limit=num_recent_events,
+        after_timestamp=after_timestamp,
+        until_seq=until_seq,
     )
     if found is None:
         raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+    if until_seq is not None:
+        require_kept(found[0].version, found[0].base_seq, until_seq, "untilSeq")
     return SessionRead(*found)
+
+
+def require_kept(version: int, base_seq: int, seq: int, field: str) -> None:
+    """422 unless `seq` lies in the session's kept history: from `base_seq` (before which a
+    trim or a reset removed it) to `version`."""
+    if seq > version:
+        raise InvalidInput(
+            f"{field} {seq} is past the end: the session is at version {version}.", field=field
+        )
+    if seq < base_seq:
+        raise InvalidInput(
+            f"{field} {seq} is before the session's kept history, which starts after seq "
+            f"{base_seq} (a trim or a reset removed what came before).",
+            field=field,
+        )

@@ -11,6 +11,7 @@ from sessionary_client import (
     ServiceUnavailableError,
     SessionAlreadyExistsError,
     SessionaryClient,
+    SessionClosedError,
     SessionNotFoundError,
     StaleSessionError,
 )
@@ -117,6 +118,65 @@ async def test_async_client_covers_every_endpoint(
     await client.delete_session(app_name, USER, session_id)
     with pytest.raises(SessionNotFoundError):
         await client.delete_session(app_name, USER, session_id)
+
+
+def call(call_id: str) -> dict[str, object]:
+    parts = [{"functionCall": {"id": call_id, "name": "lookup", "args": {}}}]
+    return {
+        "id": f"e-{call_id}",
+        "author": "planner",
+        "invocationId": "inv-2",
+        "content": {"parts": parts},
+    }
+
+
+def test_sync_client_forks_reads_back_in_time_and_closes_children(
+    sync_client: SessionaryClient, app_name: str
+) -> None:
+    sync_client.create_session(app_name, USER, session_id="p", state={"k": 0})
+    sync_client.append_events(app_name, USER, "p", [event("e1", 1.0, k=1), call("c1")])
+    then = sync_client.get_session(app_name, USER, "p", until_seq=1)
+    assert then["state"] == {"k": 1} and len(then["events"]) == 1
+    fork = sync_client.fork_session(app_name, USER, "p", new_session_id="f", at_seq=1)
+    assert fork["kind"] == "fork" and fork["parent"] == {
+        "sessionId": "p",
+        "seq": 1,
+        "functionCallId": None,
+    }
+    assert [s["id"] for s in sync_client.get_lineage(app_name, USER, "f")] == ["p"]
+    child = sync_client.create_child_session(
+        app_name, USER, "p", child_session_id="c", function_call_id="c1", inherit="context"
+    )
+    assert child["kind"] == "child" and len(child["events"]) == 2
+    closed = sync_client.close_session(app_name, USER, "c", "completed", result=7, if_match=2)
+    assert closed["status"] == "closed"
+    answer = sync_client.get_session(app_name, USER, "p", num_recent_events=1)["events"][0]
+    assert answer["content"]["parts"][0]["functionResponse"]["response"] == {
+        "outcome": "completed",
+        "result": 7,
+    }
+    children = sync_client.list_children(app_name, USER, "p", page_size=1)
+    assert [s["id"] for s in children["sessions"]] == ["f"] and children["nextPageToken"]
+    with pytest.raises(SessionClosedError):
+        sync_client.append_event(app_name, USER, "c", event("e9", 9.0))
+
+
+async def test_async_client_forks_and_closes(client: AsyncSessionaryClient, app_name: str) -> None:
+    await client.create_session(app_name, USER, session_id="p")
+    await client.append_event(app_name, USER, "p", event("e1", 1.0, k=1))
+    fork = await client.fork_session(app_name, USER, "p", before_invocation_id="inv-1")
+    assert fork["events"] == [] and fork["parent"] is not None
+    with pytest.raises(InvalidRequestError):
+        await client.fork_session(app_name, USER, "p", at_seq=9)
+    child = await client.create_child_session(app_name, USER, "p", state={"x": 1})
+    assert child["state"] == {"x": 1} and child["version"] == 0
+    closed = await client.close_session(app_name, USER, child["id"], "failed")
+    assert (closed["status"], closed["outcome"]) == ("closed", "failed")
+    with pytest.raises(SessionClosedError):
+        await client.close_session(app_name, USER, child["id"], "completed")
+    assert await client.get_lineage(app_name, USER, child["id"]) != []
+    children = await client.list_children(app_name, USER, "p")
+    assert {s["kind"] for s in children["sessions"]} == {"fork", "child"}
 
 
 async def test_ids_with_spaces_and_reserved_characters_round_trip(

@@ -12,10 +12,12 @@ from sessionary_client.errors import (
     ServiceUnavailableError,
     SessionAlreadyExistsError,
     SessionaryError,
+    SessionClosedError,
     SessionNotFoundError,
     StaleSessionError,
+    ToolPairViolationError,
 )
-from sessionary_client.models import Event, EventPage, Order, Session, SessionPage, State
+from sessionary_client.models import Event, EventPage, Order, Parent, Session, SessionPage, State
 
 __all__ = [
     "APIError",
@@ -27,14 +29,17 @@ __all__ = [
     "InvalidRequestError",
     "NotFoundError",
     "Order",
+    "Parent",
     "PayloadTooLargeError",
     "ServiceUnavailableError",
     "Session",
     "SessionAlreadyExistsError",
+    "SessionClosedError",
     "SessionNotFoundError",
     "SessionPage",
     "SessionaryClient",
     "SessionaryError",
     "StaleSessionError",
     "State",
+    "ToolPairViolationError",
 ]

@@ -27,13 +27,21 @@ from sessionary_client.models import (
     EventList,
     EventPage,
     Health,
+    Inherit,
     Order,
+    Outcome,
     Readiness,
     ScopeState,
     Session,
+    SessionList,
     SessionPage,
     State,
 )
+
+
+def _present(**fields: object) -> dict[str, object]:
+    """A request body of the fields given (not None)."""
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 class SessionaryClient:
@@ -137,9 +145,13 @@ class SessionaryClient:
         *,
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
+        until_seq: int | None = None,
     ) -> Session:
+        """The session; with `until_seq`, as it was at that seq (events and session state)."""
         path = sessions_path(app_name, user_id, session_id)
-        params = query(numRecentEvents=num_recent_events, afterTimestamp=after_timestamp)
+        params = query(
+            numRecentEvents=num_recent_events, afterTimestamp=after_timestamp, untilSeq=until_seq
+        )
         response = self._send("GET", path, params=params, idempotent=True)
         return cast(Session, response.json())
 
@@ -179,6 +191,90 @@ class SessionaryClient:
             page_token = page["nextPageToken"]
             if page_token is None:
                 return
+
+    def fork_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        new_session_id: str | None = None,
+        at_seq: int | None = None,
+        before_invocation_id: str | None = None,
+    ) -> Session:
+        """A new session with this one's events up to `at_seq`, or before the first event of
+        `before_invocation_id`, or (with neither) all of them, and its session state then."""
+        body = _present(
+            sessionId=new_session_id, atSeq=at_seq, beforeInvocationId=before_invocation_id
+        )
+        path = sessions_path(app_name, user_id, session_id) + ":fork"
+        response = self._send("POST", path, body=body)
+        return cast(Session, response.json())
+
+    def create_child_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        child_session_id: str | None = None,
+        state: State | None = None,
+        function_call_id: str | None = None,
+        inherit: Inherit = "none",
+    ) -> Session:
+        """A child session for a sub-agent; with `function_call_id`, closing it answers that
+        call of the parent."""
+        body = _present(
+            sessionId=child_session_id,
+            state=state,
+            functionCallId=function_call_id,
+            inherit=inherit,
+        )
+        path = sessions_path(app_name, user_id, session_id, "children")
+        response = self._send("POST", path, body=body)
+        return cast(Session, response.json())
+
+    def close_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        outcome: Outcome,
+        *,
+        result: object = None,
+        if_match: int | None = None,
+    ) -> Session:
+        """Close the session to writes; a child made for a function call answers it with
+        `{outcome, result}`."""
+        # Not resent after a lost answer: the resend would fail with SessionClosedError.
+        response = self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id) + ":close",
+            body=_present(outcome=outcome, result=result),
+            headers=if_match_header(if_match),
+        )
+        return cast(Session, response.json())
+
+    def get_lineage(self, app_name: str, user_id: str, session_id: str) -> list[Session]:
+        """The session's ancestors (without events), root first."""
+        path = sessions_path(app_name, user_id, session_id, "lineage")
+        response = self._send("GET", path, idempotent=True)
+        return cast(SessionList, response.json())["sessions"]
+
+    def list_children(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+    ) -> SessionPage:
+        """One page of the session's forks and children (without events), oldest first."""
+        path = sessions_path(app_name, user_id, session_id, "children")
+        params = query(pageSize=page_size, pageToken=page_token)
+        response = self._send("GET", path, params=params, idempotent=True)
+        return cast(SessionPage, response.json())
 
     def delete_session(self, app_name: str, user_id: str, session_id: str) -> None:
         # Not resent after a lost answer: for the caller, the resend would answer 404.

@@ -6,7 +6,9 @@
         │   └── SessionNotFoundError         404 session_not_found
         ├── ConflictError                    409
         │   ├── SessionAlreadyExistsError    409 session_already_exists
-        │   └── EventConflictError           409 event_conflict
+        │   ├── SessionClosedError           409 session_closed
+        │   ├── EventConflictError           409 event_conflict
+        │   └── ToolPairViolationError       409 tool_pair_violation
         ├── StaleSessionError                412 stale_session (has `current_version`)
         ├── PayloadTooLargeError             413 payload_too_large
         ├── InvalidRequestError              422 validation_error (has `errors`)
@@ -51,6 +53,15 @@ class SessionAlreadyExistsError(ConflictError):
     pass
 
 
+class SessionClosedError(ConflictError):
+    """The session is closed: it can be read, forked or deleted, not written."""
+
+
+class ToolPairViolationError(ConflictError):
+    """The change would leave a function call without its response, or a response without
+    its call."""
+
+
 class EventConflictError(ConflictError):
     """The event id is already stored with other content: a new event needs a new id."""
 
@@ -82,7 +93,9 @@ class ServiceUnavailableError(APIError):
 _BY_CODE: dict[str, type[APIError]] = {
     "session_not_found": SessionNotFoundError,
     "session_already_exists": SessionAlreadyExistsError,
+    "session_closed": SessionClosedError,
     "event_conflict": EventConflictError,
+    "tool_pair_violation": ToolPairViolationError,
     "stale_session": StaleSessionError,
     "payload_too_large": PayloadTooLargeError,
     "validation_error": InvalidRequestError,

@@ -13,6 +13,20 @@ returns fields it does not know, so newer ADK fields survive a round trip.
 """
 
 Order = Literal["asc", "desc"]
+Kind = Literal["root", "fork", "child"]
+Status = Literal["open", "closed"]
+Outcome = Literal["completed", "failed", "canceled"]
+Inherit = Literal["none", "all", "context"]
+
+
+class Parent(TypedDict):
+    """Where a fork or a child came from: a session of the same user (maybe deleted since)."""
+
+    sessionId: str
+    seq: int
+    """The parent's version then; a fork holds the parent's events up to it."""
+    functionCallId: str | None
+    """For a child made for one of the parent's function calls."""
 
 
 class Session(TypedDict):
@@ -24,7 +38,17 @@ class Session(TypedDict):
     lastUpdateTime: float
     createTime: float
     version: int
-    """The `seq` of the last event (0 when empty): what `if_match` takes."""
+    """Counts the session's writes (an appended event takes the next as its `seq`): what
+    `if_match` takes."""
+    kind: Kind
+    parent: Parent | None
+    status: Status
+    """A `closed` session refuses writes (`SessionClosedError`)."""
+    outcome: Outcome | None
+
+
+class SessionList(TypedDict):
+    sessions: list[Session]
 
 
 class SessionPage(TypedDict):

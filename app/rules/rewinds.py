@@ -1,0 +1,47 @@
+"""ADK's rewind, as pure functions: which events stay live, and the delta that undoes state.
+
+Both follow google-adk (`google.adk.events._rewind_events._apply_rewinds` and
+`google.adk.sessions._rewind_utils.compute_state_delta_for_rewind`), so that ADK's own runner
+and Sessionary agree on what a rewound session holds.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.rules.scopes import StateMap
+
+
+def live_seqs(marks: Sequence[tuple[int, str | None, str | None]]) -> list[int]:
+    """The seqs of the events that survive every rewind, in order.
+
+    `marks` are each event's (seq, invocation id, the invocation its rewind goes back before
+    or None), in seq order. Walking back from the newest, a rewind event drops itself and
+    every event back to the first event of the invocation it names (when that comes before
+    it), and the walk goes on from there: a rewind that was itself rewound counts for nothing.
+    """
+    first_of: dict[str, int] = {}
+    for index, (_, invocation_id, _) in enumerate(marks):
+        if invocation_id and invocation_id not in first_of:
+            first_of[invocation_id] = index
+    kept: list[int] = []
+    index = len(marks) - 1
+    while index >= 0:
+        seq, _, rewinds_before = marks[index]
+        if rewinds_before:
+            target = first_of.get(rewinds_before)
+            if target is not None and target < index:
+                index = target
+        else:
+            kept.append(seq)
+        index -= 1
+    kept.reverse()
+    return kept
+
+
+def restoring_delta(current: StateMap, then: StateMap) -> dict[str, Any]:
+    """The delta that takes the session state `current` back to `then`: keys that changed get
+    their value then, keys that did not exist then become null (a delta cannot remove a key;
+    ADK's rewind nulls them the same way)."""
+    delta = {key: value for key, value in then.items() if current.get(key, ...) != value}
+    delta.update({key: None for key in current if key not in then})
+    return delta

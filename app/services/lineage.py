@@ -1,0 +1,205 @@
+"""Lineage: forks, child sessions for sub-agents and their close, ancestors and children.
+
+A fork or a child copies what it takes from its parent (the events, with their ids and seqs)
+instead of reading through to the parent: it stays whole when the parent is trimmed, edited or
+deleted, and every read of it is the plain read of one session.
+"""
+
+import uuid
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app import paging
+from app.config import Settings
+from app.db import driver
+from app.domain import (
+    NewEvent,
+    Origin,
+    Page,
+    PageRequest,
+    ParentLink,
+    SessionKey,
+    SessionRead,
+    StoredSession,
+)
+from app.errors import Conflict, InvalidInput, SessionClosed, SessionNotFound, StaleSession
+from app.repositories import lineage as lineage_rows
+from app.rules.events import prepare
+from app.rules.rewinds import live_seqs
+from app.rules.scopes import ScopedDelta, split_delta
+from app.schemas import ChildCreate, EventIn, SessionClose, SessionFork
+from app.services.auth import require_app_state_write
+from app.services.events import EventService, require_session
+from app.services.sessions import SessionService, read_session, require_kept
+
+
+class LineageService:
+    """Each public method is one unit of work, committed before it returns."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        settings: Settings,
+        sessions: SessionService,
+        events: EventService,
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.sessions = sessions
+        self.events = events
+
+    async def fork(self, key: SessionKey, body: SessionFork) -> SessionRead:
+        """A new session with the parent's events up to the fork point and its session state
+        then; the parent is held (shared) while its history is copied, and not changed."""
+        fork = _new_key(key, body.session_id)
+        async with self.engine.begin() as db:
+            parent = await _hold(db, key, write=False)
+            if body.before_invocation_id is not None:
+                first = await lineage_rows.first_seq_of_invocation(
+                    db, key, body.before_invocation_id
+                )
+                if first is None:
+                    raise InvalidInput(
+                        f"No event of invocation {body.before_invocation_id!r} is in the session.",
+                        field="beforeInvocationId",
+                    )
+                at = first - 1
+            else:
+                at = parent.version if body.at_seq is None else body.at_seq
+                require_kept(parent.version, parent.base_seq, at, "atSeq")
+            state = await lineage_rows.state_at(db, key, at)
+            origin = Origin(
+                kind="fork",
+                parent=ParentLink(key.session_id, at, None),
+                version=at,
+                base=(parent.base_seq, parent.base_state),
+            )
+            await self.sessions.insert(db, fork, ScopedDelta(session=state), origin=origin)
+            await lineage_rows.copy_events(db, key, fork, until_seq=at)
+            async with driver(db) as connection:
+                return await read_session(connection, fork)
+
+    async def create_child(
+        self, key: SessionKey, body: ChildCreate, *, app_state_writable: bool
+    ) -> SessionRead:
+        """A session for a sub-agent, linked to its parent and, with `functionCallId`, to the
+        call it works on; it starts with what `inherit` says, then `state` over it."""
+        child = _new_key(key, body.session_id)
+        delta = split_delta(body.state or {})
+        require_app_state_write(app_state_writable, [delta])
+        async with self.engine.begin() as db:
+            parent = await _hold(db, key, write=False)
+            if not parent.is_open:
+                raise SessionClosed(key.session_id)
+            call_id = body.function_call_id
+            if call_id is not None:
+                await _require_open_call(db, key, call_id)
+            inherits = body.inherit != "none"
+            state = {**(parent.state if inherits else {}), **delta.session}
+            origin = Origin(
+                kind="child",
+                parent=ParentLink(key.session_id, parent.version, call_id),
+                version=parent.version if inherits else 0,
+            )
+            own = ScopedDelta(app=delta.app, user=delta.user, session=state)
+            await self.sessions.insert(db, child, own, origin=origin)
+            if inherits:
+                live = None
+                if body.inherit == "context":
+                    live = live_seqs(await lineage_rows.rewind_marks(db, key))
+                await lineage_rows.copy_events(
+                    db, key, child, until_seq=parent.version, only_seqs=live
+                )
+            async with driver(db) as connection:
+                return await read_session(connection, child)
+
+    async def close(
+        self, key: SessionKey, body: SessionClose, expected_version: int | None
+    ) -> SessionRead:
+        """Close the session to writes. A child made for a function call answers it: the
+        call's `functionResponse` is appended to the parent in the same transaction (unless
+        the parent is gone or closed, when nobody waits for it)."""
+        async with self.engine.begin() as db:
+            closed = await lineage_rows.close(db, key, body.outcome, expected_version)
+            async with driver(db) as connection:
+                if closed is None:  # absent, closed already, or (with If-Match) moved on
+                    version = await require_session(connection, key, writable=True)
+                    assert expected_version is not None
+                    raise StaleSession(expected_version, version)
+                parent_id, call_id = closed
+                if parent_id is not None and call_id is not None:
+                    parent = SessionKey(key.app_name, key.user_id, parent_id)
+                    answer = await self._answer(db, parent, call_id, body)
+                    if answer is not None:
+                        await self.events.append_prepared(connection, parent, [answer], None)
+                return await read_session(connection, key)
+
+    async def _answer(
+        self, db: AsyncConnection, parent: SessionKey, call_id: str, body: SessionClose
+    ) -> NewEvent | None:
+        """The event answering the parent's call, as ADK writes a function's response: by the
+        agent that called it, in its invocation."""
+        call = await lineage_rows.function_call(db, parent, call_id)
+        if call is None:  # the parent is gone, or its call was removed
+            return None
+        author, invocation_id, name = call
+        response: dict[str, Any] = {"outcome": body.outcome}
+        if body.result is not None:
+            response["result"] = body.result
+        event = EventIn.model_validate(
+            {
+                "author": author,
+                "invocationId": invocation_id,
+                "content": {
+                    "role": "user",
+                    "parts": [
+                        {"functionResponse": {"id": call_id, "name": name, "response": response}}
+                    ],
+                },
+            }
+        )
+        return prepare(event, self.settings)
+
+    async def ancestors(self, key: SessionKey) -> list[StoredSession]:
+        async with self.engine.connect() as db:
+            async with driver(db) as connection:
+                await require_session(connection, key)
+            return await lineage_rows.ancestors(db, key)
+
+    async def children(self, key: SessionKey, page: PageRequest) -> Page[StoredSession]:
+        listing = paging.listing("children", key)
+        after = None
+        if page.token:
+            after = paging.time_position(paging.decode(page.token, listing, (int, str)))
+        async with self.engine.connect() as db:
+            async with driver(db) as connection:
+                await require_session(connection, key)
+            rows = await lineage_rows.children_page(db, key, after=after, limit=page.size + 1)
+
+        def position(row: StoredSession) -> list[Any]:
+            return paging.time_cursor((row.create_time, row.key.session_id))
+
+        return Page(*paging.cut(rows, page.size, listing, position))
+
+
+def _new_key(parent: SessionKey, session_id: str | None) -> SessionKey:
+    return SessionKey(parent.app_name, parent.user_id, session_id or str(uuid.uuid4()))
+
+
+async def _hold(db: AsyncConnection, key: SessionKey, *, write: bool) -> lineage_rows.Held:
+    held = await lineage_rows.hold(db, key, write=write)
+    if held is None:
+        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+    return held
+
+
+async def _require_open_call(db: AsyncConnection, key: SessionKey, call_id: str) -> None:
+    """422 unless the session holds the function call; 409 if it is answered already."""
+    if await lineage_rows.function_call(db, key, call_id) is None:
+        raise InvalidInput(
+            f"No event of session {key.session_id!r} holds a functionCall with id {call_id!r}.",
+            field="functionCallId",
+        )
+    if await lineage_rows.is_answered(db, key, call_id):
+        raise Conflict(f"Function call {call_id!r} is answered already.")
