@@ -5,7 +5,8 @@
     ├── Unauthorized                     (401 unauthorized)
     ├── Forbidden                        (403 forbidden)
     ├── NotFound                         (404 not_found)
-    │   └── SessionNotFound              (404 session_not_found)
+    │   ├── SessionNotFound              (404 session_not_found)
+    │   └── EventNotFound                (404 event_not_found)
     ├── Conflict                         (409 conflict)
     │   ├── SessionAlreadyExists         (409 session_already_exists)
     │   ├── SessionClosed                (409 session_closed)
@@ -71,6 +72,14 @@ class SessionNotFound(NotFound):
         super().__init__(
             f"Session {session_id!r} of user {user_id!r} in app {app_name!r} does not exist."
         )
+
+
+class EventNotFound(NotFound):
+    code = "event_not_found"
+    title = "Event not found"
+
+    def __init__(self, session_id: str, event_id: str) -> None:
+        super().__init__(f"Session {session_id!r} holds no event with id {event_id!r}.")
 
 
 class Conflict(SessionaryError):

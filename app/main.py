@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app import db
-from app.api import events, health, lineage, sessions, shared_state
+from app.api import events, health, history, lineage, sessions, shared_state
 from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMiddleware
 from app.api.problems import install_error_handlers
 from app.api.routing import unguarded_routes
@@ -97,7 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(RequestObserver)  # added last, so outermost: it sees every answer
     install_error_handlers(app)
-    for module in (sessions, lineage, events, shared_state, health):
+    for module in (sessions, lineage, history, events, shared_state, health):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

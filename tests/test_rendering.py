@@ -14,7 +14,7 @@ import jsonschema
 
 SPEC = json.loads((Path(__file__).parent.parent / "openapi" / "openapi.json").read_text())
 APP, USER, SESSION = "render-app", "ada", "s1"
-PATHS = {"app_name": APP, "user_id": USER, "session_id": SESSION}
+PATHS = {"app_name": APP, "user_id": USER, "session_id": SESSION, "event_id": "e1"}
 
 EVENT = {
     "id": "e1",
@@ -75,8 +75,33 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
     ),
     ("GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/children", {}, 200),
     ("GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/lineage", {}, 200),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}:rewind",
+        {"json": {"beforeInvocationId": "inv-1"}},
+        201,
+    ),
+    (
+        "PATCH",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events/{event_id}",
+        {"json": {"content": {"role": "model", "parts": [{"text": "[redacted]"}]}}},
+        200,
+    ),
+    (
+        "DELETE",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events/{event_id}",
+        {},
+        200,
+    ),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}:trim",
+        {"json": {"keepLast": 2}},
+        200,
+    ),
     ("GET", "/apps/{app_name}/users/{user_id}/sessions", {}, 200),
     ("GET", "/apps/{app_name}/sessions", {"params": {"order": "desc"}}, 200),
+    ("POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}:reset", {}, 200),
     (
         "POST",
         "/apps/{app_name}/users/{user_id}/sessions/{session_id}:close",
@@ -118,7 +143,7 @@ async def test_every_rendered_body_matches_the_schema_of_its_answer(client: http
         errors = [error.message for error in validator(method, path, status).iter_errors(body)]
         assert not errors, (method, path, status, errors)
     session = (await client.get(CALLS[0][1].format(**PATHS) + f"/{SESSION}")).json()
-    assert [event["seq"] for event in session["events"]] == [1, 2, 3, 4]
+    assert (session["events"], session["status"]) == ([], "closed")  # reset, then closed
 
 
 async def test_a_large_float_in_state_reads_back_as_jsonb_renders_it(client: httpx.AsyncClient):

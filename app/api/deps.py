@@ -22,6 +22,7 @@ from app.rules.limits import ID_LENGTH, ID_PATTERN, INT64_MAX
 from app.schemas import ID_DESCRIPTION
 from app.services.auth import Need
 from app.services.events import EventService
+from app.services.history import HistoryService
 from app.services.lineage import LineageService
 from app.services.registry import Services
 from app.services.sessions import SessionService
@@ -40,6 +41,7 @@ def _path_id(description: str) -> object:
 AppName = Annotated[str, _path_id("The agent application.")]
 UserId = Annotated[str, _path_id("The end user within the app.")]
 SessionId = Annotated[str, _path_id("The session.")]
+EventId = Annotated[str, _path_id("The event.")]
 
 
 def services(request: Request) -> Services:
@@ -58,6 +60,10 @@ async def _events(request: Request) -> EventService:
 
 async def _lineage(request: Request) -> LineageService:
     return services(request).lineage
+
+
+async def _history(request: Request) -> HistoryService:
+    return services(request).history
 
 
 async def _shared_state(request: Request) -> SharedStateService:
@@ -151,6 +157,7 @@ Sessions = Annotated[SessionService, Depends(_sessions)]
 Events = Annotated[EventService, Depends(_events)]
 SharedStates = Annotated[SharedStateService, Depends(_shared_state)]
 Lineage = Annotated[LineageService, Depends(_lineage)]
+History = Annotated[HistoryService, Depends(_history)]
 
 
 bearer = HTTPBearer(

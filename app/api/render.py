@@ -102,3 +102,13 @@ def event_page(page: Page[bytes]) -> bytes:
 def scope_state(state: dict[str, Any]) -> bytes:
     """A `ScopeState`: the app's or a user's shared state."""
     return dumps({"state": state})
+
+
+def trimmed(removed: int, kept: int, version: int) -> bytes:
+    """A `Trimmed`."""
+    return dumps({"removedEvents": removed, "keptEvents": kept, "version": version})
+
+
+def events_removed(ids: list[str], version: int) -> bytes:
+    """An `EventsRemoved`."""
+    return dumps({"removedEventIds": ids, "version": version})

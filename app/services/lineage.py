@@ -56,15 +56,7 @@ class LineageService:
         async with self.engine.begin() as db:
             parent = await _hold(db, key, write=False)
             if body.before_invocation_id is not None:
-                first = await lineage_rows.first_seq_of_invocation(
-                    db, key, body.before_invocation_id
-                )
-                if first is None:
-                    raise InvalidInput(
-                        f"No event of invocation {body.before_invocation_id!r} is in the session.",
-                        field="beforeInvocationId",
-                    )
-                at = first - 1
+                at = await first_seq_of_invocation(db, key, body.before_invocation_id) - 1
             else:
                 at = parent.version if body.at_seq is None else body.at_seq
                 require_kept(parent.version, parent.base_seq, at, "atSeq")
@@ -181,6 +173,17 @@ class LineageService:
             return paging.time_cursor((row.create_time, row.key.session_id))
 
         return Page(*paging.cut(rows, page.size, listing, position))
+
+
+async def first_seq_of_invocation(db: AsyncConnection, key: SessionKey, invocation_id: str) -> int:
+    """The seq of the invocation's first event; 422 if none of the session's events has it."""
+    first = await lineage_rows.first_seq_of_invocation(db, key, invocation_id)
+    if first is None:
+        raise InvalidInput(
+            f"No event of invocation {invocation_id!r} is in the session.",
+            field="beforeInvocationId",
+        )
+    return first
 
 
 def _new_key(parent: SessionKey, session_id: str | None) -> SessionKey:

@@ -13,6 +13,7 @@ from app.config import Settings
 from app.db import DriverPool
 from app.services.auth import AuthService, GrantCache
 from app.services.events import EventService
+from app.services.history import HistoryService
 from app.services.lineage import LineageService
 from app.services.sessions import SessionService
 from app.services.shared_state import SharedStateService
@@ -24,6 +25,7 @@ class Services:
     events: EventService
     sessions: SessionService
     lineage: LineageService
+    history: HistoryService
     shared_state: SharedStateService
 
     @classmethod
@@ -35,5 +37,6 @@ class Services:
             events=events,
             sessions=sessions,
             lineage=LineageService(engine, settings, sessions, events),
+            history=HistoryService(engine, settings, events),
             shared_state=SharedStateService(engine, settings),
         )

@@ -28,6 +28,7 @@ from sessionary_client.models import (
     Event,
     EventList,
     EventPage,
+    EventsRemoved,
     Health,
     Inherit,
     Order,
@@ -38,6 +39,7 @@ from sessionary_client.models import (
     SessionList,
     SessionPage,
     State,
+    Trimmed,
 )
 
 
@@ -278,6 +280,91 @@ class AsyncSessionaryClient:
         params = query(pageSize=page_size, pageToken=page_token)
         response = await self._send("GET", path, params=params, idempotent=True)
         return cast(SessionPage, response.json())
+
+    async def rewind_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        before_invocation_id: str,
+        *,
+        if_match: int | None = None,
+    ) -> Event:
+        """ADK's rewind: appends the event that undoes `before_invocation_id` and everything
+        after it (state included); returns that event."""
+        # Not resent after a lost answer: a second rewind event would be appended.
+        response = await self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id) + ":rewind",
+            body={"beforeInvocationId": before_invocation_id},
+            headers=if_match_header(if_match),
+        )
+        return cast(Event, response.json())
+
+    async def trim_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        keep_last: int,
+        *,
+        if_match: int | None = None,
+    ) -> Trimmed:
+        """Remove all but the newest `keep_last` events (and answers to removed calls)."""
+        response = await self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id) + ":trim",
+            body={"keepLast": keep_last},
+            headers=if_match_header(if_match),
+        )
+        return cast(Trimmed, response.json())
+
+    async def reset_session(
+        self, app_name: str, user_id: str, session_id: str, *, if_match: int | None = None
+    ) -> Trimmed:
+        """Remove every event and the session's own state."""
+        response = await self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id) + ":reset",
+            headers=if_match_header(if_match),
+        )
+        return cast(Trimmed, response.json())
+
+    async def remove_event(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event_id: str,
+        *,
+        if_match: int | None = None,
+    ) -> EventsRemoved:
+        """Remove an event and the events answering its function calls."""
+        response = await self._send(
+            "DELETE",
+            sessions_path(app_name, user_id, session_id, "events", event_id),
+            headers=if_match_header(if_match),
+        )
+        return cast(EventsRemoved, response.json())
+
+    async def rewrite_event(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event_id: str,
+        content: dict[str, object],
+        *,
+        if_match: int | None = None,
+    ) -> Event:
+        """Replace an event's `content` (a redaction, say); returns the event as stored."""
+        response = await self._send(
+            "PATCH",
+            sessions_path(app_name, user_id, session_id, "events", event_id),
+            body={"content": content},
+            headers=if_match_header(if_match),
+        )
+        return cast(Event, response.json())
 
     async def delete_session(self, app_name: str, user_id: str, session_id: str) -> None:
         # Not resent after a lost answer: for the caller, the resend would answer 404.

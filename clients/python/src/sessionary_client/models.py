@@ -65,6 +65,18 @@ class EventList(TypedDict):
     events: list[Event]
 
 
+class Trimmed(TypedDict):
+    removedEvents: int
+    keptEvents: int
+    version: int
+
+
+class EventsRemoved(TypedDict):
+    removedEventIds: list[str]
+    """The event asked for, then the events that answered its function calls."""
+    version: int
+
+
 class ScopeState(TypedDict):
     state: State
 

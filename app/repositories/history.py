@@ -1,0 +1,137 @@
+"""SQL for history surgery: trims, resets, removing and rewriting events. Each is called with
+the session's row held for writing (`lineage.hold`), in the caller's transaction."""
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import ARRAY, BigInteger, bindparam, delete, func, literal, select, text, update
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.domain import SessionKey
+from app.models import StorageEvent, StorageSession
+from app.repositories.events import event_filter
+from app.repositories.sessions import EMPTY_STATE, key_filter, state_as_of
+from app.rules.tool_calls import ToolLinks
+
+# Each event with a function call or response: its seq and the ids it calls and answers.
+_TOOL_LINKS = text(
+    """
+SELECT seq,
+       ARRAY(SELECT part -> 'functionCall' ->> 'id' FROM jsonb_array_elements(parts) part
+             WHERE part -> 'functionCall' ->> 'id' IS NOT NULL) AS calls,
+       ARRAY(SELECT part -> 'functionResponse' ->> 'id' FROM jsonb_array_elements(parts) part
+             WHERE part -> 'functionResponse' ->> 'id' IS NOT NULL) AS responses
+FROM (SELECT seq, event -> 'content' -> 'parts' AS parts FROM events
+      WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+        AND jsonb_typeof(event -> 'content' -> 'parts') = 'array'
+        AND (event -> 'content' -> 'parts' @? '$[*].functionCall'
+             OR event -> 'content' -> 'parts' @? '$[*].functionResponse')) AS tooled
+ORDER BY seq
+"""
+)
+
+
+async def tool_links(db: AsyncConnection, key: SessionKey) -> list[ToolLinks]:
+    rows = await db.execute(_TOOL_LINKS.bindparams(**key.columns()))
+    return [ToolLinks(row.seq, frozenset(row.calls), frozenset(row.responses)) for row in rows]
+
+
+async def find_event(
+    db: AsyncConnection, key: SessionKey, event_id: str
+) -> tuple[int, dict[str, Any]] | None:
+    statement = select(StorageEvent.seq, StorageEvent.event).where(
+        event_filter(key), StorageEvent.id == event_id
+    )
+    row = (await db.execute(statement)).first()
+    return None if row is None else (row.seq, row.event)
+
+
+async def newest_trimmed_seq(db: AsyncConnection, key: SessionKey, keep_last: int) -> int | None:
+    """The seq of the newest event a trim to the last `keep_last` removes; None if none."""
+    statement = (
+        select(StorageEvent.seq)
+        .where(event_filter(key))
+        .order_by(StorageEvent.seq.desc())
+        .offset(keep_last)
+        .limit(1)
+    )
+    seq: int | None = await db.scalar(statement)
+    return seq
+
+
+async def count_events(db: AsyncConnection, key: SessionKey) -> int:
+    return int(await db.scalar(select(func.count()).where(event_filter(key))) or 0)
+
+
+async def remove_events(
+    db: AsyncConnection, key: SessionKey, *, seqs: Iterable[int] = (), up_to: int = 0
+) -> list[str]:
+    """Delete the events at `seqs` and every event up to `up_to`; their ids, in seq order."""
+    chosen = bindparam("seqs", sorted(seqs), type_=ARRAY(BigInteger))
+    statement = (
+        delete(StorageEvent)
+        .where(
+            event_filter(key),
+            (StorageEvent.seq <= up_to) | (StorageEvent.seq == func.any(chosen)),
+        )
+        .returning(StorageEvent.seq, StorageEvent.id)
+    )
+    rows = sorted(await db.execute(statement))
+    return [row.id for row in rows]
+
+
+async def rebase(db: AsyncConnection, key: SessionKey, seq: int) -> int:
+    """Start the kept history after `seq`, its state then as the base (before the events up to
+    it go); takes a version, which it returns."""
+    statement = (
+        update(StorageSession)
+        .where(key_filter(key))
+        .values(
+            base_state=state_as_of(literal(seq, BigInteger)),
+            base_seq=seq,
+            version=StorageSession.version + 1,
+        )
+        .returning(StorageSession.version)
+    )
+    return int((await db.execute(statement)).scalar_one())
+
+
+async def clear(db: AsyncConnection, key: SessionKey) -> int:
+    """Empty the session's own state and start its history afresh; takes a version."""
+    statement = (
+        update(StorageSession)
+        .where(key_filter(key))
+        .values(
+            state=EMPTY_STATE,
+            base_state=EMPTY_STATE,
+            base_seq=StorageSession.version + 1,
+            version=StorageSession.version + 1,
+        )
+        .returning(StorageSession.version)
+    )
+    return int((await db.execute(statement)).scalar_one())
+
+
+async def bump(db: AsyncConnection, key: SessionKey) -> int:
+    """Take a version for a write that appends nothing; returns it."""
+    statement = (
+        update(StorageSession)
+        .where(key_filter(key))
+        .values(version=StorageSession.version + 1)
+        .returning(StorageSession.version)
+    )
+    return int((await db.execute(statement)).scalar_one())
+
+
+async def rewrite_content(
+    db: AsyncConnection, key: SessionKey, seq: int, content: dict[str, Any]
+) -> dict[str, Any]:
+    """Replace the event's `content`; the event as now stored."""
+    statement = (
+        update(StorageEvent)
+        .where(event_filter(key), StorageEvent.seq == seq)
+        .values(event=StorageEvent.event.op("||")(literal({"content": content}, JSONB)))
+        .returning(StorageEvent.event)
+    )
+    return dict((await db.execute(statement)).scalar_one())

@@ -1,0 +1,187 @@
+"""History surgery: ADK's rewind (append-only), and for operators trim, reset, and removing or
+rewriting an event, with function calls and their responses kept or removed together.
+
+Every operation is one transaction that holds the session's row for writing, honours
+If-Match, refuses a closed session, and takes a version; seqs are never reused.
+"""
+
+import uuid
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.config import Settings
+from app.db import driver
+from app.domain import SessionKey
+from app.errors import (
+    EventNotFound,
+    PayloadTooLarge,
+    SessionClosed,
+    SessionNotFound,
+    StaleSession,
+    ToolPairViolation,
+)
+from app.repositories import history as history_rows
+from app.repositories import lineage as lineage_rows
+from app.rules import tool_calls
+from app.rules.events import canonical_json, prepare
+from app.rules.rewinds import restoring_delta
+from app.schemas import EventIn
+from app.services.events import EventService
+from app.services.lineage import first_seq_of_invocation
+
+
+class HistoryService:
+    """Each public method is one unit of work, committed before it returns."""
+
+    def __init__(self, engine: AsyncEngine, settings: Settings, events: EventService) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.events = events
+
+    async def rewind(
+        self, key: SessionKey, before_invocation_id: str, expected_version: int | None
+    ) -> dict[str, Any]:
+        """Append ADK's rewind event: `actions.rewindBeforeInvocationId`, and the state delta
+        that takes the session's own state back to what it was before the invocation's first
+        event. Nothing is removed; readers drop the rewound events (`rules.rewinds`)."""
+        async with self.engine.begin() as db:
+            held = await _hold_for_write(db, key, expected_version)
+            first = await first_seq_of_invocation(db, key, before_invocation_id)
+            then = await lineage_rows.state_at(db, key, first - 1)
+            event = EventIn.model_validate(
+                {
+                    "author": "user",
+                    "invocationId": f"e-{uuid.uuid4()}",
+                    "actions": {
+                        "rewindBeforeInvocationId": before_invocation_id,
+                        "stateDelta": restoring_delta(held.state, then),
+                    },
+                }
+            )
+            async with driver(db) as connection:
+                stored = await self.events.append_prepared(
+                    connection, key, [prepare(event, self.settings)], held.version
+                )
+        assert stored is not None  # the row is held: the session is there, at that version
+        return stored[0]
+
+    async def trim(
+        self, key: SessionKey, keep_last: int, expected_version: int | None
+    ) -> tuple[int, int, int]:
+        """Keep the newest `keep_last` events, and of those none that answers a removed call;
+        (removed, kept, version). The state before the first kept event becomes the base that
+        point-in-time reads start from."""
+        async with self.engine.begin() as db:
+            await _hold_for_write(db, key, expected_version)
+            cut = await history_rows.newest_trimmed_seq(db, key, keep_last)
+            if cut is None:
+                version = await history_rows.bump(db, key)
+                return 0, await history_rows.count_events(db, key), version
+            links = await history_rows.tool_links(db, key)
+            trimmed = {link.seq for link in links if link.seq <= cut}
+            answers = tool_calls.with_answers(links, trimmed, strict=False) - trimmed
+            version = await history_rows.rebase(db, key, cut)
+            removed = await history_rows.remove_events(db, key, seqs=answers, up_to=cut)
+            kept = await history_rows.count_events(db, key)
+        return len(removed), kept, version
+
+    async def reset(self, key: SessionKey, expected_version: int | None) -> tuple[int, int, int]:
+        """Remove every event and the session's own state; (removed, 0, version)."""
+        async with self.engine.begin() as db:
+            await _hold_for_write(db, key, expected_version)
+            version = await history_rows.clear(db, key)
+            removed = await history_rows.remove_events(db, key, up_to=version)
+        return len(removed), 0, version
+
+    async def remove_event(
+        self, key: SessionKey, event_id: str, expected_version: int | None
+    ) -> tuple[list[str], int]:
+        """Remove the event and the events answering its function calls; (their ids, version).
+        ToolPairViolation if the event answers a call whose event would stay."""
+        async with self.engine.begin() as db:
+            await _hold_for_write(db, key, expected_version)
+            seq, _ = await _find(db, key, event_id)
+            links = await history_rows.tool_links(db, key)
+            removing = tool_calls.with_answers(links, {seq})
+            version = await history_rows.bump(db, key)
+            removed = await history_rows.remove_events(db, key, seqs=removing)
+        return removed, version
+
+    async def rewrite_event(
+        self,
+        key: SessionKey,
+        event_id: str,
+        content: dict[str, Any],
+        expected_version: int | None,
+    ) -> tuple[dict[str, Any], int]:
+        """Replace the event's `content` (a redaction, say); a function call it no longer makes
+        takes its answers with it. (The event as stored, version.)"""
+        async with self.engine.begin() as db:
+            await _hold_for_write(db, key, expected_version)
+            seq, document = await _find(db, key, event_id)
+            rewritten = {**document, "content": content}
+            _check_size(rewritten, self.settings.max_event_bytes)
+            old = tool_calls.links(seq, document.get("content"))
+            new = tool_calls.links(seq, content)
+            links = await history_rows.tool_links(db, key)
+            _check_answers(links, old, new)
+            # The session's links as the rewrite leaves them: what the cascade is judged on.
+            after = [link for link in links if link.seq != seq] + [new]
+            dropped_calls = old.calls - new.calls
+            answering = {link.seq for link in after if link.responses & dropped_calls}
+            removing = tool_calls.with_answers(after, answering) if answering else set()
+            version = await history_rows.bump(db, key)
+            await history_rows.remove_events(db, key, seqs=removing)
+            stored = await history_rows.rewrite_content(db, key, seq, content)
+        return stored, version
+
+
+async def _hold_for_write(
+    db: AsyncConnection, key: SessionKey, expected_version: int | None
+) -> lineage_rows.Held:
+    held = await lineage_rows.hold(db, key, write=True)
+    if held is None:
+        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+    if not held.is_open:
+        raise SessionClosed(key.session_id)
+    if expected_version is not None and held.version != expected_version:
+        raise StaleSession(expected_version, held.version)
+    return held
+
+
+async def _find(db: AsyncConnection, key: SessionKey, event_id: str) -> tuple[int, dict[str, Any]]:
+    found = await history_rows.find_event(db, key, event_id)
+    if found is None:
+        raise EventNotFound(key.session_id, event_id)
+    return found
+
+
+def _check_size(document: dict[str, Any], limit: int) -> None:
+    size = len(canonical_json(document))
+    if size > limit:
+        raise PayloadTooLarge(
+            f"The rewritten event is {size} bytes; the limit is {limit} "
+            "(SESSIONARY_MAX_EVENT_BYTES)."
+        )
+
+
+def _check_answers(
+    links: list[tool_calls.ToolLinks], old: tool_calls.ToolLinks, new: tool_calls.ToolLinks
+) -> None:
+    """A rewrite may drop a response only with its call, and add one only to a call of the
+    session that another event does not answer already."""
+    call_seq = {call: link.seq for link in links for call in link.calls if link.seq != old.seq}
+    answered = {r for link in links if link.seq != old.seq for r in link.responses}
+    for response in sorted(old.responses - new.responses):
+        if response in call_seq:
+            raise ToolPairViolation(
+                f"The rewrite drops the response to function call {response!r}, whose call "
+                f"stays (seq {call_seq[response]}): remove the call's event instead."
+            )
+    for response in sorted(new.responses - old.responses):
+        if (response not in call_seq and response not in new.calls) or response in answered:
+            raise ToolPairViolation(
+                f"The rewrite adds a response to function call {response!r}, which no other "
+                "event of the session makes, or which is answered already."
+            )

@@ -1,0 +1,189 @@
+"""History surgery over HTTP: rewind, trim, reset, removing and rewriting events, with the
+tool-call invariant kept."""
+
+from typing import Any
+
+import httpx
+
+from tests.helpers import append, assert_problem, create_session, delta_event, session_url
+
+S = session_url("s")
+
+
+def calls(*ids: str, invocation: str = "inv-1", **fields: Any) -> dict[str, Any]:
+    parts = [{"functionCall": {"id": i, "name": "search", "args": {"q": i}}} for i in ids]
+    return {"author": "planner", "invocationId": invocation, "content": {"parts": parts}, **fields}
+
+
+def answers(*ids: str, invocation: str = "inv-1", **fields: Any) -> dict[str, Any]:
+    parts = [{"functionResponse": {"id": i, "name": "search", "response": {"ok": i}}} for i in ids]
+    return {"author": "planner", "invocationId": invocation, "content": {"parts": parts}, **fields}
+
+
+async def add(client: httpx.AsyncClient, event: dict[str, Any]) -> dict[str, Any]:
+    response = await append(client, "s", event)
+    assert response.status_code == 201, response.text
+    stored: dict[str, Any] = response.json()
+    return stored
+
+
+async def session(client: httpx.AsyncClient, query: str = "") -> dict[str, Any]:
+    response = await client.get(S + query)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def ids(read: dict[str, Any]) -> list[str]:
+    return [event["id"] for event in read["events"]]
+
+
+async def test_rewind_appends_adks_rewind_event_restoring_the_state_before(client):
+    await create_session(client, sessionId="s", state={"kept": "yes", "step": 0})
+    await add(client, delta_event({"step": 1, "a": 1}, invocationId="inv-1"))
+    await add(client, delta_event({"step": 2, "b": 2, "app:x": 1}, invocationId="inv-2"))
+    await add(client, delta_event({"step": 3, "a": 3}, invocationId="inv-3"))
+    response = await client.post(f"{S}:rewind", json={"beforeInvocationId": "inv-2"})
+    assert response.status_code == 201, response.text
+    event = response.json()
+    assert response.headers["etag"] == '"4"' and event["seq"] == 4
+    assert event["author"] == "user" and event["invocationId"].startswith("e-")
+    assert event["actions"] == {
+        "rewindBeforeInvocationId": "inv-2",
+        "stateDelta": {"step": 1, "a": 1, "b": None},
+    }
+    state = (await session(client))["state"]
+    assert state == {"kept": "yes", "step": 1, "a": 1, "b": None, "app:x": 1}
+
+
+async def test_rewind_of_an_unknown_invocation_is_422_and_honours_if_match(client):
+    await create_session(client, sessionId="s")
+    await add(client, delta_event({"a": 1}, invocationId="inv-1"))
+    unknown = await client.post(f"{S}:rewind", json={"beforeInvocationId": "nope"})
+    assert_problem(unknown, 422, "validation_error")
+    stale = await client.post(
+        f"{S}:rewind", json={"beforeInvocationId": "inv-1"}, headers={"If-Match": '"0"'}
+    )
+    assert_problem(stale, 412, "stale_session")
+    assert (await session(client))["version"] == 1
+
+
+async def test_trim_keeps_the_newest_events_and_no_answer_without_its_call(client):
+    await create_session(client, sessionId="s", state={"n": 0})
+    await add(client, delta_event({"n": 1}, id="e1"))
+    await add(client, calls("c1", id="e2"))
+    await add(client, delta_event({"n": 3}, id="e3"))
+    await add(client, answers("c1", id="e4"))
+    await add(client, delta_event({"n": 5}, id="e5"))
+    response = await client.post(f"{S}:trim", json={"keepLast": 3})
+    assert response.status_code == 200, response.text
+    # e3, e4, e5 are the newest three; e4 answers e2's call, which goes: e4 goes with it.
+    assert response.json() == {"removedEvents": 3, "keptEvents": 2, "version": 6}
+    assert response.headers["etag"] == '"6"'
+    read = await session(client)
+    assert ids(read) == ["e3", "e5"] and read["state"] == {"n": 5}
+    assert (await add(client, delta_event({"n": 7})))["seq"] == 7  # seqs are never reused
+    assert (await session(client, "?untilSeq=3"))["state"] == {"n": 3}
+    assert_problem(await client.get(S + "?untilSeq=1"), 422, "validation_error")
+    assert_problem(await client.post(f"{S}:fork", json={"atSeq": 1}), 422, "validation_error")
+
+
+async def test_trim_keeping_more_than_there_is_removes_nothing(client):
+    await create_session(client, sessionId="s")
+    await add(client, delta_event({"n": 1}))
+    response = await client.post(f"{S}:trim", json={"keepLast": 10})
+    assert response.json() == {"removedEvents": 0, "keptEvents": 1, "version": 2}
+    assert_problem(await client.post(f"{S}:trim", json={"keepLast": -1}), 422, "validation_error")
+
+
+async def test_reset_removes_every_event_and_the_sessions_own_state(client):
+    await create_session(client, sessionId="s", state={"k": 1, "user:u": 1})
+    await add(client, delta_event({"k": 2, "app:a": 1}))
+    response = await client.post(f"{S}:reset")
+    assert response.json() == {"removedEvents": 1, "keptEvents": 0, "version": 2}
+    read = await session(client)
+    assert read["events"] == [] and read["state"] == {"user:u": 1, "app:a": 1}
+    assert (await add(client, delta_event({"k": 3})))["seq"] == 3
+    assert (await session(client, "?untilSeq=2"))["state"] == {"user:u": 1, "app:a": 1}
+
+
+async def test_removing_a_call_removes_every_answer_with_it(client):
+    await create_session(client, sessionId="s")
+    await add(client, calls("c1", "c2", "c3", id="call"))  # parallel calls in one event
+    await add(client, answers("c1", "c2", id="both"))
+    await add(client, delta_event({"x": 1}, id="other"))
+    await add(client, answers("c3", id="third"))
+    response = await client.delete(f"{S}/events/call")
+    assert response.status_code == 200, response.text
+    assert response.json() == {"removedEventIds": ["call", "both", "third"], "version": 5}
+    assert response.headers["etag"] == '"5"'
+    assert ids(await session(client)) == ["other"]
+
+
+async def test_removing_an_answer_whose_call_stays_is_409_and_changes_nothing(client):
+    await create_session(client, sessionId="s")
+    await add(client, calls("c1", id="call"))
+    await add(client, answers("c1", id="answer"))
+    response = await client.delete(f"{S}/events/answer")
+    assert_problem(response, 409, "tool_pair_violation")
+    read = await session(client)
+    assert ids(read) == ["call", "answer"] and read["version"] == 2
+    assert_problem(await client.delete(f"{S}/events/nope"), 404, "event_not_found")
+    stale = await client.delete(f"{S}/events/call", headers={"If-Match": '"1"'})
+    assert_problem(stale, 412, "stale_session")
+
+
+async def test_a_plain_event_is_removed_alone(client):
+    await create_session(client, sessionId="s")
+    await add(client, delta_event({"x": 1}, id="e1"))
+    await add(client, delta_event({"x": 2}, id="e2"))
+    response = await client.delete(f"{S}/events/e1", headers={"If-Match": '"2"'})
+    assert response.json() == {"removedEventIds": ["e1"], "version": 3}
+    assert [e["seq"] for e in (await session(client))["events"]] == [2]
+
+
+async def test_rewriting_content_redacts_in_place_and_dropping_a_call_drops_its_answer(client):
+    await create_session(client, sessionId="s")
+    await add(client, calls("c1", "c2", id="call"))
+    await add(client, answers("c1", id="a1"))
+    await add(client, answers("c2", id="a2"))
+    redacted = {"parts": [{"functionCall": {"id": "c2", "name": "search", "args": {}}}]}
+    response = await client.patch(f"{S}/events/call", json={"content": redacted})
+    assert response.status_code == 200, response.text
+    assert response.json()["content"] == redacted and response.json()["seq"] == 1
+    assert response.headers["etag"] == '"4"'
+    read = await session(client)
+    assert ids(read) == ["call", "a2"]
+    assert read["events"][0]["content"] == redacted
+
+
+async def test_a_rewrite_that_breaks_a_pair_is_409(client):
+    await create_session(client, sessionId="s")
+    await add(client, calls("c1", id="call"))
+    await add(client, answers("c1", id="answer"))
+    drop = await client.patch(f"{S}/events/answer", json={"content": {"parts": [{"text": "x"}]}})
+    assert_problem(drop, 409, "tool_pair_violation")
+    orphan = answers("nope")["content"]
+    same = await client.patch(f"{S}/events/call", json={"content": calls("c1")["content"]})
+    assert same.status_code == 200  # the same calls: nothing else changes
+    stray = await client.patch(f"{S}/events/answer", json={"content": orphan})
+    assert_problem(stray, 409, "tool_pair_violation")
+    assert_problem(
+        await client.patch(f"{S}/events/answer", json={"content": "text"}), 422, "validation_error"
+    )
+    assert ids(await session(client)) == ["call", "answer"]
+
+
+async def test_surgery_on_a_closed_session_is_409(client):
+    await create_session(client, sessionId="s")
+    await add(client, delta_event({"x": 1}, id="e1", invocationId="inv-1"))
+    await client.post(f"{S}:close", json={"outcome": "completed"})
+    for method, url, body in [
+        ("POST", f"{S}:rewind", {"beforeInvocationId": "inv-1"}),
+        ("POST", f"{S}:trim", {"keepLast": 0}),
+        ("POST", f"{S}:reset", None),
+        ("DELETE", f"{S}/events/e1", None),
+        ("PATCH", f"{S}/events/e1", {"content": {"parts": []}}),
+    ]:
+        response = await client.request(method, url, json=body)
+        assert_problem(response, 409, "session_closed")
