@@ -30,6 +30,9 @@ ROWS = (
     Row("s6_s1_p50", "S6 (big db) S1 append", "p50 ms"),
     Row("s6_s1_p99", "S6 (big db) S1 append", "p99 ms"),
     Row("s6_s4_ms", "S6 (big db) S4 read recent", "ms"),
+    Row("s8_read_ms", "S8 read a long session whole", "ms"),
+    Row("s8_until_ms", "S8 the same as of the seq before its last", "ms"),
+    Row("s8_fork_ms", "S8 fork it whole", "ms"),
 )
 
 
@@ -147,6 +150,18 @@ def targets(results: Results) -> list[Target]:
             "S6 S4 within 1.5x of small db",
             r("s6_s4_ms") <= 1.5 * r("s4_ms"),
             f"{r('s6_s4_ms') / r('s4_ms'):.2f}x",
+        ),
+    ]
+    checks += [
+        Target(
+            "S8 fork within 3x of a plain read",
+            r("s8_fork_ms") <= 3 * r("s8_read_ms"),
+            f"{r('s8_fork_ms') / r('s8_read_ms'):.2f}x",
+        ),
+        Target(
+            "S8 point-in-time read within 1.5x of a plain read",
+            r("s8_until_ms") <= 1.5 * r("s8_read_ms"),
+            f"{r('s8_until_ms') / r('s8_read_ms'):.2f}x",
         ),
     ]
     if results.sustained:

@@ -24,9 +24,9 @@ from bench.adk_side import Adk
 from bench.databases import Databases, Schema, seeded_key
 from bench.floor import Floor
 from bench.report import Results, render
-from bench.sessionary_side import Sessionary, session_path
+from bench.sessionary_side import Sessionary, lineage_times, session_path
 from bench.systems import System
-from bench.workload import GROWTH_APP, LIST_APP, READ_APP, Sizes
+from bench.workload import GROWTH_APP, LINEAGE_APP, LIST_APP, READ_APP, Sizes
 
 QUICK = Sizes(
     append_sessions=8,
@@ -44,6 +44,7 @@ QUICK = Sizes(
     read_repeat=5,
     append_seconds=2,
     sustained_minutes=0,
+    lineage_events=500,
 )
 LIST_USERS = 100
 
@@ -79,6 +80,7 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
 
 
 READ_KEY = seeded_key(READ_APP, 1, users=1, user_prefix="reader", session_prefix="long")
+LINEAGE_KEY = seeded_key(LINEAGE_APP, 1, users=1, user_prefix="brancher", session_prefix="tree")
 
 
 def _schemas(dbs: Databases, with_adk: bool) -> list[tuple[str, Schema]]:
@@ -107,6 +109,17 @@ async def seed_small(dbs: Databases, sizes: Sizes, with_adk: bool) -> None:
             events_per_session=2,
             users=LIST_USERS,
         )
+    # S8's session, for Sessionary alone: lineage is not in ADK's service.
+    await databases.seed(
+        dbs.sessionary,
+        "sessionary",
+        app=LINEAGE_APP,
+        sessions=1,
+        events_per_session=sizes.lineage_events,
+        users=1,
+        user_prefix="brancher",
+        session_prefix="tree",
+    )
 
 
 async def seed_growth(dbs: Databases, sizes: Sizes, with_adk: bool) -> None:
@@ -281,6 +294,12 @@ async def bench(args: argparse.Namespace) -> str:
             floor = Floor(dbs.floor, pool=sizes.clients)
             await floor.open()
             return floor
+
+        log("Sessionary: S8 (a plain read, a point-in-time read and a fork of one session)")
+        plain, until, fork = await lineage_times(sessionary, LINEAGE_KEY, sizes)
+        results.put("s8_read_ms", sessionary.name, plain)
+        results.put("s8_until_ms", sessionary.name, until)
+        results.put("s8_fork_ms", sessionary.name, fork)
 
         systems = [open_sessionary] + ([open_adk] if adk else []) + [open_floor]
         await phase(systems, lambda system: run_small(system, sizes, results, "small"))

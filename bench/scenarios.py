@@ -122,7 +122,7 @@ async def batch_append(system: System, sizes: Sizes, label: str) -> Burst:
     return median_burst(bursts)
 
 
-async def _median_call(times: int, call: Any) -> float:
+async def median_call(times: int, call: Any) -> float:
     """Median milliseconds of `times` sequential calls, after two untimed ones."""
     for _ in range(2):
         await call()
@@ -144,7 +144,7 @@ async def read(system: System, sizes: Sizes, key: SessionKey, recent: int | None
             if count != expected:
                 raise AssertionError(f"{system.name} read {count} events, expected {expected}")
 
-        return await _median_call(sizes.read_repeat, call)
+        return await median_call(sizes.read_repeat, call)
 
 
 async def list_pages(system: System, sizes: Sizes, app: str, *, paged: bool) -> tuple[float, float]:
@@ -157,7 +157,7 @@ async def list_pages(system: System, sizes: Sizes, app: str, *, paged: bool) -> 
             if count != expected:
                 raise AssertionError(f"{system.name} listed {count}, expected {expected}")
 
-        first_ms = await _median_call(sizes.read_repeat, first)
+        first_ms = await median_call(sizes.read_repeat, first)
         if not paged:
             return first_ms, float("nan")
         token = None
@@ -170,4 +170,4 @@ async def list_pages(system: System, sizes: Sizes, app: str, *, paged: bool) -> 
             if count != sizes.page_size:
                 raise AssertionError(f"{system.name} page {sizes.far_page} listed {count}")
 
-        return first_ms, await _median_call(sizes.read_repeat, far)
+        return first_ms, await median_call(sizes.read_repeat, far)

@@ -8,8 +8,9 @@ from urllib.parse import quote, urlencode
 
 from app.domain import SessionKey
 from bench.loadgen import Connection, request
+from bench.scenarios import median_call
 from bench.systems import PageToken
-from bench.workload import EventSpec, wire_event
+from bench.workload import EventSpec, Sizes, wire_event
 
 
 def session_path(key: SessionKey) -> str:
@@ -78,3 +79,31 @@ class Sessionary:
 
     async def close(self) -> None:
         """Nothing to release: connections live only as long as their lane."""
+
+
+async def lineage_times(
+    system: Sessionary, key: SessionKey, sizes: Sizes
+) -> tuple[float, float, float]:
+    """S8, on a session of `sizes.lineage_events` events: median ms of a plain read, of a
+    read as of the seq before its last (`untilSeq`: all events but one, and the state rebuilt
+    from their deltas), and of forking it whole (a new session with a copy of every event)."""
+    path = session_path(key)
+    forks = iter(range(1_000_000))
+    async with Connection(system.host, system.port) as connection:
+        last_seq = sizes.lineage_events
+
+        async def read(query: str = "", expected: int = last_seq) -> None:
+            response = await connection.call("GET", path + query)
+            if response.body.count(b'"seq":') != expected:
+                raise AssertionError(f"S8 read {query!r} did not return {expected} events")
+
+        async def fork() -> None:
+            body = json.dumps({"sessionId": f"fork-{next(forks)}"}).encode()
+            await connection.call("POST", path + ":fork", body, expect=201)
+
+        plain = await median_call(sizes.read_repeat, read)
+        until = await median_call(
+            sizes.read_repeat, lambda: read(f"?untilSeq={last_seq - 1}", last_seq - 1)
+        )
+        forked = await median_call(sizes.repeat, fork)
+    return plain, until, forked

@@ -25,6 +25,7 @@ APPEND_APP = "bench-append"
 READ_APP = "bench-read"
 LIST_APP = "bench-list"
 GROWTH_APP = "bench-growth"
+LINEAGE_APP = "bench-lineage"
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Sizes:
     read_repeat: int = 20
     append_seconds: int = 10
     sustained_minutes: int = 10
+    lineage_events: int = 10_000
 
     @property
     def append_events(self) -> int:

@@ -43,6 +43,9 @@ async def fork_session(
     At `atSeq`, before the first event of `beforeInvocationId`, or (with neither) at the end;
     a point past the end is a 422. The parent is not changed, its version neither; the fork is
     independent of it from then on. 409 `session_already_exists` if `sessionId` is taken.
+
+    Answers the new session without its events (`events` is empty: a fork may hold thousands,
+    and sending them again would cost as much as copying them); read it to get them.
     """
     read = await lineage.fork(key, body or SessionFork())
     return respond(render.session(read), status.HTTP_201_CREATED, read.session.version)
@@ -64,7 +67,7 @@ async def create_child_session(
 
     With `functionCallId`, the child works on that call of the parent (it must be there and
     not answered yet, and have no other child): closing the child answers it. 409
-    `session_closed` if this session is closed.
+    `session_closed` if this session is closed. Answered, like a fork, without its events.
     """
     read = await lineage.create_child(
         key, body or ChildCreate(), app_state_writable=app_state_writable

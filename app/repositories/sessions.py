@@ -12,6 +12,7 @@ from sqlalchemy import (
     Text,
     and_,
     bindparam,
+    case,
     cast,
     delete,
     func,
@@ -184,8 +185,9 @@ _UNTIL = bindparam("until_seq", type_=BigInteger)
 
 
 def state_as_of(until_seq: ColumnElement[int]) -> ColumnElement[Any]:
-    """The session's own state as it was at `until_seq` (migration 0006)."""
-    return func.sessionary_state_as_of(
+    """The session's own state as it was at `until_seq`: rebuilt from its history (migration
+    0006), or at its version, the state itself."""
+    rebuilt = func.sessionary_state_as_of(
         StorageSession.app_name,
         StorageSession.user_id,
         StorageSession.id,
@@ -194,6 +196,7 @@ def state_as_of(until_seq: ColumnElement[int]) -> ColumnElement[Any]:
         until_seq,
         type_=JSONB,
     )
+    return case((until_seq >= StorageSession.version, StorageSession.state), else_=rebuilt)
 
 
 def _read(*, recent: bool, until: bool) -> DriverStatement:

@@ -51,7 +51,9 @@ class LineageService:
 
     async def fork(self, key: SessionKey, body: SessionFork) -> SessionRead:
         """A new session with the parent's events up to the fork point and its session state
-        then; the parent is held (shared) while its history is copied, and not changed."""
+        then; the parent is held (shared) while its history is copied, and not changed.
+        Returned without its events, which can be thousands: a second read of them all would
+        cost as much as the copy."""
         fork = _new_key(key, body.session_id)
         async with self.engine.begin() as db:
             parent = await _hold(db, key, write=False)
@@ -70,7 +72,7 @@ class LineageService:
             await self.sessions.insert(db, fork, ScopedDelta(session=state), origin=origin)
             await lineage_rows.copy_events(db, key, fork, until_seq=at)
             async with driver(db) as connection:
-                return await read_session(connection, fork)
+                return await read_session(connection, fork, num_recent_events=0)
 
     async def create_child(
         self, key: SessionKey, body: ChildCreate, *, app_state_writable: bool
@@ -104,7 +106,7 @@ class LineageService:
                     db, key, child, until_seq=parent.version, only_seqs=live
                 )
             async with driver(db) as connection:
-                return await read_session(connection, child)
+                return await read_session(connection, child, num_recent_events=0)
 
     async def close(
         self, key: SessionKey, body: SessionClose, expected_version: int | None

@@ -147,7 +147,8 @@ def test_sync_client_forks_reads_back_in_time_and_closes_children(
     child = sync_client.create_child_session(
         app_name, USER, "p", child_session_id="c", function_call_id="c1", inherit="context"
     )
-    assert child["kind"] == "child" and len(child["events"]) == 2
+    assert child["kind"] == "child"
+    assert len(sync_client.get_session(app_name, USER, "c")["events"]) == 2
     closed = sync_client.close_session(app_name, USER, "c", "completed", result=7, if_match=2)
     assert closed["status"] == "closed"
     answer = sync_client.get_session(app_name, USER, "p", num_recent_events=1)["events"][0]
