@@ -111,10 +111,12 @@ _ROWS = """
 
 _SESSIONS_SQL: dict[Schema, str] = {
     "sessionary": """
-        INSERT INTO sessions (app_name, user_id, id, state, version, create_time, update_time)
+        INSERT INTO sessions (app_name, user_id, id, state, version, create_time, update_time,
+                              update_second)
         SELECT $1, $4::text || (s % $5::int), $6::text || s,
                jsonb_build_object('turn', $7::int, 'last_city', 'Oslo'), $7::int,
-               to_timestamp($8::float8), to_timestamp($8::float8 + s + $7::int * 0.001)
+               to_timestamp($8::float8), to_timestamp($8::float8 + s + $7::int * 0.001),
+               floor(extract(epoch FROM to_timestamp($8::float8 + s + $7::int * 0.001)))
         FROM generate_series($2::int, $3::int) AS s
     """,
     "adk": """

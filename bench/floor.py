@@ -22,7 +22,8 @@ from bench.workload import EventSpec, wire_event
 APPEND = """
 WITH bump AS (
     UPDATE sessions
-    SET version = version + $4, state = state || $5::jsonb, update_time = to_timestamp($6)
+    SET version = version + $4, state = state || $5::jsonb, update_time = to_timestamp($6),
+        update_second = floor(extract(epoch FROM to_timestamp($6)))
     WHERE app_name = $1 AND user_id = $2 AND id = $3
     RETURNING version - $4 AS base
 )
@@ -132,7 +133,8 @@ class Floor:
     async def create_sessions(self, keys: Sequence[SessionKey]) -> list[Any]:
         assert self.pool is not None
         await self.pool.executemany(
-            "INSERT INTO sessions (app_name, user_id, id) VALUES ($1, $2, $3)",
+            "INSERT INTO sessions (app_name, user_id, id, update_second) "
+            "VALUES ($1, $2, $3, floor(extract(epoch FROM now())))",
             [(key.app_name, key.user_id, key.session_id) for key in keys],
         )
         return list(keys)

@@ -27,8 +27,8 @@ from app.rules.scopes import split_delta
 
 Scope = dict[str, Any]
 CREATE = (
-    "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time) "
-    "VALUES ($1, $2, $3, '{}', now(), now())"
+    "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time, update_second) "
+    "VALUES ($1, $2, $3, '{}', now(), now(), floor(extract(epoch FROM now())))"
 )
 MAX_STATE = Settings.model_fields["max_state_bytes"].default  # as Sessionary checks it
 

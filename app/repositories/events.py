@@ -46,7 +46,8 @@ WITH bump AS (
         state = CASE WHEN :session_delta = '{}' THEN state
                 ELSE sessionary_checked_state(state || :session_delta, 'session', :max_state)
                 END,
-        update_time = to_timestamp(:last_timestamp)
+        update_time = to_timestamp(:last_timestamp),
+        update_second = floor(extract(epoch FROM to_timestamp(:last_timestamp)))
     WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id AND status = 'open'
       AND (CAST(:expected_version AS bigint) IS NULL OR version = :expected_version)
     RETURNING version - :count AS base_seq

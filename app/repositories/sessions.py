@@ -32,7 +32,13 @@ from sqlalchemy.sql.elements import ColumnElement
 from app.db import DriverStatement, sqlstate
 from app.domain import ROOT, Order, Origin, ParentLink, SessionKey, SessionQuery, StoredSession
 from app.errors import Conflict
-from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState
+from app.models import (
+    StorageAppState,
+    StorageEvent,
+    StorageSession,
+    StorageUserState,
+    Timestamp,
+)
 from app.repositories.shared_state import checked_state, is_state_too_large, state_too_large
 
 EMPTY_STATE = literal_column("'{}'", JSONB)
@@ -149,6 +155,7 @@ async def insert_new(
             version=origin.version,
             create_time=create_time,
             update_time=create_time,
+            update_second=whole_second(create_time),
             kind=origin.kind,
             **link,
             base_seq=origin.version if origin.base is None else origin.base[0],
@@ -290,23 +297,37 @@ async def get_version(connection: asyncpg.Connection, key: SessionKey) -> tuple[
     return None if row is None else (row["version"], row["status"] == "open")
 
 
+def whole_second(moment: ColumnElement[Any]) -> ColumnElement[int]:
+    """`update_second` of an `update_time` (migration 0007), computed the one way everywhere."""
+    return func.floor(func.extract("epoch", moment))
+
+
 async def list_page(
     db: AsyncConnection, query: SessionQuery, *, after: tuple[Any, ...] | None, limit: int
 ) -> list[StoredSession]:
     """Keyset page by (update_time, id), or (update_time, user_id, id) across an app's users.
 
-    `after` is the sort key of the last row already seen; each order has an index.
+    `after` is the sort key of the last row already seen. The index holds `update_second`,
+    not `update_time` (migration 0007): rows come from it in second order and each second's
+    few are sorted by the rest of the key, which yields the same order.
     """
     newest_first = query.order is Order.DESC
     statement = with_shared_state().where(StorageSession.app_name == query.app_name)
     if query.user_id is None:
-        sort_key = tuple_(StorageSession.update_time, StorageSession.user_id, StorageSession.id)
+        rest: tuple[Any, ...] = (StorageSession.user_id, StorageSession.id)
     else:
         statement = statement.where(StorageSession.user_id == query.user_id)
-        sort_key = tuple_(StorageSession.update_time, StorageSession.id)
+        rest = (StorageSession.id,)
+    sort_key = tuple_(StorageSession.update_second, StorageSession.update_time, *rest)
     if after is not None:
-        seen = tuple_(*after)
-        statement = statement.where(sort_key < seen if newest_first else sort_key > seen)
+        moment = literal(after[0], Timestamp)
+        seen = tuple_(whole_second(moment), moment, *after[1:])
+        # The bound on the indexed second alone lets the index scan start there.
+        second = StorageSession.update_second
+        statement = statement.where(
+            second <= whole_second(moment) if newest_first else second >= whole_second(moment),
+            sort_key < seen if newest_first else sort_key > seen,
+        )
     columns = list(sort_key.clauses)
     order = [column.desc() for column in columns] if newest_first else columns
     rows = await db.execute(statement.order_by(*order).limit(limit))

@@ -14,6 +14,7 @@ from sessionary_client import (
     SessionClosedError,
     SessionNotFoundError,
     StaleSessionError,
+    ToolPairViolationError,
 )
 from sessionary_client.errors import error_for
 
@@ -160,6 +161,42 @@ def test_sync_client_forks_reads_back_in_time_and_closes_children(
     assert [s["id"] for s in children["sessions"]] == ["f"] and children["nextPageToken"]
     with pytest.raises(SessionClosedError):
         sync_client.append_event(app_name, USER, "c", event("e9", 9.0))
+
+
+def test_sync_client_rewinds_trims_resets_and_edits_history(
+    sync_client: SessionaryClient, app_name: str
+) -> None:
+    sync_client.create_session(app_name, USER, session_id="h")
+    sync_client.append_events(
+        app_name, USER, "h", [event("e1", 1.0, k=1), call("c1"), event("e3", 3.0, k=3)]
+    )
+    answer = {
+        "id": "a1",
+        "author": "planner",
+        "invocationId": "inv-2",
+        "content": {
+            "parts": [{"functionResponse": {"id": "c1", "name": "lookup", "response": {}}}]
+        },
+    }
+    sync_client.append_event(app_name, USER, "h", answer)
+    with pytest.raises(ToolPairViolationError):
+        sync_client.remove_event(app_name, USER, "h", "a1")
+    rewritten = sync_client.rewrite_event(
+        app_name, USER, "h", "e1", {"role": "user", "parts": [{"text": "[redacted]"}]}, if_match=4
+    )
+    assert rewritten["content"]["parts"] == [{"text": "[redacted]"}]
+    removed = sync_client.remove_event(app_name, USER, "h", "e-c1")
+    assert removed == {"removedEventIds": ["e-c1", "a1"], "version": 6}
+    rewind = sync_client.rewind_session(app_name, USER, "h", "inv-1")
+    assert rewind["actions"]["rewindBeforeInvocationId"] == "inv-1"
+    assert sync_client.trim_session(app_name, USER, "h", 1) == {
+        "removedEvents": 2,
+        "keptEvents": 1,
+        "version": 8,
+    }
+    reset = sync_client.reset_session(app_name, USER, "h", if_match=8)
+    assert reset == {"removedEvents": 1, "keptEvents": 0, "version": 9}
+    assert sync_client.get_session(app_name, USER, "h")["events"] == []
 
 
 async def test_async_client_forks_and_closes(client: AsyncSessionaryClient, app_name: str) -> None:
