@@ -291,6 +291,26 @@ async def test_list_pages_through_every_session_once(client):
             assert len(seen) == expected and len(set(seen)) == expected
 
 
+async def test_pages_keep_the_exact_update_order_within_and_across_seconds(client):
+    """The list index holds whole seconds (migration 0007); the order must still be exact."""
+    times = [100.9, 100.1, 100.5, 101.0, 100.5, 99.999999, 101.000001, 100.1]
+    for n, timestamp in enumerate(times):
+        await create_session(client, sessionId=f"t{n}")
+        event = {"author": "user", "timestamp": 1_790_000_000 + timestamp}
+        assert (await append(client, f"t{n}", event)).status_code == 201
+    expected = sorted(range(len(times)), key=lambda n: (times[n], f"t{n}"))
+    for order, wanted in (("asc", expected), ("desc", expected[::-1])):
+        seen, token = [], None
+        while True:
+            params = {"pageSize": 3, "order": order, **({"pageToken": token} if token else {})}
+            page = (await client.get(SESSIONS, params=params)).json()
+            seen += [s["id"] for s in page["sessions"]]
+            token = page["nextPageToken"]
+            if token is None:
+                break
+        assert seen == [f"t{n}" for n in wanted]
+
+
 async def test_a_garbage_page_token_is_422(client):
     response = await client.get(SESSIONS, params={"pageToken": "not-a-token"})
     assert_problem(response, 422, "validation_error")

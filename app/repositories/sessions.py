@@ -299,7 +299,7 @@ async def get_version(connection: asyncpg.Connection, key: SessionKey) -> tuple[
 
 def whole_second(moment: ColumnElement[Any]) -> ColumnElement[int]:
     """`update_second` of an `update_time` (migration 0007), computed the one way everywhere."""
-    return func.floor(func.extract("epoch", moment))
+    return cast(func.floor(func.extract("epoch", moment)), BigInteger)  # bigint, as indexed
 
 
 async def list_page(
