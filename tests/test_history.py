@@ -187,3 +187,20 @@ async def test_surgery_on_a_closed_session_is_409(client):
     ]:
         response = await client.request(method, url, json=body)
         assert_problem(response, 409, "session_closed")
+
+
+async def test_a_rewrite_keeping_an_answer_to_a_call_it_drops_is_409(client):
+    await create_session(client, sessionId="s")
+    both = {"parts": [*calls("a")["content"]["parts"], *answers("a")["content"]["parts"]]}
+    await add(client, {"id": "both", "author": "planner", "content": both})
+    response = await client.patch(f"{S}/events/both", json={"content": answers("a")["content"]})
+    assert_problem(response, 409, "tool_pair_violation")
+    assert ids(await session(client)) == ["both"]
+
+
+async def test_a_rewrite_cannot_answer_a_call_made_later(client):
+    await create_session(client, sessionId="s")
+    await add(client, delta_event({"x": 1}, id="early"))
+    await add(client, calls("late", id="call"))
+    response = await client.patch(f"{S}/events/early", json={"content": answers("late")["content"]})
+    assert_problem(response, 409, "tool_pair_violation")

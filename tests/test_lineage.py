@@ -339,3 +339,34 @@ async def test_a_verb_suffix_is_matched_before_an_id(client):
     assert_problem(response, 405, "method_not_allowed")
     assert response.headers["allow"] == "POST"
     assert (await client.post(f"{session_url('p')}:fork")).json()["parent"]["sessionId"] == "p"
+
+
+async def test_closing_a_child_whose_call_is_answered_already_appends_nothing(client):
+    await create_session(client, sessionId="p")
+    await append(client, "p", call_event(["call-1"]))
+    child = {"sessionId": "c", "functionCallId": "call-1"}
+    assert (await client.post(f"{session_url('p')}/children", json=child)).status_code == 201
+    parts = [{"functionResponse": {"id": "call-1", "name": "search", "response": {}}}]
+    await append(client, "p", {"author": "planner", "content": {"parts": parts}})
+    closed = await client.post(f"{session_url('c')}:close", json={"outcome": "completed"})
+    assert closed.status_code == 200
+    assert [e["seq"] for e in (await read(client, "p"))["events"]] == [1, 2]
+
+
+async def test_a_context_child_leaves_out_an_answer_to_a_rewound_call(client):
+    await create_session(client, sessionId="p")
+    await append(client, "p", delta_event({"a": 1}, invocationId="inv-1"))
+    await append(client, "p", call_event(["call-1"], invocation="inv-2"))
+    rewind = {
+        "author": "user",
+        "invocationId": "rw",
+        "actions": {"rewindBeforeInvocationId": "inv-2"},
+    }
+    await append(client, "p", rewind)
+    parts = [{"functionResponse": {"id": "call-1", "name": "search", "response": {}}}]
+    await append(
+        client, "p", {"author": "planner", "invocationId": "inv-2", "content": {"parts": parts}}
+    )
+    body = {"sessionId": "c", "inherit": "context"}
+    assert (await client.post(f"{session_url('p')}/children", json=body)).status_code == 201
+    assert [e["seq"] for e in (await read(client, "c"))["events"]] == [1]

@@ -129,6 +129,11 @@ class HistoryService:
             # The session's links as the rewrite leaves them: what the cascade is judged on.
             after = [link for link in links if link.seq != seq] + [new]
             dropped_calls = old.calls - new.calls
+            if new.responses & dropped_calls:
+                raise ToolPairViolation(
+                    f"The rewrite drops function call {sorted(new.responses & dropped_calls)[0]!r}"
+                    " but keeps the event's response to it."
+                )
             answering = {link.seq for link in after if link.responses & dropped_calls}
             removing = tool_calls.with_answers(after, answering) if answering else set()
             version = await history_rows.bump(db, key)
@@ -169,8 +174,8 @@ def _check_size(document: dict[str, Any], limit: int) -> None:
 def _check_answers(
     links: list[tool_calls.ToolLinks], old: tool_calls.ToolLinks, new: tool_calls.ToolLinks
 ) -> None:
-    """A rewrite may drop a response only with its call, and add one only to a call of the
-    session that another event does not answer already."""
+    """A rewrite may drop a response only with its call, and add one only to a call the
+    session makes before it (or the event itself makes) that no other event answers."""
     call_seq = {call: link.seq for link in links for call in link.calls if link.seq != old.seq}
     answered = {r for link in links if link.seq != old.seq for r in link.responses}
     for response in sorted(old.responses - new.responses):
@@ -180,8 +185,9 @@ def _check_answers(
                 f"stays (seq {call_seq[response]}): remove the call's event instead."
             )
     for response in sorted(new.responses - old.responses):
-        if (response not in call_seq and response not in new.calls) or response in answered:
+        earlier = call_seq.get(response, old.seq) < old.seq
+        if response in answered or not (earlier or response in new.calls):
             raise ToolPairViolation(
-                f"The rewrite adds a response to function call {response!r}, which no other "
+                f"The rewrite adds a response to function call {response!r}, which no earlier "
                 "event of the session makes, or which is answered already."
             )

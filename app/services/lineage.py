@@ -24,7 +24,9 @@ from app.domain import (
     StoredSession,
 )
 from app.errors import Conflict, InvalidInput, SessionClosed, SessionNotFound, StaleSession
+from app.repositories import history as history_rows
 from app.repositories import lineage as lineage_rows
+from app.rules import tool_calls
 from app.rules.events import prepare
 from app.rules.rewinds import live_seqs
 from app.rules.scopes import ScopedDelta, split_delta
@@ -101,7 +103,7 @@ class LineageService:
             if inherits:
                 live = None
                 if body.inherit == "context":
-                    live = live_seqs(await lineage_rows.rewind_marks(db, key))
+                    live = await _live_context(db, key)
                 await lineage_rows.copy_events(
                     db, key, child, until_seq=parent.version, only_seqs=live
                 )
@@ -112,8 +114,9 @@ class LineageService:
         self, key: SessionKey, body: SessionClose, expected_version: int | None
     ) -> SessionRead:
         """Close the session to writes. A child made for a function call answers it: the
-        call's `functionResponse` is appended to the parent in the same transaction (unless
-        the parent is gone or closed, when nobody waits for it)."""
+        call's `functionResponse` is appended to the parent in the same transaction, the
+        parent's row held so that the call cannot be removed meanwhile (unless the parent is
+        gone or closed, when nobody waits for it, or the call is gone or answered already)."""
         async with self.engine.begin() as db:
             closed = await lineage_rows.close(db, key, body.outcome, expected_version)
             async with driver(db) as connection:
@@ -133,9 +136,13 @@ class LineageService:
         self, db: AsyncConnection, parent: SessionKey, call_id: str, body: SessionClose
     ) -> NewEvent | None:
         """The event answering the parent's call, as ADK writes a function's response: by the
-        agent that called it, in its invocation."""
+        agent that called it, in its invocation; None when there is nothing to answer. Holds
+        the parent's row (the child's is held already: always child, then parent)."""
+        held = await lineage_rows.hold(db, parent, write=True)
+        if held is None or not held.is_open or await lineage_rows.is_answered(db, parent, call_id):
+            return None
         call = await lineage_rows.function_call(db, parent, call_id)
-        if call is None:  # the parent is gone, or its call was removed
+        if call is None:  # the call was removed
             return None
         author, invocation_id, name = call
         response: dict[str, Any] = {"outcome": body.outcome}
@@ -186,6 +193,17 @@ async def first_seq_of_invocation(db: AsyncConnection, key: SessionKey, invocati
             field="beforeInvocationId",
         )
     return first
+
+
+async def _live_context(db: AsyncConnection, key: SessionKey) -> list[int]:
+    """The seqs of the live events (rewinds applied), less any that answers a call of a
+    rewound one: a copy never holds a response without its call."""
+    marks = await lineage_rows.rewind_marks(db, key)
+    live = live_seqs(marks)
+    rewound = {seq for seq, _, _ in marks} - set(live)
+    links = await history_rows.tool_links(db, key)
+    dropped = tool_calls.with_answers(links, rewound, strict=False)
+    return [seq for seq in live if seq not in dropped]
 
 
 def _new_key(parent: SessionKey, session_id: str | None) -> SessionKey:
