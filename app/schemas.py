@@ -147,7 +147,11 @@ class Event(EventIn):
 
     id: str
     timestamp: float
-    seq: int = Field(description="Position in the session's log: 1, 2, 3, … without gaps.")
+    seq: int = Field(
+        description="Position in the session's log: 1, 2, 3, … as events are appended; a "
+        "close, trim, reset, removal or rewrite takes a version too, so seqs can skip, never "
+        "repeat."
+    )
 
 
 class SessionCreate(ControlBody):
