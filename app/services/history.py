@@ -17,7 +17,6 @@ from app.errors import (
     EventNotFound,
     PayloadTooLarge,
     SessionClosed,
-    SessionNotFound,
     StaleSession,
     ToolPairViolation,
 )
@@ -28,7 +27,7 @@ from app.rules.events import canonical_json, prepare
 from app.rules.rewinds import restoring_delta
 from app.schemas import EventIn
 from app.services.events import EventService
-from app.services.lineage import first_seq_of_invocation
+from app.services.lineage import first_seq_of_invocation, hold_session
 
 
 class HistoryService:
@@ -145,9 +144,7 @@ class HistoryService:
 async def _hold_for_write(
     db: AsyncConnection, key: SessionKey, expected_version: int | None
 ) -> lineage_rows.Held:
-    held = await lineage_rows.hold(db, key, write=True)
-    if held is None:
-        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+    held = await hold_session(db, key, write=True)
     if not held.is_open:
         raise SessionClosed(key.session_id)
     if expected_version is not None and held.version != expected_version:

@@ -58,7 +58,7 @@ class LineageService:
         cost as much as the copy."""
         fork = _new_key(key, body.session_id)
         async with self.engine.begin() as db:
-            parent = await _hold(db, key, write=False)
+            parent = await hold_session(db, key, write=False)
             if body.before_invocation_id is not None:
                 at = await first_seq_of_invocation(db, key, body.before_invocation_id) - 1
             else:
@@ -85,7 +85,7 @@ class LineageService:
         delta = split_delta(body.state or {})
         require_app_state_write(app_state_writable, [delta])
         async with self.engine.begin() as db:
-            parent = await _hold(db, key, write=False)
+            parent = await hold_session(db, key, write=False)
             if not parent.is_open:
                 raise SessionClosed(key.session_id)
             call_id = body.function_call_id
@@ -210,7 +210,8 @@ def _new_key(parent: SessionKey, session_id: str | None) -> SessionKey:
     return SessionKey(parent.app_name, parent.user_id, session_id or str(uuid.uuid4()))
 
 
-async def _hold(db: AsyncConnection, key: SessionKey, *, write: bool) -> lineage_rows.Held:
+async def hold_session(db: AsyncConnection, key: SessionKey, *, write: bool) -> lineage_rows.Held:
+    """The session's row, locked (`lineage_rows.hold`); SessionNotFound if there is none."""
     held = await lineage_rows.hold(db, key, write=write)
     if held is None:
         raise SessionNotFound(key.app_name, key.user_id, key.session_id)
