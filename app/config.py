@@ -96,6 +96,13 @@ class Settings(BaseSettings):
     max_events_per_request: int = Field(
         default=1000, ge=1, description="Most events accepted in one request."
     )
+    token_estimator: str = Field(
+        default="app.rules.context:estimate_tokens",
+        pattern=r"^[\w.]+:\w+$",
+        description="The context view's token estimate of an event, as `module:function`: a "
+        "function of the event (a dict, as stored) to a number of tokens. The default counts "
+        "the UTF-8 bytes of text, function calls and responses, over 4.",
+    )
 
     @property
     def auth_enabled(self) -> bool:

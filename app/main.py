@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app import db
-from app.api import events, health, history, lineage, sessions, shared_state
+from app.api import context, events, health, history, lineage, sessions, shared_state
 from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMiddleware
 from app.api.problems import install_error_handlers
 from app.api.routing import unguarded_routes
@@ -37,6 +37,10 @@ TAGS = [
     {"name": "events", "description": "Append events, one or a batch; page through them."},
     {"name": "lineage", "description": "Forks, child sessions for sub-agents, and closing."},
     {"name": "history", "description": "Rewind (ADK's), trim, reset, remove or rewrite events."},
+    {
+        "name": "context",
+        "description": "What a model should see next: the context view, and compaction.",
+    },
     {"name": "state", "description": "App and user state, shared by their sessions."},
     {"name": "operations", "description": "Health, readiness and metrics probes."},
 ]
@@ -110,8 +114,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     # Events first: a request is matched against the routes in order, each test costing some
     # microseconds, and appends are the hottest route (~200 µs of CPU less per append than
-    # behind the fifteen session, lineage and history routes).
-    for module in (events, sessions, lineage, history, shared_state, health):
+    # behind the session, lineage, history and context routes).
+    for module in (events, sessions, lineage, history, context, shared_state, health):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

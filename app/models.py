@@ -112,6 +112,14 @@ class StorageSession(Base):
     )
 
 
+# The events that change what a model is shown: rewinds, compactions, observation masks
+# (`app.rules.context`). Indexed alone, so the context view reads them without the others.
+MARKED = text(
+    "(event -> 'actions') ?| ARRAY['compaction', 'rewindBeforeInvocationId'] "
+    "OR (event -> 'customMetadata') ? 'sessionary'"
+)
+
+
 class StorageEvent(Base):
     """One event of a session's append-only log, stored verbatim as JSONB."""
 
@@ -138,6 +146,9 @@ class StorageEvent(Base):
         ),
         UniqueConstraint("app_name", "user_id", "session_id", "id"),
         Index(None, "app_name", "user_id", "session_id", "timestamp"),
+        Index(
+            "ix_events_marks", "app_name", "user_id", "session_id", "seq", postgresql_where=MARKED
+        ),
     )
 
 

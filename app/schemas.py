@@ -112,12 +112,36 @@ class OpenRecord(WireModel):
         return renamed
 
 
+Content = TypeAliasType(
+    "Content",
+    Annotated[
+        dict[str, Any],
+        Field(description="An event's `content`, ADK's (google-genai's): `role` and `parts`."),
+    ],
+)
+
+
+class EventCompaction(OpenRecord):
+    """ADK's compaction: the events with timestamps in the range are replaced, in the context
+    view (and in ADK's own context assembly), by the compacted content."""
+
+    start_timestamp: float
+    end_timestamp: float
+    compacted_content: Content
+
+
 class EventActions(OpenRecord):
     state_delta: State | None = Field(
         default=None,
         description="State changes made by this event. `app:` and `user:` keys update the app's "
         "and the user's shared state, `temp:` keys are dropped, other keys update the session.",
     )
+    rewind_before_invocation_id: str | None = Field(
+        default=None,
+        description="Marks ADK's rewind: this event and the events since the invocation's "
+        "first one are left out of the context view.",
+    )
+    compaction: EventCompaction | None = None
 
 
 class EventIn(OpenRecord):
@@ -298,15 +322,6 @@ class Trimmed(WireModel):
     version: int = Field(description="The session's version after the change (its ETag).")
 
 
-Content = TypeAliasType(
-    "Content",
-    Annotated[
-        dict[str, Any],
-        Field(description="An event's `content`, ADK's (google-genai's): `role` and `parts`."),
-    ],
-)
-
-
 class EventRewrite(ControlBody):
     content: Content = Field(description="Replaces the event's `content` whole.")
 
@@ -317,6 +332,57 @@ class EventsRemoved(WireModel):
         "in seq order."
     )
     version: int = Field(description="The session's version after the change (its ETag).")
+
+
+class ContextView(WireModel):
+    """What a model should see next: the live events, compactions applied, within the budget."""
+
+    events: list[Event] = Field(
+        description="In order: rewound events left out, each standing compaction's summary in "
+        "place of its range, function responses to no earlier call dropped, the oldest left "
+        "out until the rest fits the budget, never a call without its responses."
+    )
+    estimated_tokens: int = Field(description="The token estimate of `events`.")
+    truncated_before_seq: int | None = Field(
+        description="The seq of the first event shown when older live events were left out "
+        "for the budget; null when none was."
+    )
+    over_budget: bool = Field(
+        description="Even the newest event with the calls it answers does not fit the budget: "
+        "they are shown anyway."
+    )
+
+
+CompactionStrategy = TypeAliasType(
+    "CompactionStrategy", Literal["summary", "truncate", "observationMask"]
+)
+
+
+class SessionCompact(ControlBody):
+    """One compaction of the live events older than the newest `keepLast`."""
+
+    strategy: CompactionStrategy = Field(
+        description="`summary`: replaced by the text you send (the server calls no model); "
+        "`truncate`: replaced by a note of how many were left out; `observationMask`: function "
+        "responses longer than `toolOutputMaxChars` replaced by a note of their size."
+    )
+    keep_last: Seq = Field(default=0, description="How many of the newest live events to keep.")
+    summary: Annotated[str, StringConstraints(min_length=1)] | None = Field(
+        default=None, description="The summary's text: with `summary`, and only with it."
+    )
+    tool_output_max_chars: Seq | None = Field(
+        default=None,
+        description="With `observationMask`, and only with it: the longest tool output (its "
+        "JSON, in characters) kept as is. Default 1000.",
+    )
+
+    @model_validator(mode="after")
+    def _options_of_strategy(self) -> "SessionCompact":
+        if (self.summary is not None) != (self.strategy == "summary"):
+            raise ValueError("`summary` is required with strategy summary, and only there")
+        if self.tool_output_max_chars is not None and self.strategy != "observationMask":
+            raise ValueError("`toolOutputMaxChars` goes only with strategy observationMask")
+        return self
 
 
 class SessionList(WireModel):

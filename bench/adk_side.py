@@ -9,13 +9,15 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from google.adk.events import Event
+from google.adk.flows.llm_flows.contents import _get_contents
 from google.adk.sessions import DatabaseSessionService, Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 from sqlalchemy.engine import make_url
 
 from app.domain import SessionKey
+from bench.scenarios import median_call
 from bench.systems import PageToken
-from bench.workload import EventSpec, adk_event
+from bench.workload import EventSpec, Sizes, adk_event
 
 
 class AdkLane:
@@ -81,3 +83,18 @@ class Adk:
 
     async def close(self) -> None:
         await self.service.close()
+
+
+async def context_ms(adk: Adk, key: SessionKey, sizes: Sizes) -> float:
+    """S9 the way ADK builds a model's context: load the whole session, then run its context
+    assembly (`_get_contents`, rewinds and compactions applied) on every event; median ms."""
+
+    async def build() -> None:
+        session = await adk.service.get_session(
+            app_name=key.app_name, user_id=key.user_id, session_id=key.session_id
+        )
+        assert session is not None and len(session.events) == sizes.context_events, key
+        if not _get_contents(None, session.events, "weather_agent"):
+            raise AssertionError("ADK built no contents")
+
+    return await median_call(sizes.read_repeat, build)

@@ -10,6 +10,8 @@ row inside PostgreSQL from the same event template the timed workload uses. Load
 events that way takes about a minute per database instead of an hour through ADK.
 """
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 import asyncpg
+from google.adk.events import Event
 from sqlalchemy.engine import make_url
 
 from app.domain import SessionKey
@@ -251,3 +254,68 @@ async def checkpoint(dsn: str) -> bool:
     finally:
         await connection.close()
     return True
+
+
+async def seed_conversation(dsn: str, schema: Schema, key: SessionKey, events: list[Event]) -> None:
+    """One session holding `events` (S9), written as rows the way each system stores them:
+    Sessionary the camelCase JSON an ADK client sends, with its seq; ADK its own dump."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        async with connection.transaction():
+            await connection.execute(_SHARED_STATE_SQL[schema][0], key.app_name)
+            await connection.execute(_SHARED_STATE_SQL[schema][1], key.app_name, key.user_id, 1)
+            last = events[-1].timestamp
+            if schema == "sessionary":
+                await connection.execute(
+                    "INSERT INTO sessions (app_name, user_id, id, version, update_time, "
+                    "update_second) VALUES ($1, $2, $3, $4, to_timestamp($5), floor($5))",
+                    *key.columns().values(),
+                    len(events),
+                    last,
+                )
+                rows = [
+                    (
+                        *key.columns().values(),
+                        seq,
+                        event.id,
+                        event.invocation_id,
+                        event.author,
+                        event.timestamp,
+                        hashlib.sha256(event.id.encode()).digest(),
+                        json.dumps({**workload.dumped(event, wire=True), "seq": seq}),
+                    )
+                    for seq, event in enumerate(events, start=1)
+                ]
+                await connection.executemany(
+                    "INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, "
+                    "author, timestamp, request_hash, event) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)",
+                    rows,
+                )
+            else:
+                await connection.execute(
+                    "INSERT INTO sessions (app_name, user_id, id, state, create_time, "
+                    "update_time) VALUES ($1, $2, $3, '{}', now() AT TIME ZONE 'UTC', "
+                    "to_timestamp($4) AT TIME ZONE 'UTC')",
+                    *key.columns().values(),
+                    last,
+                )
+                rows = [
+                    (
+                        event.id,
+                        *key.columns().values(),
+                        event.invocation_id,
+                        event.timestamp,
+                        json.dumps(workload.dumped(event, wire=False)),
+                    )
+                    for event in events
+                ]
+                await connection.executemany(
+                    "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, "
+                    "timestamp, event_data) "
+                    "VALUES ($1, $2, $3, $4, $5, to_timestamp($6) AT TIME ZONE 'UTC', $7::jsonb)",
+                    rows,
+                )
+        await connection.execute("VACUUM ANALYZE")
+    finally:
+        await connection.close()

@@ -33,6 +33,8 @@ ROWS = (
     Row("s8_read_ms", "S8 read a long session whole", "ms"),
     Row("s8_until_ms", "S8 the same as of the seq before its last", "ms"),
     Row("s8_fork_ms", "S8 fork it whole", "ms"),
+    Row("s9_recent_ms", "S9 read the newest 100 of 10,000 events", "ms"),
+    Row("s9_context_ms", "S9 context view, 32k-token budget", "ms"),
 )
 
 
@@ -162,6 +164,11 @@ def targets(results: Results) -> list[Target]:
             "S8 point-in-time read within 1.5x of a plain read",
             r("s8_until_ms") <= 1.5 * r("s8_read_ms"),
             f"{r('s8_until_ms') / r('s8_read_ms'):.2f}x",
+        ),
+        Target(
+            "S9 context view within 2x of reading the newest 100 events",
+            r("s9_context_ms") <= 2 * r("s9_recent_ms"),
+            f"{r('s9_context_ms') / r('s9_recent_ms'):.2f}x",
         ),
     ]
     if results.sustained:

@@ -20,13 +20,21 @@ if __package__ in (None, ""):  # run as `python bench/run.py`: make `bench` impo
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import databases, loadgen, scenarios, server, wrk
-from bench.adk_side import Adk
+from bench.adk_side import Adk, context_ms
 from bench.databases import Databases, Schema, seeded_key
 from bench.floor import Floor
 from bench.report import Results, render
-from bench.sessionary_side import Sessionary, lineage_times, session_path
+from bench.sessionary_side import Sessionary, context_times, lineage_times, session_path
 from bench.systems import System
-from bench.workload import GROWTH_APP, LINEAGE_APP, LIST_APP, READ_APP, Sizes
+from bench.workload import (
+    CONTEXT_APP,
+    GROWTH_APP,
+    LINEAGE_APP,
+    LIST_APP,
+    READ_APP,
+    Sizes,
+    conversation,
+)
 
 QUICK = Sizes(
     append_sessions=8,
@@ -45,6 +53,7 @@ QUICK = Sizes(
     append_seconds=2,
     sustained_minutes=0,
     lineage_events=500,
+    context_events=500,
 )
 LIST_USERS = 100
 
@@ -81,6 +90,7 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
 
 READ_KEY = seeded_key(READ_APP, 1, users=1, user_prefix="reader", session_prefix="long")
 LINEAGE_KEY = seeded_key(LINEAGE_APP, 1, users=1, user_prefix="brancher", session_prefix="tree")
+CONTEXT_KEY = seeded_key(CONTEXT_APP, 1, users=1, user_prefix="talker", session_prefix="chat")
 
 
 def _schemas(dbs: Databases, with_adk: bool) -> list[tuple[str, Schema]]:
@@ -120,6 +130,11 @@ async def seed_small(dbs: Databases, sizes: Sizes, with_adk: bool) -> None:
         user_prefix="brancher",
         session_prefix="tree",
     )
+    # S9's conversation, for Sessionary's context view and ADK's own context assembly.
+    talk = conversation("chat", sizes.context_events)
+    await databases.seed_conversation(dbs.sessionary, "sessionary", CONTEXT_KEY, talk)
+    if with_adk:
+        await databases.seed_conversation(dbs.adk, "adk", CONTEXT_KEY, talk)
 
 
 async def seed_growth(dbs: Databases, sizes: Sizes, with_adk: bool) -> None:
@@ -300,6 +315,12 @@ async def bench(args: argparse.Namespace) -> str:
         results.put("s8_read_ms", sessionary.name, plain)
         results.put("s8_until_ms", sessionary.name, until)
         results.put("s8_fork_ms", sessionary.name, fork)
+        log("S9: the context view of a long conversation, and ADK's context assembly")
+        recent, view = await context_times(sessionary, CONTEXT_KEY, sizes)
+        results.put("s9_recent_ms", sessionary.name, recent)
+        results.put("s9_context_ms", sessionary.name, view)
+        if adk is not None:
+            results.put("s9_context_ms", adk.name, await context_ms(adk, CONTEXT_KEY, sizes))
 
         systems = [open_sessionary] + ([open_adk] if adk else []) + [open_floor]
         await phase(systems, lambda system: run_small(system, sizes, results, "small"))

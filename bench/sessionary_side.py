@@ -107,3 +107,31 @@ async def lineage_times(
         )
         forked = await median_call(sizes.repeat, fork)
     return plain, until, forked
+
+
+async def context_times(system: Sessionary, key: SessionKey, sizes: Sizes) -> tuple[float, float]:
+    """S9, on a conversation of `sizes.context_events` events: median ms of reading its newest
+    `sizes.context_recent` events, and of its context view within `sizes.context_budget`
+    tokens (about as many events)."""
+    path = session_path(key)
+    async with Connection(system.host, system.port) as connection:
+
+        async def recent() -> None:
+            response = await connection.call(
+                "GET", f"{path}?numRecentEvents={sizes.context_recent}"
+            )
+            if response.body.count(b'"seq":') != sizes.context_recent:
+                raise AssertionError("S9 read the wrong number of events")
+
+        async def context() -> None:
+            response = await connection.call(
+                "GET", f"{path}/context?tokenBudget={sizes.context_budget}"
+            )
+            view = json.loads(response.body)
+            if not view["events"] or view["estimatedTokens"] > sizes.context_budget:
+                raise AssertionError(f"S9 context view out of budget: {view['estimatedTokens']}")
+
+        return (
+            await median_call(sizes.read_repeat, recent),
+            await median_call(sizes.read_repeat, context),
+        )

@@ -26,6 +26,7 @@ READ_APP = "bench-read"
 LIST_APP = "bench-list"
 GROWTH_APP = "bench-growth"
 LINEAGE_APP = "bench-lineage"
+CONTEXT_APP = "bench-context"
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class Sizes:
     append_seconds: int = 10
     sustained_minutes: int = 10
     lineage_events: int = 10_000
+    context_events: int = 10_000
+    context_budget: int = 32_000
+    # S9's reference: reading this many of the newest events, about what the budget holds.
+    context_recent: int = 100
 
     @property
     def append_events(self) -> int:
@@ -78,12 +83,16 @@ def adk_event(spec: EventSpec) -> Event:
     )
 
 
+def dumped(event: Event, *, wire: bool) -> dict[str, Any]:
+    """The event as an ADK client sends it over HTTP (`wire`: camelCase), or as ADK's
+    DatabaseSessionService stores it; None fields left out."""
+    found: dict[str, Any] = event.model_dump(exclude_none=True, mode="json", by_alias=wire)
+    return found
+
+
 def wire_event(spec: EventSpec) -> dict[str, Any]:
-    """The event as an ADK client sends it over HTTP (camelCase, None fields left out)."""
-    dumped: dict[str, Any] = adk_event(spec).model_dump(
-        exclude_none=True, mode="json", by_alias=True
-    )
-    return dumped
+    """The event as an ADK client sends it over HTTP."""
+    return dumped(adk_event(spec), wire=True)
 
 
 # Placeholders the SQL seeders replace per row (see databases.seed_events).
@@ -95,3 +104,35 @@ def template(*, wire: bool) -> str:
     event = adk_event(EventSpec(ID_MARK, TURN_MARK, TIME_MARK))
     event.invocation_id = INVOCATION_MARK
     return json.dumps(event.model_dump(exclude_none=True, mode="json", by_alias=wire))
+
+
+# S9's conversation: turns of a question, a tool call, its result and an answer, weighing
+# ~320 estimated tokens an event, so that a 32k-token budget holds ~100 of them.
+QUESTION = "What should I pack for a week in Oslo, given the forecast? " * 10
+FORECAST = {"city": "Oslo", "days": [TEXT] * 10}
+ANSWER = TEXT * 11
+
+
+def conversation(prefix: str, count: int) -> list[Event]:
+    """`count` events of a tool-using conversation, in order."""
+    events = []
+    for n in range(count):
+        turn, step = divmod(n, 4)
+        call = types.FunctionCall(id=f"{prefix}-call{turn}", name="forecast", args={"city": "Oslo"})
+        answer = types.FunctionResponse(id=call.id, name=call.name, response=FORECAST)
+        part = [
+            types.Part(text=QUESTION),
+            types.Part(function_call=call),
+            types.Part(function_response=answer),
+            types.Part(text=ANSWER),
+        ][step]
+        events.append(
+            Event(
+                id=f"{prefix}-e{n + 1}",
+                author="user" if step == 0 else "weather_agent",
+                invocation_id=f"inv-{turn}",
+                timestamp=BASE_TIME + n * 0.001,
+                content=types.Content(role="user" if step in (0, 2) else "model", parts=[part]),
+            )
+        )
+    return events

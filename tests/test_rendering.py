@@ -95,6 +95,18 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
     ),
     (
         "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}:compact",
+        {"json": {"strategy": "summary", "summary": "Said hello.", "keepLast": 1}},
+        201,
+    ),
+    (
+        "GET",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/context",
+        {"params": {"tokenBudget": 100}},
+        200,
+    ),
+    (
+        "POST",
         "/apps/{app_name}/users/{user_id}/sessions/{session_id}:trim",
         {"json": {"keepLast": 2}},
         200,

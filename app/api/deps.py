@@ -21,6 +21,7 @@ from app.errors import InvalidInput
 from app.rules.limits import ID_LENGTH, ID_PATTERN, INT64_MAX
 from app.schemas import ID_DESCRIPTION
 from app.services.auth import Need
+from app.services.context import ContextService
 from app.services.events import EventService
 from app.services.history import HistoryService
 from app.services.lineage import LineageService
@@ -64,6 +65,10 @@ async def _lineage(request: Request) -> LineageService:
 
 async def _history(request: Request) -> HistoryService:
     return services(request).history
+
+
+async def _context(request: Request) -> ContextService:
+    return services(request).context
 
 
 async def _shared_state(request: Request) -> SharedStateService:
@@ -158,6 +163,7 @@ Events = Annotated[EventService, Depends(_events)]
 SharedStates = Annotated[SharedStateService, Depends(_shared_state)]
 Lineage = Annotated[LineageService, Depends(_lineage)]
 History = Annotated[HistoryService, Depends(_history)]
+Context = Annotated[ContextService, Depends(_context)]
 
 
 bearer = HTTPBearer(

@@ -10,6 +10,7 @@ from typing import Any
 
 from app import strict_json
 from app.domain import Page, SessionRead, StoredSession
+from app.rules.context import View as ContextView
 from app.rules.scopes import merged_state
 
 
@@ -107,6 +108,18 @@ def scope_state(state: dict[str, Any]) -> bytes:
 def trimmed(removed: int, kept: int, version: int) -> bytes:
     """A `Trimmed`."""
     return dumps({"removedEvents": removed, "keptEvents": kept, "version": version})
+
+
+def context_view(view: ContextView) -> bytes:
+    """A `ContextView`."""
+    return dumps(
+        {
+            "events": view.events,
+            "estimatedTokens": view.estimated_tokens,
+            "truncatedBeforeSeq": view.truncated_before_seq,
+            "overBudget": view.over_budget,
+        }
+    )
 
 
 def events_removed(ids: list[str], version: int) -> bytes:

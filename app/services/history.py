@@ -16,8 +16,6 @@ from app.domain import SessionKey
 from app.errors import (
     EventNotFound,
     PayloadTooLarge,
-    SessionClosed,
-    StaleSession,
     ToolPairViolation,
 )
 from app.repositories import history as history_rows
@@ -27,7 +25,7 @@ from app.rules.events import canonical_json, prepare
 from app.rules.rewinds import restoring_delta
 from app.schemas import EventIn
 from app.services.events import EventService
-from app.services.lineage import first_seq_of_invocation, hold_session
+from app.services.lineage import first_seq_of_invocation, hold_for_write
 
 
 class HistoryService:
@@ -45,7 +43,7 @@ class HistoryService:
         that takes the session's own state back to what it was before the invocation's first
         event. Nothing is removed; readers drop the rewound events (`rules.rewinds`)."""
         async with self.engine.begin() as db:
-            held = await _hold_for_write(db, key, expected_version)
+            held = await hold_for_write(db, key, expected_version)
             first = await first_seq_of_invocation(db, key, before_invocation_id)
             then = await lineage_rows.state_at(db, key, first - 1)
             event = EventIn.model_validate(
@@ -72,7 +70,7 @@ class HistoryService:
         (removed, kept, version). The state before the first kept event becomes the base that
         point-in-time reads start from."""
         async with self.engine.begin() as db:
-            await _hold_for_write(db, key, expected_version)
+            await hold_for_write(db, key, expected_version)
             cut = await history_rows.newest_trimmed_seq(db, key, keep_last)
             if cut is None:
                 version = await history_rows.bump(db, key)
@@ -88,7 +86,7 @@ class HistoryService:
     async def reset(self, key: SessionKey, expected_version: int | None) -> tuple[int, int, int]:
         """Remove every event and the session's own state; (removed, 0, version)."""
         async with self.engine.begin() as db:
-            await _hold_for_write(db, key, expected_version)
+            await hold_for_write(db, key, expected_version)
             version = await history_rows.clear(db, key)
             removed = await history_rows.remove_events(db, key, up_to=version)
         return len(removed), 0, version
@@ -99,7 +97,7 @@ class HistoryService:
         """Remove the event and the events answering its function calls; (their ids, version).
         ToolPairViolation if the event answers a call whose event would stay."""
         async with self.engine.begin() as db:
-            await _hold_for_write(db, key, expected_version)
+            await hold_for_write(db, key, expected_version)
             seq, _ = await _find(db, key, event_id)
             links = await history_rows.tool_links(db, key)
             removing = tool_calls.with_answers(links, {seq})
@@ -117,7 +115,7 @@ class HistoryService:
         """Replace the event's `content` (a redaction, say); a function call it no longer makes
         takes its answers with it. (The event as stored, version.)"""
         async with self.engine.begin() as db:
-            await _hold_for_write(db, key, expected_version)
+            await hold_for_write(db, key, expected_version)
             seq, document = await _find(db, key, event_id)
             rewritten = {**document, "content": content}
             _check_size(rewritten, self.settings.max_event_bytes)
@@ -139,17 +137,6 @@ class HistoryService:
             await history_rows.remove_events(db, key, seqs=removing)
             stored = await history_rows.rewrite_content(db, key, seq, content)
         return stored, version
-
-
-async def _hold_for_write(
-    db: AsyncConnection, key: SessionKey, expected_version: int | None
-) -> lineage_rows.Held:
-    held = await hold_session(db, key, write=True)
-    if not held.is_open:
-        raise SessionClosed(key.session_id)
-    if expected_version is not None and held.version != expected_version:
-        raise StaleSession(expected_version, held.version)
-    return held
 
 
 async def _find(db: AsyncConnection, key: SessionKey, event_id: str) -> tuple[int, dict[str, Any]]:

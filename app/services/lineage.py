@@ -218,6 +218,18 @@ async def hold_session(db: AsyncConnection, key: SessionKey, *, write: bool) -> 
     return held
 
 
+async def hold_for_write(
+    db: AsyncConnection, key: SessionKey, expected_version: int | None
+) -> lineage_rows.Held:
+    """The session's row, locked for a write that If-Match allows on an open session."""
+    held = await hold_session(db, key, write=True)
+    if not held.is_open:
+        raise SessionClosed(key.session_id)
+    if expected_version is not None and held.version != expected_version:
+        raise StaleSession(expected_version, held.version)
+    return held
+
+
 async def _require_open_call(db: AsyncConnection, key: SessionKey, call_id: str) -> None:
     """422 unless the session holds the function call; 409 if it is answered already."""
     if await lineage_rows.function_call(db, key, call_id) is None:

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.config import Settings
 from app.db import DriverPool
 from app.services.auth import AuthService, GrantCache
+from app.services.context import ContextService
 from app.services.events import EventService
 from app.services.history import HistoryService
 from app.services.lineage import LineageService
@@ -26,6 +27,7 @@ class Services:
     sessions: SessionService
     lineage: LineageService
     history: HistoryService
+    context: ContextService
     shared_state: SharedStateService
 
     @classmethod
@@ -38,5 +40,6 @@ class Services:
             sessions=sessions,
             lineage=LineageService(engine, settings, sessions, events),
             history=HistoryService(engine, settings, events),
+            context=ContextService(engine, pool, settings, events),
             shared_state=SharedStateService(engine, settings),
         )

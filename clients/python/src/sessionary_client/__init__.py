@@ -17,12 +17,22 @@ from sessionary_client.errors import (
     StaleSessionError,
     ToolPairViolationError,
 )
-from sessionary_client.models import Event, EventPage, Order, Parent, Session, SessionPage, State
+from sessionary_client.models import (
+    ContextView,
+    Event,
+    EventPage,
+    Order,
+    Parent,
+    Session,
+    SessionPage,
+    State,
+)
 
 __all__ = [
     "APIError",
     "AsyncSessionaryClient",
     "ConflictError",
+    "ContextView",
     "Event",
     "EventConflictError",
     "EventPage",

@@ -22,6 +22,8 @@ from sessionary_client._core import (
 )
 from sessionary_client.errors import error_for
 from sessionary_client.models import (
+    CompactionStrategy,
+    ContextView,
     CreateSession,
     Event,
     EventList,
@@ -359,6 +361,46 @@ class SessionaryClient:
             "PATCH",
             sessions_path(app_name, user_id, session_id, "events", event_id),
             body={"content": content},
+            headers=if_match_header(if_match),
+        )
+        return cast(Event, response.json())
+
+    def get_context(
+        self, app_name: str, user_id: str, session_id: str, *, token_budget: int | None = None
+    ) -> ContextView:
+        """What a model should see next: the live events, compactions applied, the newest
+        that fit `token_budget` (all without one), tool calls whole with their answers."""
+        path = sessions_path(app_name, user_id, session_id) + "/context"
+        params = query(tokenBudget=token_budget)
+        response = self._send("GET", path, params=params, idempotent=True)
+        return cast(ContextView, response.json())
+
+    def compact_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        strategy: CompactionStrategy,
+        *,
+        keep_last: int = 0,
+        summary: str | None = None,
+        tool_output_max_chars: int | None = None,
+        if_match: int | None = None,
+    ) -> Event:
+        """Append one compaction event over the live events older than the newest
+        `keep_last`: `summary` (your text replaces them), `truncate`, or `observationMask`
+        (tool outputs longer than `tool_output_max_chars` masked); returns that event."""
+        # Not resent after a lost answer: a second compaction event would be appended.
+        body = _present(
+            strategy=strategy,
+            keepLast=keep_last,
+            summary=summary,
+            toolOutputMaxChars=tool_output_max_chars,
+        )
+        response = self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id) + ":compact",
+            body=body,
             headers=if_match_header(if_match),
         )
         return cast(Event, response.json())

@@ -77,6 +77,22 @@ class EventsRemoved(TypedDict):
     version: int
 
 
+class ContextView(TypedDict):
+    """What a model should see next (`get_context`)."""
+
+    events: list[Event]
+    """Live events in order: rewound ones left out, summaries in place of what they compact,
+    the oldest left out until the rest fits the budget, never a call without its answers."""
+    estimatedTokens: int
+    truncatedBeforeSeq: int | None
+    """The first event's seq when older live events were left out for the budget."""
+    overBudget: bool
+    """Even the newest event with the calls it answers exceeds the budget (shown anyway)."""
+
+
+CompactionStrategy = Literal["summary", "truncate", "observationMask"]
+
+
 class ScopeState(TypedDict):
     state: State
 
