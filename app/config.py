@@ -100,8 +100,9 @@ class Settings(BaseSettings):
         default="app.rules.context:estimate_tokens",
         pattern=r"^[\w.]+:\w+$",
         description="The context view's token estimate of an event, as `module:function`: a "
-        "function of the event (a dict, as stored) to a number of tokens. The default counts "
-        "the UTF-8 bytes of text, function calls and responses, over 4.",
+        "function of the event (a dict, as stored) to a number of tokens, taken when the event "
+        "is stored. The default counts the UTF-8 bytes of text, function calls and responses, "
+        "over 4.",
     )
 
     @property

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+from app.rules.context import Facts
 from app.rules.scopes import ScopedDelta
 
 
@@ -61,6 +62,7 @@ class NewEvent:
     request_hash: bytes
     document: dict[str, Any]
     delta: ScopedDelta
+    facts: Facts  # what the context view reads instead of the event
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,16 @@ class SessionRead:
 
     session: StoredSession
     events: list[bytes]
+
+
+@dataclass(frozen=True)
+class ContextRead:
+    """A context view: its events, each UTF-8 JSON, and what the budget made of them."""
+
+    events: list[bytes]
+    estimated_tokens: int
+    truncated_before_seq: int | None
+    over_budget: bool
 
 
 Item = TypeVar("Item")

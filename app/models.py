@@ -4,14 +4,17 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
     BigInteger,
     CheckConstraint,
     Double,
     ForeignKeyConstraint,
     Index,
+    Integer,
     LargeBinary,
     MetaData,
     String,
+    Text,
     UniqueConstraint,
     func,
     text,
@@ -137,6 +140,12 @@ class StorageEvent(Base):
     # sha256 of the event as the client sent it: an identical retry is recognised by it.
     request_hash: Mapped[bytes] = mapped_column(LargeBinary(32), nullable=False)
     event: Mapped[Json] = mapped_column(JSONB, nullable=False)
+    # What the context view reads instead of the event (`app.rules.context.facts`), taken when
+    # it is stored: its token estimate, the ids of its function calls and of the calls its
+    # responses answer. NULL for events stored before migration 0008.
+    tokens: Mapped[int | None] = mapped_column(Integer)
+    calls: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
+    responses: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
 
     __table_args__ = (
         ForeignKeyConstraint(

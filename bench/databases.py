@@ -25,6 +25,7 @@ from google.adk.events import Event
 from sqlalchemy.engine import make_url
 
 from app.domain import SessionKey
+from app.rules.context import estimate_tokens, facts
 from bench import workload
 
 Schema = Literal["sessionary", "adk"]
@@ -258,7 +259,8 @@ async def checkpoint(dsn: str) -> bool:
 
 async def seed_conversation(dsn: str, schema: Schema, key: SessionKey, events: list[Event]) -> None:
     """One session holding `events` (S9), written as rows the way each system stores them:
-    Sessionary the camelCase JSON an ADK client sends, with its seq; ADK its own dump."""
+    Sessionary the camelCase JSON an ADK client sends, with its seq and the facts the context
+    view reads (as an append stores them); ADK its own dump."""
     connection = await asyncpg.connect(dsn)
     try:
         async with connection.transaction():
@@ -273,23 +275,29 @@ async def seed_conversation(dsn: str, schema: Schema, key: SessionKey, events: l
                     len(events),
                     last,
                 )
-                rows = [
-                    (
-                        *key.columns().values(),
-                        seq,
-                        event.id,
-                        event.invocation_id,
-                        event.author,
-                        event.timestamp,
-                        hashlib.sha256(event.id.encode()).digest(),
-                        json.dumps({**workload.dumped(event, wire=True), "seq": seq}),
+                rows = []
+                for seq, event in enumerate(events, start=1):
+                    wire = workload.dumped(event, wire=True)
+                    told = facts(wire, estimate_tokens)
+                    rows.append(
+                        (
+                            *key.columns().values(),
+                            seq,
+                            event.id,
+                            event.invocation_id,
+                            event.author,
+                            event.timestamp,
+                            hashlib.sha256(event.id.encode()).digest(),
+                            json.dumps({**wire, "seq": seq}),
+                            told.tokens,
+                            list(told.calls),
+                            list(told.responses),
+                        )
                     )
-                    for seq, event in enumerate(events, start=1)
-                ]
                 await connection.executemany(
                     "INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, "
-                    "author, timestamp, request_hash, event) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)",
+                    "author, timestamp, request_hash, event, tokens, calls, responses) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13)",
                     rows,
                 )
             else:

@@ -3,6 +3,7 @@ pairs, observation masks."""
 
 from typing import Any
 
+import asyncpg
 import httpx
 
 from tests.helpers import append, assert_problem, create_session, session_url
@@ -272,3 +273,23 @@ async def test_a_compaction_sent_by_a_client_is_validated_as_adks(client):
         "endTimestamp",
         "compactedContent",
     }
+
+
+async def test_events_stored_without_their_facts_are_read_whole(client, database_url):
+    """Events stored before migration 0008 have no stored facts: the view reads them whole."""
+    await create_session(client, sessionId="s")
+    await add(client, said("q" * 40), calls("a"), answers("a"), said("z" * 40, "agent"))
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute(
+            "UPDATE events SET tokens = NULL, calls = NULL, responses = NULL "
+            "WHERE session_id = 's' AND seq IN (2, 3)"
+        )
+    finally:
+        await connection.close()
+    # The call is 4 tokens, its answer 6, the reply 10: a budget of 19 would split the pair.
+    view = await context(client, "?tokenBudget=19")
+    assert seqs(view) == [4] and view["estimatedTokens"] == 10
+    view = await context(client, "?tokenBudget=20")
+    assert seqs(view) == [2, 3, 4] and view["estimatedTokens"] == 20
+    assert view["events"][1]["content"]["parts"][0]["functionResponse"]["id"] == "a"

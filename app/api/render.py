@@ -9,8 +9,7 @@ one copy: a second copy of a large body costs more than the join itself, in fres
 from typing import Any
 
 from app import strict_json
-from app.domain import Page, SessionRead, StoredSession
-from app.rules.context import View as ContextView
+from app.domain import ContextRead, Page, SessionRead, StoredSession
 from app.rules.scopes import merged_state
 
 
@@ -110,16 +109,14 @@ def trimmed(removed: int, kept: int, version: int) -> bytes:
     return dumps({"removedEvents": removed, "keptEvents": kept, "version": version})
 
 
-def context_view(view: ContextView) -> bytes:
+def context_view(view: ContextRead) -> bytes:
     """A `ContextView`."""
-    return dumps(
-        {
-            "events": view.events,
-            "estimatedTokens": view.estimated_tokens,
-            "truncatedBeforeSeq": view.truncated_before_seq,
-            "overBudget": view.over_budget,
-        }
-    )
+    after = {
+        "estimatedTokens": view.estimated_tokens,
+        "truncatedBeforeSeq": view.truncated_before_seq,
+        "overBudget": view.over_budget,
+    }
+    return with_array({}, "events", view.events, after)
 
 
 def events_removed(ids: list[str], version: int) -> bytes:

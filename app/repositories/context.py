@@ -1,6 +1,7 @@
-"""SQL for the context view: the marked events, then pages of the rest, newest first, with
-what rewinds drop and compactions cover left out in the query; and the calls and responses
-the view must find beyond its pages.
+"""SQL for the context view: the marked events; then, newest first, a page at a time, the
+facts stored beside the other events (token estimate, call and response ids), with what
+rewinds drop and compactions cover left out in the query; the calls and responses the view
+must find beyond its pages; and at last the events it shows, as PostgreSQL renders them.
 
 Fixed statements, sent on the driver connection: prepared once per connection, so PostgreSQL
 plans each once, not on every view (planning a statement on `events` costs ~1 ms). What the
@@ -17,10 +18,11 @@ from sqlalchemy import text
 from app.db import DriverStatement
 from app.domain import SessionKey
 from app.models import MARKED
-from app.rules.context import Mark, Plan
+from app.rules.context import Facts, Mark, Plan
 
-# A live event as the view reads it: seq, timestamp, the event.
-Row = tuple[int, float, dict[str, Any]]
+# What the view reads of an event before choosing it: seq, timestamp, its stored facts (None
+# for an event stored before they were), and the event itself only when they are missing.
+Row = tuple[int, float, Facts | None, dict[str, Any] | None]
 
 _SESSION = "e.app_name = :app_name AND e.user_id = :user_id AND e.session_id = :session_id"
 
@@ -49,6 +51,8 @@ GROUP BY e.invocation_id
     )
 )
 
+_FACTS = """e.seq, e.timestamp, e.tokens, e.calls, e.responses,
+CASE WHEN e.tokens IS NULL THEN e.event END AS event"""
 # Live: not in a seq range a rewind drops, nor marked; `covered`: in a compaction's range.
 _LIVE = f"""
 {_SESSION}
@@ -65,7 +69,7 @@ PAGES = {
     by_time: DriverStatement.compile(
         text(
             f"""
-SELECT e.seq, e.timestamp, e.event FROM events e
+SELECT {_FACTS} FROM events e
 WHERE {_LIVE} AND NOT {_COVERED} AND {keyset}
 ORDER BY {order} LIMIT :limit
 """
@@ -81,15 +85,20 @@ ORDER BY {order} LIMIT :limit
     )
 }
 
-_TOOL_IDS = (
-    "jsonb_path_query_array(e.event, '$.content.parts[*].{kind}.id') ?| CAST(:ids AS text[])"
-)
+
+def _making(column: str, kind: str) -> str:
+    """Events whose stored ids (`column`) meet `:ids`, or for one stored without them, whose
+    parts of `kind` do."""
+    path = f"'$.content.parts[*].{kind}.id'"
+    return f"""(e.{column} && CAST(:ids AS text[])
+    OR (e.tokens IS NULL AND jsonb_path_query_array(e.event, {path}) ?| CAST(:ids AS text[])))"""
+
 
 CALLS_TO = DriverStatement.compile(
     text(
         f"""
-SELECT e.seq, e.timestamp, e.event FROM events e
-WHERE {_LIVE} AND e.seq < :before_seq AND {_TOOL_IDS.format(kind="functionCall")}
+SELECT {_FACTS} FROM events e
+WHERE {_LIVE} AND e.seq < :before_seq AND {_making("calls", "functionCall")}
 ORDER BY e.seq
 """
     )
@@ -98,9 +107,21 @@ ORDER BY e.seq
 COVERED_ANSWERS = DriverStatement.compile(
     text(
         f"""
-SELECT e.seq, e.timestamp, e.event FROM events e
-WHERE {_LIVE} AND {_COVERED} AND {_TOOL_IDS.format(kind="functionResponse")}
+SELECT {_FACTS} FROM events e
+WHERE {_LIVE} AND {_COVERED} AND {_making("responses", "functionResponse")}
 """
+    )
+)
+
+EVENTS = DriverStatement.compile(
+    text(f"SELECT e.seq, e.event FROM events e WHERE {_SESSION} AND e.seq = ANY(:seqs)")
+)
+
+# The events a view shows, as the UTF-8 JSON PostgreSQL renders: never decoded here.
+BODIES = DriverStatement.compile(
+    text(
+        "SELECT e.seq, convert_to(CAST(e.event AS text), 'UTF8') AS body FROM events e "
+        f"WHERE {_SESSION} AND e.seq = ANY(:seqs)"
     )
 )
 
@@ -121,10 +142,8 @@ async def first_seqs(
 ) -> dict[str, int]:
     """The seq of each invocation's first event, for those the session has."""
     arguments = FIRST_SEQS.arguments({**key.columns(), "invocation_ids": sorted(invocation_ids)})
-    return {
-        row["invocation_id"]: row["seq"]
-        for row in await connection.fetch(FIRST_SEQS.sql, *arguments)
-    }
+    rows = await connection.fetch(FIRST_SEQS.sql, *arguments)
+    return {row["invocation_id"]: row["seq"] for row in rows}
 
 
 def _live(key: SessionKey, plan: Plan) -> dict[str, Any]:
@@ -137,8 +156,21 @@ def _live(key: SessionKey, plan: Plan) -> dict[str, Any]:
     }
 
 
-def _rows(records: list[asyncpg.Record]) -> list[Row]:
-    return [(record["seq"], record["timestamp"], record["event"]) for record in records]
+async def _rows(
+    connection: asyncpg.Connection, statement: DriverStatement, values: dict[str, Any]
+) -> list[Row]:
+    records = await connection.fetch(statement.sql, *statement.arguments(values))
+    return [
+        (
+            record["seq"],
+            record["timestamp"],
+            None
+            if record["tokens"] is None
+            else Facts(record["tokens"], tuple(record["calls"]), tuple(record["responses"])),
+            record["event"],
+        )
+        for record in records
+    ]
 
 
 async def page(
@@ -151,13 +183,12 @@ async def page(
 ) -> list[Row]:
     """The next `limit` live events no compaction covers, newest first, from just before the
     `order` of the last one of the previous page."""
-    statement = PAGES[plan.by_time]
     if before is None:
         before = (float("inf"), INT64_MAX) if plan.by_time else (INT64_MAX,)
     values = {**_live(key, plan), "before_seq": int(before[-1]), "limit": limit}
     if plan.by_time:
         values["before_time"] = before[0]
-    return _rows(await connection.fetch(statement.sql, *statement.arguments(values)))
+    return await _rows(connection, PAGES[plan.by_time], values)
 
 
 async def calls_to(
@@ -170,12 +201,27 @@ async def calls_to(
     """The live events before `before_seq` that make one of these calls, covered or not, in
     seq order."""
     values = {**_live(key, plan), "ids": sorted(call_ids), "before_seq": before_seq}
-    return _rows(await connection.fetch(CALLS_TO.sql, *CALLS_TO.arguments(values)))
+    return await _rows(connection, CALLS_TO, values)
 
 
 async def covered_answers(
     connection: asyncpg.Connection, key: SessionKey, plan: Plan, call_ids: Collection[str]
 ) -> list[Row]:
     """The live events a compaction covers that answer one of these calls."""
-    values = {**_live(key, plan), "ids": sorted(call_ids)}
-    return _rows(await connection.fetch(COVERED_ANSWERS.sql, *COVERED_ANSWERS.arguments(values)))
+    return await _rows(connection, COVERED_ANSWERS, {**_live(key, plan), "ids": sorted(call_ids)})
+
+
+async def events(
+    connection: asyncpg.Connection, key: SessionKey, seqs: Collection[int]
+) -> dict[int, dict[str, Any]]:
+    """The events at these seqs, decoded."""
+    arguments = EVENTS.arguments({**key.columns(), "seqs": sorted(seqs)})
+    return {row["seq"]: row["event"] for row in await connection.fetch(EVENTS.sql, *arguments)}
+
+
+async def bodies(
+    connection: asyncpg.Connection, key: SessionKey, seqs: Collection[int]
+) -> dict[int, bytes]:
+    """The events at these seqs as UTF-8 JSON, as PostgreSQL renders them."""
+    arguments = BODIES.arguments({**key.columns(), "seqs": sorted(seqs)})
+    return {row["seq"]: row["body"] for row in await connection.fetch(BODIES.sql, *arguments)}

@@ -67,14 +67,16 @@ WITH bump AS (
         update_time = now()
 ), inserted AS (
     INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
-                        timestamp, request_hash, event)
+                        timestamp, request_hash, event, tokens, calls, responses)
     SELECT :app_name, :user_id, :session_id, bump.base_seq + new.position,
            new.event ->> 'id', new.event ->> 'invocationId', new.event ->> 'author',
            CAST(new.event -> 'timestamp' AS double precision), decode(new.hash, 'hex'),
-           new.event || jsonb_build_object('seq', bump.base_seq + new.position)
+           new.event || jsonb_build_object('seq', bump.base_seq + new.position),
+           new.tokens, new.calls, new.responses
     FROM bump,
-         ROWS FROM (jsonb_to_recordset(:events) AS (event jsonb, hash text))
-             WITH ORDINALITY AS new(event, hash, position)
+         ROWS FROM (jsonb_to_recordset(:events)
+                    AS (event jsonb, hash text, tokens integer, calls text[], responses text[]))
+             WITH ORDINALITY AS new(event, hash, tokens, calls, responses, position)
 )
 SELECT base_seq FROM bump
 """
@@ -114,7 +116,16 @@ async def append(
             "app_delta": _json_text(delta.app),
             "user_delta": _json_text(delta.user),
             "events": _json_text(
-                [{"event": event.document, "hash": event.request_hash.hex()} for event in events]
+                [
+                    {
+                        "event": event.document,
+                        "hash": event.request_hash.hex(),
+                        "tokens": event.facts.tokens,
+                        "calls": event.facts.calls,
+                        "responses": event.facts.responses,
+                    }
+                    for event in events
+                ]
             ),
             "max_state": max_state_bytes,
         }

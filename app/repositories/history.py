@@ -12,6 +12,7 @@ from app.domain import SessionKey
 from app.models import StorageEvent, StorageSession
 from app.repositories.events import event_filter
 from app.repositories.sessions import EMPTY_STATE, key_filter, state_as_of
+from app.rules.context import Facts
 from app.rules.tool_calls import ToolLinks
 
 # Each event with a function call or response: its seq and the ids it calls and answers.
@@ -125,13 +126,19 @@ async def bump(db: AsyncConnection, key: SessionKey) -> int:
 
 
 async def rewrite_content(
-    db: AsyncConnection, key: SessionKey, seq: int, content: dict[str, Any]
+    db: AsyncConnection, key: SessionKey, seq: int, content: dict[str, Any], facts: Facts
 ) -> dict[str, Any]:
-    """Replace the event's `content`; the event as now stored."""
+    """Replace the event's `content`, and its facts with those of the event rewritten; the
+    event as now stored."""
     statement = (
         update(StorageEvent)
         .where(event_filter(key), StorageEvent.seq == seq)
-        .values(event=StorageEvent.event.op("||")(literal({"content": content}, JSONB)))
+        .values(
+            event=StorageEvent.event.op("||")(literal({"content": content}, JSONB)),
+            tokens=facts.tokens,
+            calls=list(facts.calls),
+            responses=list(facts.responses),
+        )
         .returning(StorageEvent.event)
     )
     return dict((await db.execute(statement)).scalar_one())

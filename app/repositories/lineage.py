@@ -91,6 +91,9 @@ async def copy_events(
         StorageEvent.timestamp,
         StorageEvent.request_hash,
         StorageEvent.event,
+        StorageEvent.tokens,
+        StorageEvent.calls,
+        StorageEvent.responses,
     ).where(event_filter(source), StorageEvent.seq <= until_seq)
     if only_seqs is not None:
         chosen = chosen.where(

@@ -7,16 +7,20 @@ Three steps, each google-adk's own where ADK has one (`google.adk.flows.llm_flow
 2. the events that are left, newest first, read a page at a time until the budget is spent
    (`app.services.context`), the calls compaction hid brought back before their surviving
    responses (`_recover_compacted_function_calls`, `recover`);
-3. `fit`: responses to no earlier call dropped (`_drop_orphaned_function_responses`), old
-   tool outputs masked, and the newest events within the token budget, cut where no call is
-   separated from its responses.
+3. `fit`: responses to no earlier call dropped (`_drop_orphaned_function_responses`), and
+   the newest events within the token budget, cut where no call is separated from its
+   responses.
 
-An event is a dict in ADK's wire format (camelCase), as stored.
+They work on what is stored beside each event (`Facts`: its token estimate, the ids of its
+calls and of the calls its responses answer, taken when it is stored), so that the view
+reads whole only the events it shows. An event is a dict in ADK's wire format (camelCase).
 """
 
+import importlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, TypeGuard
 
 from app import strict_json
@@ -66,6 +70,28 @@ def estimate_tokens(event: dict[str, Any]) -> int:
 _TOOL_PARTS = (("functionCall", "args"), ("functionResponse", "response"))
 
 
+@cache
+def token_estimator(path: str) -> TokenEstimator:
+    """The function `module:function` names (`SESSIONARY_TOKEN_ESTIMATOR`)."""
+    module, _, name = path.partition(":")
+    estimator: TokenEstimator = getattr(importlib.import_module(module), name)
+    return estimator
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the view needs of an event, stored beside it: its token estimate, the ids of its
+    function calls and of the calls its function responses answer (one per part)."""
+
+    tokens: int
+    calls: tuple[str, ...]
+    responses: tuple[str, ...]
+
+
+def facts(event: dict[str, Any], estimate: TokenEstimator) -> Facts:
+    return Facts(estimate(event), tuple(calls(event)), tuple(responses(event)))
+
+
 def calls(event: dict[str, Any]) -> list[str]:
     """The ids of the event's function calls, in part order (calls without one are not
     paired)."""
@@ -82,23 +108,27 @@ def responses(event: dict[str, Any]) -> list[str]:
 @dataclass(frozen=True)
 class Item:
     """One event of the view, at its place (`order` sorts the view: by seq, or by timestamp
-    then seq once a compaction makes ADK order by time), with what the view asks of it."""
+    then seq once a compaction makes ADK order by time), with its facts; and the event itself
+    when the view has it already (a summary, a masked event, one stored without its facts),
+    otherwise it is read once the view is chosen."""
 
     seq: int
+    timestamp: float
     order: tuple[float, ...]
-    event: dict[str, Any]
-    tokens: int
-    calls: tuple[str, ...]
-    responses: tuple[str, ...]
+    facts: Facts
+    event: dict[str, Any] | None = None
 
-    @classmethod
-    def of(
-        cls, seq: int, order: tuple[float, ...], event: dict[str, Any], estimate: TokenEstimator
-    ) -> "Item":
-        return cls(seq, order, event, estimate(event), tuple(calls(event)), tuple(responses(event)))
+    @property
+    def tokens(self) -> int:
+        return self.facts.tokens
 
-    def with_event(self, event: dict[str, Any], estimate: TokenEstimator) -> "Item":
-        return Item.of(self.seq, self.order, event, estimate)
+    @property
+    def calls(self) -> tuple[str, ...]:
+        return self.facts.calls
+
+    @property
+    def responses(self) -> tuple[str, ...]:
+        return self.facts.responses
 
 
 @dataclass(frozen=True)
@@ -226,7 +256,7 @@ def _summary(mark: Mark, end: float, estimate: TokenEstimator) -> Item:
         "timestamp": end,
         "content": compaction.get("compactedContent"),
     }
-    return Item.of(mark.seq, (end, mark.seq), event, estimate)
+    return Item(mark.seq, end, (end, mark.seq), facts(event, estimate), event)
 
 
 def merge(summaries: Iterable[Item], raw: Iterable[Item]) -> list[Item]:
@@ -266,35 +296,29 @@ def recover(items: list[Item], recovery: Recovery) -> list[Item]:
 
 
 @dataclass(frozen=True)
-class View:
-    events: list[dict[str, Any]]
+class Fit:
+    """The view decided: its items, and of each the responses to drop (to no earlier call)."""
+
+    items: list[Item]
+    orphans: dict[int, frozenset[str]]
     estimated_tokens: int
     truncated_before_seq: int | None
     over_budget: bool
 
 
 def fit(
-    items: list[Item],
-    *,
-    complete: bool,
-    earlier_calls: frozenset[str],
-    masks: list[tuple[int, int]],
-    budget: int | None,
-    estimate: TokenEstimator,
-) -> View:
+    items: list[Item], *, complete: bool, earlier_calls: frozenset[str], budget: int | None
+) -> Fit:
     """The view of `items`, the newest events in view order: all of them when `complete` (the
     session's whole live history), else a window that holds more than the budget.
 
-    A response whose call is in no earlier item is dropped (a part of an event; the event if
-    nothing else is left), unless its call is in `earlier_calls`, made before the window: then
-    the cut falls after it. The cut leaves out the oldest events until the rest fits
-    `budget`, then moves on past any response whose call it left out. If even the newest
-    event with the calls it answers does not fit, they are the view, `over_budget`.
+    A response whose call is in no earlier item is to be dropped (`orphans`), unless its call
+    is in `earlier_calls`, made before the window: then the cut falls after it. The cut leaves
+    out the oldest events until the rest fits `budget`, then moves on past any response whose
+    call it left out. If even the newest event with the calls it answers does not fit, they
+    are the view, `over_budget`.
     """
-    items = [
-        _masked(item, masks, estimate)
-        for item in _without_orphans(items, complete, earlier_calls, estimate)
-    ]
+    orphans = _orphans(items, earlier_calls)
     tokens = [item.tokens for item in items]
     owner = _owners(items, earlier_calls)
     count = len(items)
@@ -308,11 +332,11 @@ def fit(
     if over_budget:
         start = _smallest_whole_tail(owner)
     kept = items[start:]
-    truncated = kept[0].seq if kept and (start > 0 or not complete) else None
-    return View(
-        events=[item.event for item in kept],
+    return Fit(
+        items=kept,
+        orphans={item.seq: orphans[item.seq] for item in kept if item.seq in orphans},
         estimated_tokens=sum(tokens[start:]),
-        truncated_before_seq=truncated,
+        truncated_before_seq=kept[0].seq if kept and (start > 0 or not complete) else None,
         over_budget=over_budget,
     )
 
@@ -363,66 +387,54 @@ def _smallest_whole_tail(owner: list[int | None]) -> int:
         start = min(needed)
 
 
-def _without_orphans(
-    items: list[Item], complete: bool, earlier_calls: frozenset[str], estimate: TokenEstimator
-) -> list[Item]:
-    """ADK's `_drop_orphaned_function_responses`: a response part to no earlier call goes
-    (responses without an id pair with an earlier call of the same name, also without one),
-    and an event with nothing left goes too."""
-    seen_ids: set[str] = set(earlier_calls)
-    seen_names: set[str] = set()
-    kept: list[Item] = []
+def _orphans(items: list[Item], earlier_calls: frozenset[str]) -> dict[int, frozenset[str]]:
+    """ADK's `_drop_orphaned_function_responses`, for responses with an id: by seq, the
+    responses of each item to no earlier call. (ADK also pairs a response without an id with
+    an earlier call of the same name; the view keeps those and leaves them to ADK.)"""
+    seen: set[str] = set(earlier_calls)
+    orphans: dict[int, frozenset[str]] = {}
     for item in items:
-        parts = _parts(item.event)
-        survivors = [part for part in parts if _answers_seen(part, seen_ids, seen_names, complete)]
-        if not parts or len(survivors) == len(parts):
-            kept.append(item)
-        elif survivors:
-            kept.append(_with_parts(item, survivors, estimate))
-        for part in parts:
-            call = _payload(part, "functionCall")
-            if call is None:
-                continue
-            if isinstance(call.get("id"), str):
-                seen_ids.add(call["id"])
-            elif isinstance(call.get("name"), str):
-                seen_names.add(call["name"])
-    return kept
+        lost = frozenset(call_id for call_id in item.responses if call_id not in seen)
+        if lost:
+            orphans[item.seq] = lost
+        seen.update(item.calls)
+    return orphans
 
 
-def _answers_seen(
-    part: dict[str, Any], seen_ids: set[str], seen_names: set[str], complete: bool
-) -> bool:
-    response = _payload(part, "functionResponse")
+def without_responses(event: dict[str, Any], call_ids: frozenset[str]) -> dict[str, Any] | None:
+    """The event less its function responses to these calls; None if nothing else is left."""
+    content = event["content"]
+    parts = [part for part in content["parts"] if _answered(part) not in call_ids]
+    return {**event, "content": {**content, "parts": parts}} if parts else None
+
+
+def _answered(part: Any) -> str | None:
+    response = _payload(part, "functionResponse") if isinstance(part, dict) else None
+    answered = response.get("id") if response else None
+    return answered if isinstance(answered, str) else None
+
+
+def masked(event: dict[str, Any], masks: list[tuple[int, int]], seq: int) -> dict[str, Any]:
+    """The event with each function response whose JSON is longer than an observation mask
+    covering `seq` allows replaced by a note of its size."""
+    limits = [limit for through, limit in masks if seq <= through]
+    if not limits or not _parts(event):
+        return event
+    parts = [_masked_part(part, min(limits)) for part in event["content"]["parts"]]
+    return {**event, "content": {**event["content"], "parts": parts}}
+
+
+def _masked_part(part: Any, limit: int) -> Any:
+    response = _payload(part, "functionResponse") if isinstance(part, dict) else None
     if response is None:
-        return True
-    if isinstance(response.get("id"), str) and response["id"]:
-        return response["id"] in seen_ids
-    # Without an id: an earlier call by name, which a window cannot always see.
-    return response.get("name") in seen_names or not complete
+        return part
+    size = len(strict_json.dumps(response.get("response")))
+    if size <= limit:
+        return part
+    note = {"result": MASKED.format(size=size)}
+    return {**part, "functionResponse": {**response, "response": note}}
 
 
-def _masked(item: Item, masks: list[tuple[int, int]], estimate: TokenEstimator) -> Item:
-    """The item with each function response longer than an observation mask that covers it
-    replaced by a marker of its size."""
-    limits = [limit for through, limit in masks if item.seq <= through]
-    if not limits:
-        return item
-    limit = min(limits)
-    changed = False
-    parts: list[Any] = []
-    for part in _parts(item.event):
-        response = _payload(part, "functionResponse")
-        size = len(strict_json.dumps(response.get("response"))) if response else 0
-        if response is not None and size > limit:
-            masked = {**response, "response": {"result": MASKED.format(size=size)}}
-            part = {**part, "functionResponse": masked}
-            changed = True
-        parts.append(part)
-    return _with_parts(item, parts, estimate) if changed else item
-
-
-def _with_parts(item: Item, parts: list[Any], estimate: TokenEstimator) -> Item:
-    """The item with a copy of its event whose content has these parts."""
-    content = {**item.event["content"], "parts": parts}
-    return item.with_event({**item.event, "content": content}, estimate)
+def is_masked(masks: list[tuple[int, int]], seq: int) -> bool:
+    """Whether an observation mask covers the event at `seq`."""
+    return any(seq <= through for through, _ in masks)

@@ -14,6 +14,7 @@ from app import strict_json
 from app.config import Settings
 from app.domain import NewEvent
 from app.errors import InvalidInput, PayloadTooLarge
+from app.rules.context import facts, token_estimator
 from app.rules.scopes import split_delta, without_temp
 from app.schemas import EventIn
 
@@ -52,6 +53,7 @@ def prepare(event: EventIn, settings: Settings) -> NewEvent:
         request_hash=request_hash,
         document=document,
         delta=split_delta(delta),
+        facts=facts(document, token_estimator(settings.token_estimator)),
     )
 
 

@@ -6,7 +6,7 @@ at a time, only until the token budget is spent: a long session's old events are
 The rules are `app.rules.context`'s.
 """
 
-import importlib
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.config import Settings
 from app.db import DriverPool, driver
-from app.domain import SessionKey
+from app.domain import ContextRead, SessionKey
 from app.errors import InvalidInput, SessionNotFound
 from app.repositories import context as context_rows
 from app.rules import context as rules
@@ -24,18 +24,12 @@ from app.rules.events import prepare
 from app.schemas import EventIn, SessionCompact
 from app.services.events import EventService
 from app.services.lineage import hold_for_write
+from app.strict_json import dumps
 
 FIRST_PAGE = 64
 LAST_PAGE = 1024
 LOOKBEHIND = 8
 DEFAULT_TOOL_OUTPUT_MAX_CHARS = 1000
-
-
-def token_estimator(path: str) -> rules.TokenEstimator:
-    """The function `module:function` names (`SESSIONARY_TOKEN_ESTIMATOR`)."""
-    module, _, name = path.partition(":")
-    estimator: rules.TokenEstimator = getattr(importlib.import_module(module), name)
-    return estimator
 
 
 class ContextService:
@@ -48,9 +42,9 @@ class ContextService:
         self.pool = pool
         self.settings = settings
         self.events = events
-        self.estimate = token_estimator(settings.token_estimator)
+        self.estimate = rules.token_estimator(settings.token_estimator)
 
-    async def view(self, key: SessionKey, budget: int | None) -> tuple[rules.View, int]:
+    async def view(self, key: SessionKey, budget: int | None) -> tuple[ContextRead, int]:
         """The view, and the session's version it was read at."""
         async with (
             self.pool.connection() as connection,
@@ -59,14 +53,8 @@ class ContextService:
             reading, version = await _Reading.start(connection, key, self.estimate)
             items, complete, lookbehind = await reading.window(budget)
             items, earlier = await reading.resolve_calls(items, complete, lookbehind)
-        view = rules.fit(
-            items,
-            complete=complete,
-            earlier_calls=earlier,
-            masks=reading.plan.masks,
-            budget=budget,
-            estimate=self.estimate,
-        )
+            chosen = rules.fit(items, complete=complete, earlier_calls=earlier, budget=budget)
+            view = await reading.shown(chosen)
         return view, version
 
     async def compact(
@@ -110,16 +98,55 @@ class _Reading:
         first = await context_rows.first_seqs(connection, key, targets) if targets else {}
         return cls(connection, key, rules.plan(marks, first, estimate), estimate), version
 
-    def items(self, rows: list[context_rows.Row]) -> list[rules.Item]:
-        order = self.plan.order
-        return [rules.Item.of(seq, order(seq, at), event, self.estimate) for seq, at, event in rows]
+    async def items(self, rows: list[context_rows.Row]) -> list[rules.Item]:
+        """The rows as items: an event a mask covers is read, masked and estimated again, as
+        is one stored without its facts."""
+        masks = self.plan.masks
+        masking = [
+            seq
+            for seq, _, facts, event in rows
+            if event is None and rules.is_masked(masks, seq) and facts and facts.responses
+        ]
+        fetched = await context_rows.events(self.connection, self.key, masking) if masking else {}
+        items = []
+        for seq, timestamp, facts, event in rows:
+            event = fetched.get(seq, event)
+            if event is not None:
+                event = rules.masked(event, masks, seq)
+                facts = rules.facts(event, self.estimate)
+            assert facts is not None  # stored with the event, or worked out just now
+            items.append(rules.Item(seq, timestamp, self.plan.order(seq, timestamp), facts, event))
+        return items
 
     async def page(self, before: tuple[float, ...] | None, limit: int | None) -> list[rules.Item]:
         """Live events no compaction covers, newest first, before `before` (an item's order)."""
         rows = await context_rows.page(
             self.connection, self.key, self.plan, before=before, limit=limit
         )
-        return self.items(rows)
+        return await self.items(rows)
+
+    async def shown(self, chosen: rules.Fit) -> ContextRead:
+        """The view of the chosen items: each event as PostgreSQL renders it, or as the view
+        changed it (a summary, masked, or less its responses to no earlier call)."""
+        unread = [item.seq for item in chosen.items if item.event is None]
+        bodies = await context_rows.bodies(self.connection, self.key, unread) if unread else {}
+        shown: list[tuple[int, bytes]] = []
+        tokens = 0
+        for item in chosen.items:
+            lost = chosen.orphans.get(item.seq)
+            if lost is None:
+                body = bodies[item.seq] if item.event is None else dumps(item.event)
+                shown.append((item.seq, body))
+                tokens += item.tokens
+                continue
+            event = item.event if item.event is not None else json.loads(bodies[item.seq])
+            trimmed = rules.without_responses(event, lost)
+            if trimmed is not None:  # else it held nothing but those responses
+                shown.append((item.seq, dumps(trimmed)))
+                tokens += self.estimate(trimmed)
+        truncated = shown[0][0] if shown and chosen.truncated_before_seq is not None else None
+        events = [body for _, body in shown]
+        return ContextRead(events, tokens, truncated, chosen.over_budget)
 
     async def everything(self) -> list[rules.Item]:
         """Every live event and summary, in view order."""
@@ -173,7 +200,7 @@ class _Reading:
             made.update(item.calls)
         if not unresolved or (complete and not self.plan.coverage):
             return items, frozenset()
-        found = self.items(
+        found = await self.items(
             await context_rows.calls_to(
                 self.connection, self.key, self.plan, unresolved, max(unresolved.values())
             )
@@ -186,7 +213,7 @@ class _Reading:
         covered = {
             call_id: owner
             for call_id, owner in owners.items()
-            if self.plan.is_covered(owner.event["timestamp"])
+            if self.plan.is_covered(owner.timestamp)
         }
         earlier = frozenset() if complete else frozenset(owners) - covered.keys()
         if not covered:
@@ -202,7 +229,7 @@ class _Reading:
             rows = await context_rows.covered_answers(
                 self.connection, self.key, self.plan, siblings
             )
-            for answer in sorted(self.items(rows), key=lambda item: item.order):
+            for answer in sorted(await self.items(rows), key=lambda item: item.order):
                 answers.update(dict.fromkeys(set(answer.responses) & siblings, answer))
         return rules.recover(items, rules.Recovery(covered, answers)), earlier
 
@@ -247,7 +274,7 @@ def _compaction_event(request: SessionCompact, compacted: list[rules.Item]) -> d
     event["actions"] = {
         "compaction": {
             "startTimestamp": min(_start(item) for item in compacted),
-            "endTimestamp": max(item.event["timestamp"] for item in compacted),
+            "endTimestamp": max(item.timestamp for item in compacted),
             "compactedContent": {"role": "model", "parts": [{"text": text}]},
         }
     }
@@ -257,6 +284,6 @@ def _compaction_event(request: SessionCompact, compacted: list[rules.Item]) -> d
 def _start(item: rules.Item) -> float:
     """Where an item's history starts: a summary's at its range's start, so that a new range
     contains the ranges of the summaries it replaces."""
-    compaction = (item.event.get("actions") or {}).get("compaction")
-    start: float = compaction["startTimestamp"] if compaction else item.event["timestamp"]
+    compaction = ((item.event or {}).get("actions") or {}).get("compaction")
+    start: float = compaction["startTimestamp"] if compaction else item.timestamp
     return start

@@ -21,6 +21,7 @@ from app.errors import (
 from app.repositories import history as history_rows
 from app.repositories import lineage as lineage_rows
 from app.rules import tool_calls
+from app.rules.context import facts, token_estimator
 from app.rules.events import canonical_json, prepare
 from app.rules.rewinds import restoring_delta
 from app.schemas import EventIn
@@ -135,7 +136,10 @@ class HistoryService:
             removing = tool_calls.with_answers(after, answering) if answering else set()
             version = await history_rows.bump(db, key)
             await history_rows.remove_events(db, key, seqs=removing)
-            stored = await history_rows.rewrite_content(db, key, seq, content)
+            estimate = token_estimator(self.settings.token_estimator)
+            stored = await history_rows.rewrite_content(
+                db, key, seq, content, facts(rewritten, estimate)
+            )
         return stored, version
 
 
