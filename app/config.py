@@ -96,6 +96,12 @@ class Settings(BaseSettings):
     max_events_per_request: int = Field(
         default=1000, ge=1, description="Most events accepted in one request."
     )
+    tool_call_timeout: float = Field(
+        default=300.0,
+        gt=0,
+        description="Seconds after which an unanswered function call (not one of ADK's "
+        "`longRunningToolIds`) counts as orphaned, when `timeoutSeconds` is not given.",
+    )
     token_estimator: str = Field(
         default="app.rules.context:estimate_tokens",
         pattern=r"^[\w.]+:\w+$",

@@ -109,6 +109,19 @@ class ToolPairViolation(Conflict):
     title = "A function call would lose its response"
 
 
+class ToolCallsPending(Conflict):
+    code = "tool_calls_pending"
+    title = "Function calls are waiting for their responses"
+
+    def __init__(self, call_ids: list[str]) -> None:
+        super().__init__(
+            f"{len(call_ids)} function call(s) are unanswered ({', '.join(call_ids[:5])}): "
+            "queued input would come between a call and its response. Answer them (or heal "
+            "them), or promote with force.",
+            callIds=call_ids,
+        )
+
+
 class EventConflict(Conflict):
     code = "event_conflict"
     title = "Event id already used"

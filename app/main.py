@@ -14,6 +14,7 @@ from app import db
 from app.api import context, events, health, history, lineage, sessions, shared_state
 from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMiddleware
 from app.api.problems import install_error_handlers
+from app.api.responses import problem_responses
 from app.api.routing import unguarded_routes
 from app.config import Settings, get_settings
 from app.observability import RequestObserver, pool_gauges
@@ -39,7 +40,8 @@ TAGS = [
     {"name": "history", "description": "Rewind (ADK's), trim, reset, remove or rewrite events."},
     {
         "name": "context",
-        "description": "What a model should see next: the context view, and compaction.",
+        "description": "What a model should see next: the context view, compaction, and "
+        "tool calls pending, orphaned or answered.",
     },
     {"name": "state", "description": "App and user state, shared by their sessions."},
     {"name": "operations", "description": "Health, readiness and metrics probes."},
@@ -127,6 +129,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 routes=app.routes,
                 tags=app.openapi_tags,
             )
+            # Any request may be refused before routing for a request line or header too long.
+            too_long = problem_responses(431)
+            for operations in schema["paths"].values():
+                for operation in operations.values():
+                    operation["responses"].update(too_long)
             problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
             schema["components"]["schemas"].update(problem.pop("$defs"))
             schema["components"]["schemas"]["Problem"] = problem

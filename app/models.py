@@ -9,6 +9,7 @@ from sqlalchemy import (
     CheckConstraint,
     Double,
     ForeignKeyConstraint,
+    Identity,
     Index,
     Integer,
     LargeBinary,
@@ -158,6 +159,30 @@ class StorageEvent(Base):
         Index(
             "ix_events_marks", "app_name", "user_id", "session_id", "seq", postgresql_where=MARKED
         ),
+    )
+
+
+class StoragePendingEvent(Base):
+    """An event queued while a turn runs (a user typing ahead), kept apart from the log until
+    it is promoted into it, in `position` order."""
+
+    __tablename__ = "pending_events"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    session_id: Mapped[str] = _id()
+    position: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), nullable=False)
+    event: Mapped[Json] = mapped_column(JSONB, nullable=False)
+    create_time: Mapped[datetime] = _now()
+
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["app_name", "user_id", "session_id"],
+            ["sessions.app_name", "sessions.user_id", "sessions.id"],
+            ondelete="CASCADE",
+        ),
+        UniqueConstraint("app_name", "user_id", "session_id", "id"),
     )
 
 

@@ -385,6 +385,60 @@ class SessionCompact(ControlBody):
         return self
 
 
+class PendingList(WireModel):
+    events: list[EventIn] = Field(description="Queued, in the order they came.")
+
+
+class PendingPromote(ControlBody):
+    force: bool = Field(
+        default=False,
+        description="Promote even while function calls are unanswered (their responses will "
+        "then come after the queued events).",
+    )
+
+
+ToolCallStatus = TypeAliasType("ToolCallStatus", Literal["pending", "orphaned", "answered"])
+
+
+class ToolCall(WireModel):
+    """A function call of the session's live events."""
+
+    id: str = Field(description="The call's id, which its `functionResponse` carries.")
+    name: str | None = Field(description="The function called.")
+    event_id: str
+    seq: int
+    timestamp: float = Field(description="The calling event's, epoch seconds.")
+    status: ToolCallStatus = Field(
+        description="`answered`: a live event holds its response; `pending`: not yet, and "
+        "long-running or not past its deadline; `orphaned`: past its deadline unanswered."
+    )
+    deadline: float | None = Field(
+        description="Epoch seconds: when, unanswered, it becomes orphaned; null for one of "
+        "ADK's `longRunningToolIds`, which is never orphaned."
+    )
+    long_running: bool
+
+
+class ToolCallList(WireModel):
+    tool_calls: list[ToolCall] = Field(description="In the order they were made.")
+
+
+TimeoutSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class SessionHeal(ControlBody):
+    timeout_seconds: TimeoutSeconds | None = Field(
+        default=None,
+        description="A call unanswered for longer than this is orphaned. Default: "
+        "`SESSIONARY_TOOL_CALL_TIMEOUT` (300).",
+    )
+
+
+class Healed(WireModel):
+    healed: int = Field(description="How many orphaned calls were answered (0: none was).")
+    version: int = Field(description="The session's version after the heal (its ETag).")
+
+
 class SessionList(WireModel):
     sessions: list[Session]
 
@@ -421,7 +475,11 @@ class Problem(BaseModel):
         "`stale_session`, `event_conflict`, `payload_too_large`, `validation_error`, "
         "`database_unavailable`, `not_found`, `internal_error`, …"
     )
-    instance: str = Field(description="The request path.")
+    instance: str | None = Field(
+        default=None,
+        description="The request path; absent when the request was refused before its path "
+        "was read (`headers_too_large`, `bad_request`).",
+    )
     errors: list[ValidationErrorItem] | None = Field(
         default=None, description="For `validation_error`: each invalid field."
     )

@@ -7,7 +7,7 @@ from sqlalchemy import inspect
 
 from app import db
 
-TABLES = {"sessions", "events", "app_states", "user_states", "api_keys"}
+TABLES = {"sessions", "events", "pending_events", "app_states", "user_states", "api_keys"}
 
 
 def tables(url: str) -> set[str]:

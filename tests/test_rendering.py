@@ -105,6 +105,27 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
         {"params": {"tokenBudget": 100}},
         200,
     ),
+    ("GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/toolCalls", {}, 200),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/pending",
+        {"json": {"author": "user", "content": {"parts": [{"text": "typed ahead"}]}}},
+        202,
+    ),
+    ("GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/pending", {}, 200),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/pending:promote",
+        {"json": {"force": True}},
+        201,
+    ),
+    ("POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/pending:promote", {}, 200),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}:heal",
+        {"json": {"timeoutSeconds": 0}},
+        200,
+    ),
     (
         "POST",
         "/apps/{app_name}/users/{user_id}/sessions/{session_id}:trim",

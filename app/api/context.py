@@ -1,16 +1,37 @@
-"""Context routes: the context view of a session, and compaction."""
+"""Context routes: the context view of a session, compaction, tool-call integrity, and queued
+input."""
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Body, Query, status
 from fastapi.responses import Response
 
 from app.api import render
-from app.api.deps import Context, ExpectedVersion, Key, authorized
+from app.api.deps import (
+    AppStateWritable,
+    Context,
+    ExpectedVersion,
+    Key,
+    Pending,
+    ToolCalls,
+    authorized,
+)
 from app.api.responses import problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.rules.limits import INT64_MAX
-from app.schemas import ContextView, Event, SessionCompact
+from app.schemas import (
+    ContextView,
+    Event,
+    EventIn,
+    EventList,
+    Healed,
+    PendingList,
+    PendingPromote,
+    SessionCompact,
+    SessionHeal,
+    ToolCallList,
+    ToolCallStatus,
+)
 from app.services.auth import Need
 
 router = APIRouter(
@@ -70,3 +91,98 @@ async def compact_session(
     """
     event = await context.compact(key, body, expected_version)
     return respond(render.event(event), status.HTTP_201_CREATED, event["seq"])
+
+
+TimeoutQuery = Annotated[
+    float | None,
+    Query(
+        alias="timeoutSeconds",
+        ge=0,
+        allow_inf_nan=False,
+        description="A call unanswered for longer than this is orphaned. Default: "
+        "`SESSIONARY_TOOL_CALL_TIMEOUT` (300).",
+    ),
+]
+StatusQuery = Annotated[ToolCallStatus | None, Query(description="Only the calls in this state.")]
+
+
+@router.get("/toolCalls", response_model=ToolCallList, responses=problem_responses(404, 422, 503))
+async def list_tool_calls(
+    key: Key,
+    tool_calls: ToolCalls,
+    status: StatusQuery = None,
+    timeout_seconds: TimeoutQuery = None,
+) -> Response:
+    """The function calls of the session's live events (rewound ones left out), in order:
+    `answered`, `pending` (unanswered, and long-running or not yet past `timeoutSeconds`) or
+    `orphaned` (a crashed tool or a killed worker: `:heal` answers them). The ETag is the
+    version read."""
+    found, version = await tool_calls.list(key, status, timeout_seconds)
+    return respond(render.tool_calls(found), version=version)
+
+
+@router.post(
+    ":heal", response_model=Healed, responses=problem_responses(404, 409, 412, 415, 422, 503)
+)
+async def heal_session(
+    key: Key,
+    tool_calls: ToolCalls,
+    expected_version: ExpectedVersion,
+    body: Annotated[SessionHeal | None, Body()] = None,
+) -> Response:
+    """Answer each orphaned call with an error `functionResponse` (`{"error": …}`), by the
+    agent that made it, in its invocation: one event per calling event, in one transaction.
+    Idempotent: a second heal finds nothing to answer (`healed: 0`, nothing appended)."""
+    timeout = body.timeout_seconds if body is not None else None
+    healed, version = await tool_calls.heal(key, timeout, expected_version)
+    return respond(render.healed(healed, version), version=version)
+
+
+@router.post(
+    "/pending",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=EventIn,
+    responses=problem_responses(404, 409, 413, 415, 422, 503),
+)
+async def queue_event(
+    key: Key, event: EventIn, pending: Pending, app_state_writable: AppStateWritable
+) -> Response:
+    """Queue an event (a user typing while a turn runs) apart from the log, its `id` and
+    `timestamp` filled in now: 202 + the event as queued. The same event again is queued once;
+    another under a queued id is a 409 `event_conflict`. `:promote` appends the queue."""
+    queued = await pending.enqueue(key, event, app_state_writable=app_state_writable)
+    return respond(render.event(queued), status.HTTP_202_ACCEPTED)
+
+
+@router.get("/pending", response_model=PendingList, responses=problem_responses(404, 422, 503))
+async def list_pending(key: Key, pending: Pending) -> Response:
+    """The queued events, in the order they came (no `seq` yet: they are not in the log)."""
+    return respond(render.event_list(await pending.queued(key)))
+
+
+@router.post(
+    "/pending:promote",
+    status_code=status.HTTP_201_CREATED,
+    response_model=EventList,
+    responses={
+        200: {"description": "Nothing was queued: nothing appended.", "model": EventList},
+        **problem_responses(404, 409, 412, 413, 415, 422, 503),
+    },
+)
+async def promote_pending(
+    key: Key,
+    pending: Pending,
+    expected_version: ExpectedVersion,
+    app_state_writable: AppStateWritable,
+    body: Annotated[PendingPromote | None, Body()] = None,
+) -> Response:
+    """Append every queued event, in order, at consecutive seqs, and empty the queue, in one
+    transaction: 201 + the events as stored (200 + `[]` when none was queued). 409
+    `tool_calls_pending` while a function call of the session is unanswered (the queued
+    input would come between the call and its response), unless `force`."""
+    force = body is not None and body.force
+    stored = await pending.promote(
+        key, force, expected_version, app_state_writable=app_state_writable
+    )
+    code = status.HTTP_201_CREATED if stored else status.HTTP_200_OK
+    return respond(render.event_list(stored), code, stored[-1]["seq"] if stored else None)

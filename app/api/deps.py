@@ -25,9 +25,11 @@ from app.services.context import ContextService
 from app.services.events import EventService
 from app.services.history import HistoryService
 from app.services.lineage import LineageService
+from app.services.pending import PendingService
 from app.services.registry import Services
 from app.services.sessions import SessionService
 from app.services.shared_state import SharedStateService
+from app.services.tool_calls import ToolCallService
 
 
 def _path_id(description: str) -> object:
@@ -69,6 +71,14 @@ async def _history(request: Request) -> HistoryService:
 
 async def _context(request: Request) -> ContextService:
     return services(request).context
+
+
+async def _tool_calls(request: Request) -> ToolCallService:
+    return services(request).tool_calls
+
+
+async def _pending(request: Request) -> PendingService:
+    return services(request).pending
 
 
 async def _shared_state(request: Request) -> SharedStateService:
@@ -164,6 +174,8 @@ SharedStates = Annotated[SharedStateService, Depends(_shared_state)]
 Lineage = Annotated[LineageService, Depends(_lineage)]
 History = Annotated[HistoryService, Depends(_history)]
 Context = Annotated[ContextService, Depends(_context)]
+ToolCalls = Annotated[ToolCallService, Depends(_tool_calls)]
+Pending = Annotated[PendingService, Depends(_pending)]
 
 
 bearer = HTTPBearer(

@@ -11,6 +11,7 @@ from typing import Any
 from app import strict_json
 from app.domain import ContextRead, Page, SessionRead, StoredSession
 from app.rules.scopes import merged_state
+from app.rules.tool_calls import ToolCall
 
 
 def dumps(value: dict[str, Any]) -> bytes:
@@ -117,6 +118,32 @@ def context_view(view: ContextRead) -> bytes:
         "overBudget": view.over_budget,
     }
     return with_array({}, "events", view.events, after)
+
+
+def tool_calls(calls: list[ToolCall]) -> bytes:
+    """A `ToolCallList`."""
+    return dumps(
+        {
+            "toolCalls": [
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "eventId": call.event_id,
+                    "seq": call.seq,
+                    "timestamp": call.timestamp,
+                    "status": call.status,
+                    "deadline": call.deadline,
+                    "longRunning": call.long_running,
+                }
+                for call in calls
+            ]
+        }
+    )
+
+
+def healed(count: int, version: int) -> bytes:
+    """A `Healed`."""
+    return dumps({"healed": count, "version": version})
 
 
 def events_removed(ids: list[str], version: int) -> bytes:

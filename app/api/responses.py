@@ -37,10 +37,11 @@ DESCRIPTIONS = {
     403: "The API key's scope (app, user, read-only) does not cover this (`forbidden`).",
     404: "The session does not exist (`session_not_found`).",
     409: "Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session "
-    "is closed to writes) or `tool_pair_violation`.",
+    "is closed to writes), `tool_pair_violation` or `tool_calls_pending`.",
     412: "If-Match named another version (`stale_session`); nothing was written.",
     413: "Too large (`payload_too_large`): body, event, batch or resulting state.",
     415: "The body is not JSON (`unsupported_media_type`).",
+    431: "The request line or a header is too long (`headers_too_large`).",
     422: "Invalid input (`validation_error`).",
     503: "The database cannot be reached (`database_unavailable`).",
 }

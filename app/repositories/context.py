@@ -1,7 +1,8 @@
 """SQL for the context view: the marked events; then, newest first, a page at a time, the
-facts stored beside the other events (token estimate, call and response ids), with what
-rewinds drop and compactions cover left out in the query; the calls and responses the view
-must find beyond its pages; and at last the events it shows, as PostgreSQL renders them.
+other events, each with the facts stored beside it (token estimate, call and response ids)
+and as the UTF-8 JSON PostgreSQL renders (never decoded unless the view changes it), with
+what rewinds drop and compactions cover left out in the query; and the calls and responses
+the view must find beyond its pages.
 
 Fixed statements, sent on the driver connection: prepared once per connection, so PostgreSQL
 plans each once, not on every view (planning a statement on `events` costs ~1 ms). What the
@@ -20,9 +21,9 @@ from app.domain import SessionKey
 from app.models import MARKED
 from app.rules.context import Facts, Mark, Plan
 
-# What the view reads of an event before choosing it: seq, timestamp, its stored facts (None
-# for an event stored before they were), and the event itself only when they are missing.
-Row = tuple[int, float, Facts | None, dict[str, Any] | None]
+# What the view reads of an event: seq, timestamp, its stored facts (None for an event stored
+# before they were), and the event as the UTF-8 JSON PostgreSQL renders.
+Row = tuple[int, float, Facts | None, bytes]
 
 _SESSION = "e.app_name = :app_name AND e.user_id = :user_id AND e.session_id = :session_id"
 
@@ -52,9 +53,10 @@ GROUP BY e.invocation_id
 )
 
 _FACTS = """e.seq, e.timestamp, e.tokens, e.calls, e.responses,
-CASE WHEN e.tokens IS NULL THEN e.event END AS event"""
-# Live: not in a seq range a rewind drops, nor marked; `covered`: in a compaction's range.
-_LIVE = f"""
+convert_to(CAST(e.event AS text), 'UTF8') AS body"""
+# Live: not in a seq range a rewind drops, nor marked (parameters: `live_values`); `covered`:
+# in a compaction's range.
+LIVE = f"""
 {_SESSION}
 AND NOT (e.seq <@ CAST(CAST(:skipped AS text) AS int8multirange))
 """
@@ -70,7 +72,7 @@ PAGES = {
         text(
             f"""
 SELECT {_FACTS} FROM events e
-WHERE {_LIVE} AND NOT {_COVERED} AND {keyset}
+WHERE {LIVE} AND NOT {_COVERED} AND {keyset}
 ORDER BY {order} LIMIT :limit
 """
         )
@@ -98,7 +100,7 @@ CALLS_TO = DriverStatement.compile(
     text(
         f"""
 SELECT {_FACTS} FROM events e
-WHERE {_LIVE} AND e.seq < :before_seq AND {_making("calls", "functionCall")}
+WHERE {LIVE} AND e.seq < :before_seq AND {_making("calls", "functionCall")}
 ORDER BY e.seq
 """
     )
@@ -108,20 +110,8 @@ COVERED_ANSWERS = DriverStatement.compile(
     text(
         f"""
 SELECT {_FACTS} FROM events e
-WHERE {_LIVE} AND {_COVERED} AND {_making("responses", "functionResponse")}
+WHERE {LIVE} AND {_COVERED} AND {_making("responses", "functionResponse")}
 """
-    )
-)
-
-EVENTS = DriverStatement.compile(
-    text(f"SELECT e.seq, e.event FROM events e WHERE {_SESSION} AND e.seq = ANY(:seqs)")
-)
-
-# The events a view shows, as the UTF-8 JSON PostgreSQL renders: never decoded here.
-BODIES = DriverStatement.compile(
-    text(
-        "SELECT e.seq, convert_to(CAST(e.event AS text), 'UTF8') AS body FROM events e "
-        f"WHERE {_SESSION} AND e.seq = ANY(:seqs)"
     )
 )
 
@@ -146,7 +136,7 @@ async def first_seqs(
     return {row["invocation_id"]: row["seq"] for row in rows}
 
 
-def _live(key: SessionKey, plan: Plan) -> dict[str, Any]:
+def live_values(key: SessionKey, plan: Plan) -> dict[str, Any]:
     skipped = [*plan.dropped, *((seq, seq) for seq in plan.marks)]
     return {
         **key.columns(),
@@ -167,7 +157,7 @@ async def _rows(
             None
             if record["tokens"] is None
             else Facts(record["tokens"], tuple(record["calls"]), tuple(record["responses"])),
-            record["event"],
+            record["body"],
         )
         for record in records
     ]
@@ -185,7 +175,7 @@ async def page(
     `order` of the last one of the previous page."""
     if before is None:
         before = (float("inf"), INT64_MAX) if plan.by_time else (INT64_MAX,)
-    values = {**_live(key, plan), "before_seq": int(before[-1]), "limit": limit}
+    values = {**live_values(key, plan), "before_seq": int(before[-1]), "limit": limit}
     if plan.by_time:
         values["before_time"] = before[0]
     return await _rows(connection, PAGES[plan.by_time], values)
@@ -200,7 +190,7 @@ async def calls_to(
 ) -> list[Row]:
     """The live events before `before_seq` that make one of these calls, covered or not, in
     seq order."""
-    values = {**_live(key, plan), "ids": sorted(call_ids), "before_seq": before_seq}
+    values = {**live_values(key, plan), "ids": sorted(call_ids), "before_seq": before_seq}
     return await _rows(connection, CALLS_TO, values)
 
 
@@ -208,20 +198,6 @@ async def covered_answers(
     connection: asyncpg.Connection, key: SessionKey, plan: Plan, call_ids: Collection[str]
 ) -> list[Row]:
     """The live events a compaction covers that answer one of these calls."""
-    return await _rows(connection, COVERED_ANSWERS, {**_live(key, plan), "ids": sorted(call_ids)})
-
-
-async def events(
-    connection: asyncpg.Connection, key: SessionKey, seqs: Collection[int]
-) -> dict[int, dict[str, Any]]:
-    """The events at these seqs, decoded."""
-    arguments = EVENTS.arguments({**key.columns(), "seqs": sorted(seqs)})
-    return {row["seq"]: row["event"] for row in await connection.fetch(EVENTS.sql, *arguments)}
-
-
-async def bodies(
-    connection: asyncpg.Connection, key: SessionKey, seqs: Collection[int]
-) -> dict[int, bytes]:
-    """The events at these seqs as UTF-8 JSON, as PostgreSQL renders them."""
-    arguments = BODIES.arguments({**key.columns(), "seqs": sorted(seqs)})
-    return {row["seq"]: row["body"] for row in await connection.fetch(BODIES.sql, *arguments)}
+    return await _rows(
+        connection, COVERED_ANSWERS, {**live_values(key, plan), "ids": sorted(call_ids)}
+    )

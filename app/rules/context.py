@@ -78,7 +78,7 @@ def token_estimator(path: str) -> TokenEstimator:
     return estimator
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Facts:
     """What the view needs of an event, stored beside it: its token estimate, the ids of its
     function calls and of the calls its function responses answer (one per part)."""
@@ -105,18 +105,19 @@ def responses(event: dict[str, Any]) -> list[str]:
     return [item["id"] for item in found if item and isinstance(item.get("id"), str)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
     """One event of the view, at its place (`order` sorts the view: by seq, or by timestamp
-    then seq once a compaction makes ADK order by time), with its facts; and the event itself
-    when the view has it already (a summary, a masked event, one stored without its facts),
-    otherwise it is read once the view is chosen."""
+    then seq once a compaction makes ADK order by time), with its facts; as the view shows it:
+    `event` when the view made or changed it (a summary, a masked event), else `body`, the
+    UTF-8 JSON PostgreSQL rendered."""
 
     seq: int
     timestamp: float
     order: tuple[float, ...]
     facts: Facts
     event: dict[str, Any] | None = None
+    body: bytes | None = None
 
     @property
     def tokens(self) -> int:

@@ -26,7 +26,9 @@ from app.services.events import EventService
 from app.services.lineage import hold_for_write
 from app.strict_json import dumps
 
-FIRST_PAGE = 64
+# The first page holds what the budget would at this many tokens an event (a turn of a few
+# sentences), so that one read usually does; the next are sized by what is still missing.
+TOKENS_PER_EVENT = 256
 LAST_PAGE = 1024
 LOOKBEHIND = 8
 DEFAULT_TOOL_OUTPUT_MAX_CHARS = 1000
@@ -53,8 +55,8 @@ class ContextService:
             reading, version = await _Reading.start(connection, key, self.estimate)
             items, complete, lookbehind = await reading.window(budget)
             items, earlier = await reading.resolve_calls(items, complete, lookbehind)
-            chosen = rules.fit(items, complete=complete, earlier_calls=earlier, budget=budget)
-            view = await reading.shown(chosen)
+        chosen = rules.fit(items, complete=complete, earlier_calls=earlier, budget=budget)
+        view = reading.shown(chosen)
         return view, version
 
     async def compact(
@@ -75,6 +77,20 @@ class ContextService:
         return stored[0]
 
 
+async def read_plan(
+    connection: asyncpg.Connection, key: SessionKey, estimate: rules.TokenEstimator
+) -> tuple[rules.Plan, int]:
+    """The session's plan, from its marked events and the first seqs of what they rewind;
+    and its version. SessionNotFound if there is no such session."""
+    found = await context_rows.marks(connection, key)
+    if found is None:
+        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+    version, marks = found
+    targets = {target for mark in marks if (target := mark.rewinds_before) is not None}
+    first = await context_rows.first_seqs(connection, key, targets) if targets else {}
+    return rules.plan(marks, first, estimate), version
+
+
 @dataclass(frozen=True)
 class _Reading:
     """One read of a session's live events, in the caller's transaction, by its plan."""
@@ -90,32 +106,21 @@ class _Reading:
     ) -> tuple["_Reading", int]:
         """Plan from the session's marked events and the first seqs of what they rewind;
         and the session's version. SessionNotFound if there is no such session."""
-        found = await context_rows.marks(connection, key)
-        if found is None:
-            raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-        version, marks = found
-        targets = {target for mark in marks if (target := mark.rewinds_before) is not None}
-        first = await context_rows.first_seqs(connection, key, targets) if targets else {}
-        return cls(connection, key, rules.plan(marks, first, estimate), estimate), version
+        plan, version = await read_plan(connection, key, estimate)
+        return cls(connection, key, plan, estimate), version
 
-    async def items(self, rows: list[context_rows.Row]) -> list[rules.Item]:
-        """The rows as items: an event a mask covers is read, masked and estimated again, as
-        is one stored without its facts."""
+    def items(self, rows: list[context_rows.Row]) -> list[rules.Item]:
+        """The rows as items; an event a mask covers is decoded, masked and estimated again,
+        as is one stored without its facts."""
         masks = self.plan.masks
-        masking = [
-            seq
-            for seq, _, facts, event in rows
-            if event is None and rules.is_masked(masks, seq) and facts and facts.responses
-        ]
-        fetched = await context_rows.events(self.connection, self.key, masking) if masking else {}
         items = []
-        for seq, timestamp, facts, event in rows:
-            event = fetched.get(seq, event)
-            if event is not None:
-                event = rules.masked(event, masks, seq)
+        for seq, timestamp, facts, body in rows:
+            event = None
+            if facts is None or (facts.responses and rules.is_masked(masks, seq)):
+                event = rules.masked(json.loads(body), masks, seq)
                 facts = rules.facts(event, self.estimate)
-            assert facts is not None  # stored with the event, or worked out just now
-            items.append(rules.Item(seq, timestamp, self.plan.order(seq, timestamp), facts, event))
+            order = self.plan.order(seq, timestamp)
+            items.append(rules.Item(seq, timestamp, order, facts, event, body))
         return items
 
     async def page(self, before: tuple[float, ...] | None, limit: int | None) -> list[rules.Item]:
@@ -123,23 +128,26 @@ class _Reading:
         rows = await context_rows.page(
             self.connection, self.key, self.plan, before=before, limit=limit
         )
-        return await self.items(rows)
+        return self.items(rows)
 
-    async def shown(self, chosen: rules.Fit) -> ContextRead:
-        """The view of the chosen items: each event as PostgreSQL renders it, or as the view
-        changed it (a summary, masked, or less its responses to no earlier call)."""
-        unread = [item.seq for item in chosen.items if item.event is None]
-        bodies = await context_rows.bodies(self.connection, self.key, unread) if unread else {}
+    async def everything(self) -> list[rules.Item]:
+        """Every live event and summary, in view order."""
+        return rules.merge(self.plan.summaries, await self.page(None, None))
+
+    def shown(self, chosen: rules.Fit) -> ContextRead:
+        """The view of the chosen items: each event as PostgreSQL rendered it, or as the view
+        made or changed it (a summary, masked, or less its responses to no earlier call)."""
         shown: list[tuple[int, bytes]] = []
         tokens = 0
         for item in chosen.items:
             lost = chosen.orphans.get(item.seq)
             if lost is None:
-                body = bodies[item.seq] if item.event is None else dumps(item.event)
+                body = item.body if item.event is None else dumps(item.event)
+                assert body is not None  # an item has one or the other
                 shown.append((item.seq, body))
                 tokens += item.tokens
                 continue
-            event = item.event if item.event is not None else json.loads(bodies[item.seq])
+            event = item.event if item.event is not None else json.loads(item.body or b"")
             trimmed = rules.without_responses(event, lost)
             if trimmed is not None:  # else it held nothing but those responses
                 shown.append((item.seq, dumps(trimmed)))
@@ -148,10 +156,6 @@ class _Reading:
         events = [body for _, body in shown]
         return ContextRead(events, tokens, truncated, chosen.over_budget)
 
-    async def everything(self) -> list[rules.Item]:
-        """Every live event and summary, in view order."""
-        return rules.merge(self.plan.summaries, await self.page(None, None))
-
     async def window(self, budget: int | None) -> tuple[list[rules.Item], bool, int]:
         """The newest live events and summaries, in view order, until they hold more than the
         budget and `LOOKBEHIND` more (where the calls of the oldest responses usually are);
@@ -159,7 +163,8 @@ class _Reading:
         is sized by the tokens still missing."""
         summaries = list(self.plan.summaries)
         newest_first: list[rules.Item] = []
-        tokens, size, before, spent_at = 0, FIRST_PAGE, None, None
+        size = LAST_PAGE if budget is None else budget // TOKENS_PER_EVENT + LOOKBEHIND
+        tokens, size, before, spent_at = 0, min(size, LAST_PAGE), None, None
         while True:
             page = await self.page(before, size)
             for item in page:
@@ -200,7 +205,7 @@ class _Reading:
             made.update(item.calls)
         if not unresolved or (complete and not self.plan.coverage):
             return items, frozenset()
-        found = await self.items(
+        found = self.items(
             await context_rows.calls_to(
                 self.connection, self.key, self.plan, unresolved, max(unresolved.values())
             )
@@ -229,7 +234,7 @@ class _Reading:
             rows = await context_rows.covered_answers(
                 self.connection, self.key, self.plan, siblings
             )
-            for answer in sorted(await self.items(rows), key=lambda item: item.order):
+            for answer in sorted(self.items(rows), key=lambda item: item.order):
                 answers.update(dict.fromkeys(set(answer.responses) & siblings, answer))
         return rules.recover(items, rules.Recovery(covered, answers)), earlier
 

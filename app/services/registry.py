@@ -16,8 +16,10 @@ from app.services.context import ContextService
 from app.services.events import EventService
 from app.services.history import HistoryService
 from app.services.lineage import LineageService
+from app.services.pending import PendingService
 from app.services.sessions import SessionService
 from app.services.shared_state import SharedStateService
+from app.services.tool_calls import ToolCallService
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class Services:
     lineage: LineageService
     history: HistoryService
     context: ContextService
+    tool_calls: ToolCallService
+    pending: PendingService
     shared_state: SharedStateService
 
     @classmethod
@@ -41,5 +45,7 @@ class Services:
             lineage=LineageService(engine, settings, sessions, events),
             history=HistoryService(engine, settings, events),
             context=ContextService(engine, pool, settings, events),
+            tool_calls=ToolCallService(engine, pool, settings, events),
+            pending=PendingService(engine, settings, events),
             shared_state=SharedStateService(engine, settings),
         )

@@ -14,6 +14,7 @@ from sessionary_client import (
     SessionClosedError,
     SessionNotFoundError,
     StaleSessionError,
+    ToolCallsPendingError,
     ToolPairViolationError,
 )
 from sessionary_client.errors import error_for
@@ -197,6 +198,47 @@ def test_sync_client_rewinds_trims_resets_and_edits_history(
     reset = sync_client.reset_session(app_name, USER, "h", if_match=8)
     assert reset == {"removedEvents": 1, "keptEvents": 0, "version": 9}
     assert sync_client.get_session(app_name, USER, "h")["events"] == []
+
+
+def test_sync_client_builds_context_compacts_and_heals(
+    sync_client: SessionaryClient, app_name: str
+) -> None:
+    sync_client.create_session(app_name, USER, session_id="c")
+    said = {"author": "user", "timestamp": 1.0, "content": {"parts": [{"text": "hi " * 40}]}}
+    sync_client.append_events(app_name, USER, "c", [said, {**call("c1"), "timestamp": 2.0}])
+    view = sync_client.get_context(app_name, USER, "c", token_budget=10)
+    assert [e["seq"] for e in view["events"]] == [2] and view["truncatedBeforeSeq"] == 2
+    # Made in 1970: orphaned, unless the timeout is longer than that.
+    pending = sync_client.list_tool_calls(app_name, USER, "c", timeout_seconds=1e10)
+    assert [c["status"] for c in pending] == ["pending"]
+    orphaned = sync_client.list_tool_calls(app_name, USER, "c", status="orphaned")
+    assert [c["id"] for c in orphaned] == ["c1"]
+    assert sync_client.heal_session(app_name, USER, "c", if_match=2) == {
+        "healed": 1,
+        "version": 3,
+    }
+    summary = sync_client.compact_session(
+        app_name, USER, "c", "summary", keep_last=2, summary="They said hi."
+    )
+    assert summary["actions"]["compaction"]["endTimestamp"] == 1.0
+    view = sync_client.get_context(app_name, USER, "c")
+    assert [part["text"] for part in view["events"][0]["content"]["parts"]] == ["They said hi."]
+
+
+async def test_async_client_queues_input_until_the_calls_are_answered(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    await client.create_session(app_name, USER, session_id="q")
+    await client.append_event(app_name, USER, "q", call("c1"))
+    typed = {"author": "user", "content": {"parts": [{"text": "and Bergen?"}]}}
+    queued = await client.queue_event(app_name, USER, "q", typed)
+    assert await client.list_pending(app_name, USER, "q") == [queued]
+    with pytest.raises(ToolCallsPendingError) as refused:
+        await client.promote_pending(app_name, USER, "q")
+    assert refused.value.call_ids == ["c1"]
+    promoted = await client.promote_pending(app_name, USER, "q", force=True, if_match=1)
+    assert [event["seq"] for event in promoted] == [2]
+    assert await client.promote_pending(app_name, USER, "q") == []
 
 
 async def test_async_client_forks_and_closes(client: AsyncSessionaryClient, app_name: str) -> None:

@@ -15,6 +15,7 @@ from sessionary_client.errors import (
     SessionClosedError,
     SessionNotFoundError,
     StaleSessionError,
+    ToolCallsPendingError,
     ToolPairViolationError,
 )
 from sessionary_client.models import (
@@ -26,6 +27,7 @@ from sessionary_client.models import (
     Session,
     SessionPage,
     State,
+    ToolCall,
 )
 
 __all__ = [
@@ -51,5 +53,7 @@ __all__ = [
     "SessionaryError",
     "StaleSessionError",
     "State",
+    "ToolCall",
+    "ToolCallsPendingError",
     "ToolPairViolationError",
 ]

@@ -29,6 +29,7 @@ from sessionary_client.models import (
     EventList,
     EventPage,
     EventsRemoved,
+    Healed,
     Health,
     Inherit,
     Order,
@@ -39,6 +40,8 @@ from sessionary_client.models import (
     SessionList,
     SessionPage,
     State,
+    ToolCall,
+    ToolCallStatus,
     Trimmed,
 )
 
@@ -404,6 +407,81 @@ class SessionaryClient:
             headers=if_match_header(if_match),
         )
         return cast(Event, response.json())
+
+    def list_tool_calls(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        status: ToolCallStatus | None = None,
+        timeout_seconds: float | None = None,
+    ) -> list[ToolCall]:
+        """The session's function calls, in order: answered, pending or orphaned (unanswered
+        past `timeout_seconds`; the server's default without it)."""
+        path = sessions_path(app_name, user_id, session_id) + "/toolCalls"
+        params = query(status=status, timeoutSeconds=timeout_seconds)
+        response = self._send("GET", path, params=params, idempotent=True)
+        return cast(list[ToolCall], response.json()["toolCalls"])
+
+    def heal_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        timeout_seconds: float | None = None,
+        if_match: int | None = None,
+    ) -> Healed:
+        """Answer each orphaned call with an error response. A second heal answers nothing,
+        so it is resent after a lost answer (but for one with `if_match`, which would be a
+        412 the second time)."""
+        response = self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id) + ":heal",
+            body=_present(timeoutSeconds=timeout_seconds),
+            headers=if_match_header(if_match),
+            idempotent=if_match is None,
+        )
+        return cast(Healed, response.json())
+
+    def queue_event(self, app_name: str, user_id: str, session_id: str, event: Event) -> Event:
+        """Queue an event apart from the log (a user typing while a turn runs); returns it as
+        queued. An id is given to it here, so a resend after a lost answer queues it once."""
+        response = self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id) + "/pending",
+            body=with_id(event),
+            idempotent=True,
+        )
+        return cast(Event, response.json())
+
+    def list_pending(self, app_name: str, user_id: str, session_id: str) -> list[Event]:
+        """The queued events, in the order they came."""
+        path = sessions_path(app_name, user_id, session_id) + "/pending"
+        response = self._send("GET", path, idempotent=True)
+        return cast(list[Event], response.json()["events"])
+
+    def promote_pending(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        force: bool = False,
+        if_match: int | None = None,
+    ) -> list[Event]:
+        """Append every queued event, in order, in one transaction; the events as stored
+        (empty when none was queued). `ToolCallsPendingError` while a function call is
+        unanswered, unless `force`."""
+        # Not resent after a lost answer: the queue may have filled again meanwhile.
+        response = self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id) + "/pending:promote",
+            body={"force": force},
+            headers=if_match_header(if_match),
+        )
+        return cast(list[Event], response.json()["events"])
 
     def delete_session(self, app_name: str, user_id: str, session_id: str) -> None:
         # Not resent after a lost answer: for the caller, the resend would answer 404.

@@ -8,7 +8,8 @@
         │   ├── SessionAlreadyExistsError    409 session_already_exists
         │   ├── SessionClosedError           409 session_closed
         │   ├── EventConflictError           409 event_conflict
-        │   └── ToolPairViolationError       409 tool_pair_violation
+        │   ├── ToolPairViolationError       409 tool_pair_violation
+        │   └── ToolCallsPendingError        409 tool_calls_pending (has `call_ids`)
         ├── StaleSessionError                412 stale_session (has `current_version`)
         ├── PayloadTooLargeError             413 payload_too_large
         ├── InvalidRequestError              422 validation_error (has `errors`)
@@ -62,6 +63,15 @@ class ToolPairViolationError(ConflictError):
     its call."""
 
 
+class ToolCallsPendingError(ConflictError):
+    """Queued input was not promoted: function calls are unanswered (`call_ids`). Answer or
+    heal them, or promote with `force=True`."""
+
+    @property
+    def call_ids(self) -> list[str]:
+        return list(self.problem.get("callIds") or [])
+
+
 class EventConflictError(ConflictError):
     """The event id is already stored with other content: a new event needs a new id."""
 
@@ -96,6 +106,7 @@ _BY_CODE: dict[str, type[APIError]] = {
     "session_closed": SessionClosedError,
     "event_conflict": EventConflictError,
     "tool_pair_violation": ToolPairViolationError,
+    "tool_calls_pending": ToolCallsPendingError,
     "stale_session": StaleSessionError,
     "payload_too_large": PayloadTooLargeError,
     "validation_error": InvalidRequestError,

@@ -91,6 +91,27 @@ class ContextView(TypedDict):
 
 
 CompactionStrategy = Literal["summary", "truncate", "observationMask"]
+ToolCallStatus = Literal["pending", "orphaned", "answered"]
+
+
+class ToolCall(TypedDict):
+    """A function call of a session's live events (`list_tool_calls`)."""
+
+    id: str
+    name: str | None
+    eventId: str
+    seq: int
+    timestamp: float
+    status: ToolCallStatus
+    deadline: float | None
+    """When, unanswered, it becomes orphaned; None for a long-running call."""
+    longRunning: bool
+
+
+class Healed(TypedDict):
+    healed: int
+    """How many orphaned calls were answered with an error."""
+    version: int
 
 
 class ScopeState(TypedDict):

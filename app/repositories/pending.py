@@ -1,0 +1,53 @@
+"""SQL for queued input: events waiting, in the order they came, to be promoted into the log."""
+
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert as upsert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.domain import SessionKey
+from app.models import StoragePendingEvent
+
+
+def _session(key: SessionKey) -> Any:
+    return (
+        (StoragePendingEvent.app_name == key.app_name)
+        & (StoragePendingEvent.user_id == key.user_id)
+        & (StoragePendingEvent.session_id == key.session_id)
+    )
+
+
+async def enqueue(db: AsyncConnection, key: SessionKey, event: dict[str, Any]) -> dict[str, Any]:
+    """Queue the event; if its id is queued already, the event queued under it."""
+    statement = (
+        upsert(StoragePendingEvent)
+        .values(**key.columns(), id=event["id"], event=event)
+        .on_conflict_do_nothing(constraint="uq_pending_events_app_name_user_id_session_id_id")
+        .returning(StoragePendingEvent.event)
+    )
+    queued = (await db.execute(statement)).scalar()
+    if queued is not None:
+        return dict(queued)
+    found = select(StoragePendingEvent.event).where(
+        _session(key), StoragePendingEvent.id == event["id"]
+    )
+    return dict((await db.execute(found)).scalar_one())
+
+
+async def queued(
+    db: AsyncConnection, key: SessionKey, *, lock: bool = False
+) -> list[dict[str, Any]]:
+    """The queued events in order; with `lock`, held until the transaction ends."""
+    statement = (
+        select(StoragePendingEvent.event)
+        .where(_session(key))
+        .order_by(StoragePendingEvent.position)
+    )
+    if lock:
+        statement = statement.with_for_update()
+    return [dict(event) for event in (await db.execute(statement)).scalars()]
+
+
+async def clear(db: AsyncConnection, key: SessionKey) -> None:
+    await db.execute(delete(StoragePendingEvent).where(_session(key)))

@@ -1,0 +1,92 @@
+"""Queued input: a user's messages sent while a turn runs wait in a queue of their own, and
+are promoted into the log together once the turn's function calls are answered (DESIGN
+§6.4), so that a provider never sees a user message between a call and its result."""
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.config import Settings
+from app.db import driver
+from app.domain import SessionKey
+from app.errors import EventConflict, InvalidInput, ToolCallsPending
+from app.repositories import pending as pending_rows
+from app.rules import context as context_rules
+from app.rules.events import canonical_json, prepare
+from app.schemas import EventIn
+from app.services.auth import require_app_state_write
+from app.services.events import EventService, require_session
+from app.services.lineage import hold_for_write
+from app.services.tool_calls import calls_of
+
+
+class PendingService:
+    """Each public method is one transaction."""
+
+    def __init__(self, engine: AsyncEngine, settings: Settings, events: EventService) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.events = events
+        self.estimate = context_rules.token_estimator(settings.token_estimator)
+
+    async def enqueue(
+        self, key: SessionKey, event: EventIn, *, app_state_writable: bool
+    ) -> dict[str, Any]:
+        """Queue the event (its id and timestamp filled in now, as an append would); the same
+        event again is queued once, another under a queued id is an EventConflict."""
+        if event.partial:
+            raise InvalidInput("A partial event is never stored, so it cannot be queued.")
+        new = prepare(event, self.settings)
+        require_app_state_write(app_state_writable, [new.delta])
+        async with self.engine.begin() as db:
+            async with driver(db) as connection:
+                await require_session(connection, key, writable=True)
+            queued = await pending_rows.enqueue(db, key, new.document)
+        if not _same(queued, new.document, sent=event):
+            raise EventConflict(new.id)
+        return queued
+
+    async def queued(self, key: SessionKey) -> list[dict[str, Any]]:
+        async with self.engine.connect() as db:
+            async with driver(db) as connection:
+                await require_session(connection, key)
+            return await pending_rows.queued(db, key)
+
+    async def promote(
+        self,
+        key: SessionKey,
+        force: bool,
+        expected_version: int | None,
+        *,
+        app_state_writable: bool,
+    ) -> list[dict[str, Any]]:
+        """Append every queued event, in order, at consecutive seqs, and empty the queue, in
+        one transaction; ToolCallsPending while a function call is unanswered, unless
+        `force`. The events as stored ([] when none was queued)."""
+        async with self.engine.begin() as db, driver(db) as connection:
+            held = await hold_for_write(db, key, expected_version)
+            queued = await pending_rows.queued(db, key, lock=True)
+            if not queued:
+                return []
+            if not force:
+                calls, _ = await calls_of(
+                    connection, key, self.estimate, self.settings.tool_call_timeout
+                )
+                waiting = [call.id for call in calls if call.status != "answered"]
+                if waiting:
+                    raise ToolCallsPending(waiting)
+            events = [prepare(EventIn.model_validate(event), self.settings) for event in queued]
+            require_app_state_write(app_state_writable, [event.delta for event in events])
+            stored = await self.events.append_prepared(connection, key, events, held.version)
+            if stored is None:  # the row is held: only an id already in the log refuses them
+                raise EventConflict(next(event.id for event in events))
+            await pending_rows.clear(db, key)
+        return stored
+
+
+def _same(queued: dict[str, Any], document: dict[str, Any], *, sent: EventIn) -> bool:
+    """Whether the queued event is this one: the same document, or one that differs only in
+    the timestamp the server filled in (a retry of an event sent without one)."""
+    if sent.timestamp is None:
+        queued = {**queued, "timestamp": document["timestamp"]}
+    return canonical_json(queued) == canonical_json(document)

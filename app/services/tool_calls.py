@@ -1,0 +1,85 @@
+"""Tool-call integrity: which of a session's function calls are answered, pending or orphaned,
+and healing the orphans with an error response, so that a provider is never sent a call
+without its result (DESIGN §6.4)."""
+
+import time
+
+import asyncpg
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.config import Settings
+from app.db import DriverPool, driver
+from app.domain import SessionKey
+from app.repositories import tool_calls as tool_call_rows
+from app.rules import context as context_rules
+from app.rules.events import prepare
+from app.rules.tool_calls import ToolCall, healing_events, tool_calls
+from app.schemas import EventIn
+from app.services.context import read_plan
+from app.services.events import EventService
+from app.services.lineage import hold_for_write
+
+
+class ToolCallService:
+    """A listing reads in one snapshot; a heal is one transaction that holds the session."""
+
+    def __init__(
+        self, engine: AsyncEngine, pool: DriverPool, settings: Settings, events: EventService
+    ) -> None:
+        self.engine = engine
+        self.pool = pool
+        self.settings = settings
+        self.events = events
+        self.estimate = context_rules.token_estimator(settings.token_estimator)
+
+    def timeout(self, timeout_seconds: float | None) -> float:
+        return self.settings.tool_call_timeout if timeout_seconds is None else timeout_seconds
+
+    async def list(
+        self, key: SessionKey, status: str | None, timeout_seconds: float | None
+    ) -> tuple[list[ToolCall], int]:
+        """The function calls of the session's live events (rewinds applied), in order, with
+        `status` only when given; and the session's version."""
+        async with (
+            self.pool.connection() as connection,
+            connection.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            found, version = await calls_of(
+                connection, key, self.estimate, self.timeout(timeout_seconds)
+            )
+        return [call for call in found if status is None or call.status == status], version
+
+    async def heal(
+        self, key: SessionKey, timeout_seconds: float | None, expected_version: int | None
+    ) -> tuple[int, int]:
+        """Answer every orphaned call with an error, in one transaction; (how many, version).
+        Idempotent: a healed call is answered, so a second heal finds nothing to do."""
+        timeout = self.timeout(timeout_seconds)
+        async with self.engine.begin() as db, driver(db) as connection:
+            held = await hold_for_write(db, key, expected_version)
+            found, _ = await calls_of(connection, key, self.estimate, timeout)
+            orphans = [call for call in found if call.status == "orphaned"]
+            if not orphans:
+                return 0, held.version
+            healing = [
+                prepare(EventIn.model_validate(event), self.settings)
+                for event in healing_events(orphans, timeout)
+            ]
+            stored = await self.events.append_prepared(connection, key, healing, held.version)
+        assert stored is not None  # the row is held: the session is there, at that version
+        return len(orphans), stored[-1]["seq"]
+
+
+async def calls_of(
+    connection: asyncpg.Connection,
+    key: SessionKey,
+    estimate: context_rules.TokenEstimator,
+    orphaned_after: float,
+) -> tuple[list[ToolCall], int]:
+    """The function calls of the session's live events, each with its status (orphaned when
+    unanswered for `orphaned_after` seconds); and the session's version. SessionNotFound if
+    there is no such session."""
+    plan, version = await read_plan(connection, key, estimate)
+    calling = await tool_call_rows.calling_events(connection, key, plan)
+    answered = await tool_call_rows.answered(connection, key, plan)
+    return tool_calls(calling, answered, time.time(), orphaned_after), version
