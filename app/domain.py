@@ -54,6 +54,27 @@ class PageRequest:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """Token counts as ADK's `usageMetadata` reports them (`promptTokenCount`,
+    `candidatesTokenCount`, `totalTokenCount`): an event's (None where it reports none), or
+    their sums."""
+
+    prompt: int | None = None
+    candidates: int | None = None
+    total: int | None = None
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            (self.prompt or 0) + (other.prompt or 0),
+            (self.candidates or 0) + (other.candidates or 0),
+            (self.total or 0) + (other.total or 0),
+        )
+
+
+NO_USAGE = Usage(0, 0, 0)
+
+
+@dataclass(frozen=True)
 class NewEvent:
     """An event ready to store: its JSON document and the columns extracted from it."""
 
@@ -63,6 +84,7 @@ class NewEvent:
     document: dict[str, Any]
     delta: ScopedDelta
     facts: Facts  # what the context view reads instead of the event
+    usage: Usage
 
 
 @dataclass(frozen=True)
@@ -108,6 +130,7 @@ class StoredSession:
     parent: ParentLink | None
     status: str
     outcome: str | None
+    usage: Usage
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app import db
-from app.api import context, events, health, history, lineage, sessions, shared_state
+from app.api import context, events, health, history, lineage, sessions, shared_state, usage
 from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMiddleware
 from app.api.problems import install_error_handlers
 from app.api.responses import problem_responses
@@ -40,8 +40,8 @@ TAGS = [
     {"name": "history", "description": "Rewind (ADK's), trim, reset, remove or rewrite events."},
     {
         "name": "context",
-        "description": "What a model should see next: the context view, compaction, and "
-        "tool calls pending, orphaned or answered.",
+        "description": "What a model should see next: the context view, compaction, tool "
+        "calls pending, orphaned or answered, queued input, and token usage.",
     },
     {"name": "state", "description": "App and user state, shared by their sessions."},
     {"name": "operations", "description": "Health, readiness and metrics probes."},
@@ -117,7 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Events first: a request is matched against the routes in order, each test costing some
     # microseconds, and appends are the hottest route (~200 µs of CPU less per append than
     # behind the session, lineage, history and context routes).
-    for module in (events, sessions, lineage, history, context, shared_state, health):
+    for module in (events, sessions, lineage, history, context, usage, shared_state, health):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

@@ -49,6 +49,10 @@ def _state() -> Mapped[Json]:
     return mapped_column(JSONB, nullable=False, server_default=text("'{}'::jsonb"))
 
 
+def _count() -> Mapped[int]:
+    return mapped_column(BigInteger, nullable=False, server_default="0")
+
+
 def _now() -> Mapped[datetime]:
     return mapped_column(Timestamp, nullable=False, server_default=func.now())
 
@@ -84,6 +88,10 @@ class StorageSession(Base):
     # state is rebuilt from: the create state at 0, moved forward by a trim or a reset.
     base_seq: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     base_state: Mapped[Json] = _state()
+    # The sums of its events' `usageMetadata` token counts, kept by every write of events.
+    prompt_tokens: Mapped[int] = _count()
+    candidates_tokens: Mapped[int] = _count()
+    total_tokens: Mapped[int] = _count()
 
     __table_args__ = (
         # Keyset pagination of list-by-user and list-by-app, both directions: rows come in
@@ -147,6 +155,10 @@ class StorageEvent(Base):
     tokens: Mapped[int | None] = mapped_column(Integer)
     calls: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
     responses: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
+    # Its `usageMetadata` token counts, NULL where it reports none (`rules.events.usage_of`).
+    prompt_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    candidates_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    total_tokens: Mapped[int | None] = mapped_column(BigInteger)
 
     __table_args__ = (
         ForeignKeyConstraint(

@@ -229,6 +229,28 @@ class Parent(WireModel):
     )
 
 
+class Usage(WireModel):
+    """Token counts, as ADK's `usageMetadata` reports them, summed."""
+
+    prompt_token_count: int
+    candidates_token_count: int
+    total_token_count: int
+
+
+class UserUsage(Usage):
+    user_id: str
+    events: int = Field(description="How many of the user's events report usage.")
+
+
+class TotalUsage(Usage):
+    events: int = Field(description="How many events report usage.")
+
+
+class AppUsage(WireModel):
+    users: list[UserUsage] = Field(description="By user id; users with no usage left out.")
+    total: TotalUsage
+
+
 class Session(WireModel):
     id: str
     app_name: str
@@ -255,6 +277,10 @@ class Session(WireModel):
         description="A `closed` session refuses every write (409 `session_closed`)."
     )
     outcome: Outcome | None = Field(description="How a closed session ended; null while open.")
+    usage: Usage = Field(
+        description="The sums of its events' `usageMetadata` counts (events that report none "
+        "count 0); removing events takes theirs off."
+    )
 
 
 class SessionFork(ControlBody):

@@ -30,6 +30,7 @@ from app.services.registry import Services
 from app.services.sessions import SessionService
 from app.services.shared_state import SharedStateService
 from app.services.tool_calls import ToolCallService
+from app.services.usage import UsageService
 
 
 def _path_id(description: str) -> object:
@@ -79,6 +80,10 @@ async def _tool_calls(request: Request) -> ToolCallService:
 
 async def _pending(request: Request) -> PendingService:
     return services(request).pending
+
+
+async def _usage(request: Request) -> UsageService:
+    return services(request).usage
 
 
 async def _shared_state(request: Request) -> SharedStateService:
@@ -176,6 +181,7 @@ History = Annotated[HistoryService, Depends(_history)]
 Context = Annotated[ContextService, Depends(_context)]
 ToolCalls = Annotated[ToolCallService, Depends(_tool_calls)]
 Pending = Annotated[PendingService, Depends(_pending)]
+UsageOf = Annotated[UsageService, Depends(_usage)]
 
 
 bearer = HTTPBearer(

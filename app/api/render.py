@@ -9,7 +9,7 @@ one copy: a second copy of a large body costs more than the join itself, in fres
 from typing import Any
 
 from app import strict_json
-from app.domain import ContextRead, Page, SessionRead, StoredSession
+from app.domain import NO_USAGE, ContextRead, Page, SessionRead, StoredSession, Usage
 from app.rules.scopes import merged_state
 from app.rules.tool_calls import ToolCall
 
@@ -61,6 +61,24 @@ def _after_events(session: StoredSession) -> dict[str, Any]:
         },
         "status": session.status,
         "outcome": session.outcome,
+        "usage": usage(session.usage),
+    }
+
+
+def app_usage(found: list[tuple[str, int, Usage]]) -> bytes:
+    """An `AppUsage`."""
+    users = [{"userId": user, "events": events, **usage(used)} for user, events, used in found]
+    total = sum((used for _, _, used in found), NO_USAGE)
+    count = sum(events for _, events, _ in found)
+    return dumps({"users": users, "total": {"events": count, **usage(total)}})
+
+
+def usage(counts: Usage) -> dict[str, int | None]:
+    """A `Usage`."""
+    return {
+        "promptTokenCount": counts.prompt,
+        "candidatesTokenCount": counts.candidates,
+        "totalTokenCount": counts.total,
     }
 
 

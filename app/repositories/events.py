@@ -11,7 +11,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app import strict_json
 from app.db import DriverStatement
-from app.domain import EventQuery, NewEvent, Order, SessionKey
+from app.domain import NO_USAGE, EventQuery, NewEvent, Order, SessionKey
 from app.models import StorageEvent
 from app.repositories.shared_state import state_too_large
 from app.rules.scopes import merge_deltas
@@ -21,6 +21,14 @@ EVENT_ID_CONSTRAINT = "uq_events_app_name_user_id_session_id_id"
 
 class DuplicateEventId(Exception):
     """An event id in the batch is already stored in the session (raced with a retry)."""
+
+
+# An event's token counts (`domain.Usage`), in that order.
+USAGE_COLUMNS = (
+    StorageEvent.prompt_tokens,
+    StorageEvent.candidates_tokens,
+    StorageEvent.total_tokens,
+)
 
 
 def event_filter(key: SessionKey) -> ColumnElement[bool]:
@@ -47,7 +55,10 @@ WITH bump AS (
                 ELSE sessionary_checked_state(state || :session_delta, 'session', :max_state)
                 END,
         update_time = to_timestamp(:last_timestamp),
-        update_second = floor(extract(epoch FROM to_timestamp(:last_timestamp)))
+        update_second = floor(extract(epoch FROM to_timestamp(:last_timestamp))),
+        prompt_tokens = prompt_tokens + :prompt_tokens,
+        candidates_tokens = candidates_tokens + :candidates_tokens,
+        total_tokens = total_tokens + :total_tokens
     WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id AND status = 'open'
       AND (CAST(:expected_version AS bigint) IS NULL OR version = :expected_version)
     RETURNING version - :count AS base_seq
@@ -67,16 +78,19 @@ WITH bump AS (
         update_time = now()
 ), inserted AS (
     INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
-                        timestamp, request_hash, event, tokens, calls, responses)
+                        timestamp, request_hash, event, tokens, calls, responses,
+                        prompt_tokens, candidates_tokens, total_tokens)
     SELECT :app_name, :user_id, :session_id, bump.base_seq + new.position,
            new.event ->> 'id', new.event ->> 'invocationId', new.event ->> 'author',
            CAST(new.event -> 'timestamp' AS double precision), decode(new.hash, 'hex'),
            new.event || jsonb_build_object('seq', bump.base_seq + new.position),
-           new.tokens, new.calls, new.responses
+           new.tokens, new.calls, new.responses, new.prompt, new.candidates, new.total
     FROM bump,
          ROWS FROM (jsonb_to_recordset(:events)
-                    AS (event jsonb, hash text, tokens integer, calls text[], responses text[]))
-             WITH ORDINALITY AS new(event, hash, tokens, calls, responses, position)
+                    AS (event jsonb, hash text, tokens integer, calls text[], responses text[],
+                        prompt bigint, candidates bigint, total bigint))
+             WITH ORDINALITY AS new(event, hash, tokens, calls, responses,
+                                    prompt, candidates, total, position)
 )
 SELECT base_seq FROM bump
 """
@@ -106,9 +120,13 @@ async def append(
     when a state would outgrow `max_state_bytes`.
     """
     delta = merge_deltas([event.delta for event in events])
+    used = sum((event.usage for event in events), NO_USAGE)
     arguments = APPEND.arguments(
         {
             **key.columns(),
+            "prompt_tokens": used.prompt,
+            "candidates_tokens": used.candidates,
+            "total_tokens": used.total,
             "count": len(events),
             "expected_version": expected_version,
             "last_timestamp": events[-1].timestamp,
@@ -123,6 +141,9 @@ async def append(
                         "tokens": event.facts.tokens,
                         "calls": event.facts.calls,
                         "responses": event.facts.responses,
+                        "prompt": event.usage.prompt,
+                        "candidates": event.usage.candidates,
+                        "total": event.usage.total,
                     }
                     for event in events
                 ]

@@ -8,9 +8,9 @@ from sqlalchemy import ARRAY, BigInteger, bindparam, delete, func, literal, sele
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.domain import SessionKey
+from app.domain import NO_USAGE, SessionKey, Usage
 from app.models import StorageEvent, StorageSession
-from app.repositories.events import event_filter
+from app.repositories.events import USAGE_COLUMNS, event_filter
 from app.repositories.sessions import EMPTY_STATE, key_filter, state_as_of
 from app.rules.context import Facts
 from app.rules.tool_calls import ToolLinks
@@ -68,7 +68,8 @@ async def count_events(db: AsyncConnection, key: SessionKey) -> int:
 async def remove_events(
     db: AsyncConnection, key: SessionKey, *, seqs: Iterable[int] = (), up_to: int = 0
 ) -> list[str]:
-    """Delete the events at `seqs` and every event up to `up_to`; their ids, in seq order."""
+    """Delete the events at `seqs` and every event up to `up_to`, and take their token usage
+    off the session's; their ids, in seq order."""
     chosen = bindparam("seqs", sorted(seqs), type_=ARRAY(BigInteger))
     statement = (
         delete(StorageEvent)
@@ -76,9 +77,20 @@ async def remove_events(
             event_filter(key),
             (StorageEvent.seq <= up_to) | (StorageEvent.seq == func.any(chosen)),
         )
-        .returning(StorageEvent.seq, StorageEvent.id)
+        .returning(StorageEvent.seq, StorageEvent.id, *USAGE_COLUMNS)
     )
     rows = sorted(await db.execute(statement))
+    used = sum((Usage(*row[2:]) for row in rows), NO_USAGE)
+    if used != NO_USAGE:
+        await db.execute(
+            update(StorageSession)
+            .where(key_filter(key))
+            .values(
+                prompt_tokens=StorageSession.prompt_tokens - used.prompt,
+                candidates_tokens=StorageSession.candidates_tokens - used.candidates,
+                total_tokens=StorageSession.total_tokens - used.total,
+            )
+        )
     return [row.id for row in rows]
 
 

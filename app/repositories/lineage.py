@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain import SessionKey, StoredSession
 from app.models import StorageEvent, StorageSession
-from app.repositories.events import event_filter
+from app.repositories.events import USAGE_COLUMNS, event_filter
 from app.repositories.sessions import key_filter, state_as_of, stored_session, with_shared_state
 
 
@@ -79,7 +79,8 @@ async def copy_events(
     only_seqs: list[int] | None = None,
 ) -> None:
     """Copy the source's events up to `until_seq` (of those, `only_seqs` when given) into the
-    target, with their ids and seqs; the stored JSON is the same, seq included."""
+    target, with their ids and seqs (the stored JSON is the same, seq included), and their
+    token usage into the target's."""
     chosen = select(
         StorageEvent.app_name,
         StorageEvent.user_id,
@@ -94,12 +95,24 @@ async def copy_events(
         StorageEvent.tokens,
         StorageEvent.calls,
         StorageEvent.responses,
+        StorageEvent.prompt_tokens,
+        StorageEvent.candidates_tokens,
+        StorageEvent.total_tokens,
     ).where(event_filter(source), StorageEvent.seq <= until_seq)
     if only_seqs is not None:
         chosen = chosen.where(
             StorageEvent.seq == func.any(bindparam("seqs", only_seqs, type_=ARRAY(BigInteger)))
         )
     await db.execute(insert(StorageEvent).from_select(list(chosen.selected_columns.keys()), chosen))
+    copied = select(*(func.coalesce(func.sum(column), 0) for column in USAGE_COLUMNS)).where(
+        event_filter(target)
+    )
+    used = (await db.execute(copied)).one()
+    await db.execute(
+        update(StorageSession)
+        .where(key_filter(target))
+        .values(prompt_tokens=used[0], candidates_tokens=used[1], total_tokens=used[2])
+    )
 
 
 async def rewind_marks(

@@ -30,7 +30,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.db import DriverStatement, sqlstate
-from app.domain import ROOT, Order, Origin, ParentLink, SessionKey, SessionQuery, StoredSession
+from app.domain import (
+    ROOT,
+    Order,
+    Origin,
+    ParentLink,
+    SessionKey,
+    SessionQuery,
+    StoredSession,
+    Usage,
+)
 from app.errors import Conflict
 from app.models import (
     StorageAppState,
@@ -88,6 +97,9 @@ def with_shared_state(
             StorageSession.function_call_id,
             StorageSession.status,
             StorageSession.outcome,
+            StorageSession.prompt_tokens,
+            StorageSession.candidates_tokens,
+            StorageSession.total_tokens,
             *extra,
         )
         .outerjoin(StorageAppState, StorageAppState.app_name == StorageSession.app_name)
@@ -121,6 +133,7 @@ def stored_session(row: Mapping[str, Any]) -> StoredSession:
         ),
         status=row["status"],
         outcome=row["outcome"],
+        usage=Usage(row["prompt_tokens"], row["candidates_tokens"], row["total_tokens"]),
     )
 
 

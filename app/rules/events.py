@@ -12,7 +12,7 @@ from typing import Any
 
 from app import strict_json
 from app.config import Settings
-from app.domain import NewEvent
+from app.domain import NewEvent, Usage
 from app.errors import InvalidInput, PayloadTooLarge
 from app.rules.context import facts, token_estimator
 from app.rules.scopes import split_delta, without_temp
@@ -27,6 +27,29 @@ def canonical_json(value: Any) -> bytes:
 def server_time() -> float:
     """Epoch seconds at microsecond precision, the precision PostgreSQL keeps for update_time."""
     return round(time.time(), 6)
+
+
+USAGE_FIELDS = ("promptTokenCount", "candidatesTokenCount", "totalTokenCount")
+MAX_COUNT = 2**53
+
+
+def usage_of(document: dict[str, Any]) -> Usage:
+    """The token counts of an event's `usageMetadata`: each a whole number from 0 to 2^53, or
+    None (absent, or anything else)."""
+    metadata = document.get("usageMetadata")
+    if not isinstance(metadata, dict):
+        return Usage()
+    counts = [metadata.get(field) for field in USAGE_FIELDS]
+    whole = [
+        int(count)
+        if isinstance(count, int | float)
+        and not isinstance(count, bool)
+        and float(count).is_integer()
+        and 0 <= count <= MAX_COUNT
+        else None
+        for count in counts
+    ]
+    return Usage(*whole)
 
 
 def prepare(event: EventIn, settings: Settings) -> NewEvent:
@@ -54,6 +77,7 @@ def prepare(event: EventIn, settings: Settings) -> NewEvent:
         document=document,
         delta=split_delta(delta),
         facts=facts(document, token_estimator(settings.token_estimator)),
+        usage=usage_of(document),
     )
 
 

@@ -20,6 +20,7 @@ from app.services.pending import PendingService
 from app.services.sessions import SessionService
 from app.services.shared_state import SharedStateService
 from app.services.tool_calls import ToolCallService
+from app.services.usage import UsageService
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Services:
     context: ContextService
     tool_calls: ToolCallService
     pending: PendingService
+    usage: UsageService
     shared_state: SharedStateService
 
     @classmethod
@@ -47,5 +49,6 @@ class Services:
             context=ContextService(engine, pool, settings, events),
             tool_calls=ToolCallService(engine, pool, settings, events),
             pending=PendingService(engine, settings, events),
+            usage=UsageService(engine),
             shared_state=SharedStateService(engine, settings),
         )

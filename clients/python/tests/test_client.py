@@ -217,6 +217,13 @@ def test_sync_client_builds_context_compacts_and_heals(
         "healed": 1,
         "version": 3,
     }
+    used = sync_client.get_app_usage(app_name, user_id=USER, after_timestamp=0)
+    assert used["total"] == {
+        "events": 0,
+        "promptTokenCount": 0,
+        "candidatesTokenCount": 0,
+        "totalTokenCount": 0,
+    }
     summary = sync_client.compact_session(
         app_name, USER, "c", "summary", keep_last=2, summary="They said hi."
     )

@@ -137,6 +137,7 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "context.queue_event",
         "context.list_pending",
         "context.promote_pending",
+        "context.get_app_usage",
         "state.get_app_state",
         "state.update_app_state",
         "state.get_user_state",
@@ -147,6 +148,7 @@ def test_the_spec_generates_named_operations_and_named_schemas(
     }
     models = {path.stem for path in (root / "models").glob("*.py")} - {"__init__"}
     assert models == {
+        "app_usage",
         "child_create",
         "compaction_strategy",
         "content",
@@ -186,8 +188,11 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "state_delta",
         "status",
         "tool_call",
+        "total_usage",
         "tool_call_list",
         "tool_call_status",
         "trimmed",
+        "usage",
+        "user_usage",
         "validation_error_item",
     }

@@ -22,6 +22,7 @@ from sessionary_client._core import (
 )
 from sessionary_client.errors import error_for
 from sessionary_client.models import (
+    AppUsage,
     CompactionStrategy,
     ContextView,
     CreateSession,
@@ -606,6 +607,23 @@ class SessionaryClient:
             page_token = page["nextPageToken"]
             if page_token is None:
                 return
+
+    def get_app_usage(
+        self,
+        app_name: str,
+        *,
+        user_id: str | None = None,
+        after_timestamp: float | None = None,
+        before_timestamp: float | None = None,
+    ) -> AppUsage:
+        """The app's token usage (its events' `usageMetadata`), by user and in all, over
+        events with timestamp ≥ `after_timestamp` and < `before_timestamp`."""
+        params = query(
+            userId=user_id, afterTimestamp=after_timestamp, beforeTimestamp=before_timestamp
+        )
+        path = quoted_path("apps", app_name, "usage")
+        response = self._send("GET", path, params=params, idempotent=True)
+        return cast(AppUsage, response.json())
 
     def get_app_state(self, app_name: str) -> State:
         response = self._send("GET", quoted_path("apps", app_name, "state"), idempotent=True)

@@ -29,6 +29,14 @@ class Parent(TypedDict):
     """For a child made for one of the parent's function calls."""
 
 
+class Usage(TypedDict):
+    """Token counts of `usageMetadata`, summed."""
+
+    promptTokenCount: int
+    candidatesTokenCount: int
+    totalTokenCount: int
+
+
 class Session(TypedDict):
     id: str
     appName: str
@@ -45,6 +53,8 @@ class Session(TypedDict):
     status: Status
     """A `closed` session refuses writes (`SessionClosedError`)."""
     outcome: Outcome | None
+    usage: Usage
+    """The sums of its events' `usageMetadata` token counts."""
 
 
 class SessionList(TypedDict):
@@ -112,6 +122,22 @@ class Healed(TypedDict):
     healed: int
     """How many orphaned calls were answered with an error."""
     version: int
+
+
+class UserUsage(Usage):
+    userId: str
+    events: int
+
+
+class TotalUsage(Usage):
+    events: int
+
+
+class AppUsage(TypedDict):
+    """An app's token usage (`get_app_usage`): by user, and in all."""
+
+    users: list[UserUsage]
+    total: TotalUsage
 
 
 class ScopeState(TypedDict):
