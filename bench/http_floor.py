@@ -23,6 +23,8 @@ from app import workers
 from app.config import Settings
 from app.repositories.events import APPEND
 from app.repositories.sessions import READS
+from app.rules.context import estimate_tokens, facts
+from app.rules.events import usage_of
 from app.rules.scopes import split_delta
 
 Scope = dict[str, Any]
@@ -97,12 +99,24 @@ class HttpFloor:
         self, send: Any, app_name: str, user_id: str, session_id: str, body: bytes
     ) -> None:
         """What Sessionary stores for an event: id and timestamp filled in, the request's
-        hash, the delta split by scope; then its one append statement."""
+        hash, the delta split by scope, the facts the context view reads, its token usage;
+        then its one append statement."""
         assert self.pool is not None
         event = json.loads(body)
         event.setdefault("id", str(uuid.uuid4()))
         event.setdefault("timestamp", time.time())
         delta = split_delta(event.get("actions", {}).get("stateDelta", {}))
+        told, used = facts(event, estimate_tokens), usage_of(event)
+        stored = {
+            "event": event,
+            "hash": hashlib.sha256(body).hexdigest(),
+            "tokens": told.tokens,
+            "calls": told.calls,
+            "responses": told.responses,
+            "prompt": used.prompt,
+            "candidates": used.candidates,
+            "total": used.total,
+        }
         arguments = APPEND.arguments(
             {
                 "app_name": app_name,
@@ -114,8 +128,11 @@ class HttpFloor:
                 "session_delta": json.dumps(delta.session),
                 "app_delta": json.dumps(delta.app),
                 "user_delta": json.dumps(delta.user),
-                "events": json.dumps([{"event": event, "hash": hashlib.sha256(body).hexdigest()}]),
+                "events": json.dumps([stored]),
                 "max_state": MAX_STATE,
+                "prompt_tokens": used.prompt or 0,
+                "candidates_tokens": used.candidates or 0,
+                "total_tokens": used.total or 0,
             }
         )
         base_seq = await self.pool.fetchval(APPEND.sql, *arguments)

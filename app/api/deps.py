@@ -119,19 +119,24 @@ async def page_request(
 PageOf = Annotated[PageRequest, Depends(page_request)]
 
 
+# Epoch seconds, compared with events' own timestamps.
+AfterTimestamp = Annotated[
+    float | None,
+    Query(alias="afterTimestamp", allow_inf_nan=False, description="timestamp ≥ this."),
+]
+BeforeTimestamp = Annotated[
+    float | None,
+    Query(alias="beforeTimestamp", allow_inf_nan=False, description="timestamp < this."),
+]
+
+
 async def event_query(
     after_seq: Annotated[
         int | None,
         Query(alias="afterSeq", ge=0, le=INT64_MAX, description="Only events with seq > this."),
     ] = None,
-    after_timestamp: Annotated[
-        float | None,
-        Query(alias="afterTimestamp", allow_inf_nan=False, description="timestamp ≥ this."),
-    ] = None,
-    before_timestamp: Annotated[
-        float | None,
-        Query(alias="beforeTimestamp", allow_inf_nan=False, description="timestamp < this."),
-    ] = None,
+    after_timestamp: AfterTimestamp = None,
+    before_timestamp: BeforeTimestamp = None,
     order: Annotated[Order, Query(description="`asc`: by seq; `desc`: newest first.")] = Order.ASC,
 ) -> EventQuery:
     """The event filters, each a query parameter of the same name in camelCase."""

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from app.api import render
-from app.api.deps import AppName, UsageOf, authorized
+from app.api.deps import AfterTimestamp, AppName, BeforeTimestamp, UsageOf, authorized
 from app.api.responses import problem_responses, respond
 from app.api.routing import StrictRoute
 from app.rules.limits import ID_LENGTH, ID_PATTERN
@@ -40,14 +40,8 @@ async def get_app_usage(
             description="Only this user's events.",
         ),
     ] = None,
-    after_timestamp: Annotated[
-        float | None,
-        Query(alias="afterTimestamp", allow_inf_nan=False, description="timestamp ≥ this."),
-    ] = None,
-    before_timestamp: Annotated[
-        float | None,
-        Query(alias="beforeTimestamp", allow_inf_nan=False, description="timestamp < this."),
-    ] = None,
+    after_timestamp: AfterTimestamp = None,
+    before_timestamp: BeforeTimestamp = None,
 ) -> Response:
     """The token counts of the app's events' `usageMetadata` (prompt, candidates, total),
     summed by user and in all, over the events in the time range (epoch seconds; by the

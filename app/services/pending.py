@@ -9,14 +9,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.config import Settings
 from app.db import driver
 from app.domain import SessionKey
-from app.errors import EventConflict, InvalidInput, ToolCallsPending
+from app.errors import EventConflict, InvalidInput, SessionClosed, ToolCallsPending
 from app.repositories import pending as pending_rows
 from app.rules import context as context_rules
 from app.rules.events import canonical_json, prepare
 from app.schemas import EventIn
 from app.services.auth import require_app_state_write
 from app.services.events import EventService, require_session
-from app.services.lineage import hold_for_write
+from app.services.lineage import hold_for_write, hold_session
 from app.services.tool_calls import calls_of
 
 
@@ -39,8 +39,9 @@ class PendingService:
         new = prepare(event, self.settings)
         require_app_state_write(app_state_writable, [new.delta])
         async with self.engine.begin() as db:
-            async with driver(db) as connection:
-                await require_session(connection, key, writable=True)
+            # Held shared: a delete of the session waits, rather than break the queue's key.
+            if not (await hold_session(db, key, write=False)).is_open:
+                raise SessionClosed(key.session_id)
             queued = await pending_rows.enqueue(db, key, new.document)
         if not _same(queued, new.document, sent=event):
             raise EventConflict(new.id)
