@@ -2,8 +2,10 @@
 
 The view reads the session's marked events first (a partial index holds them), which says
 what rewinds drop and which timestamps compactions cover; then the rest, newest first, a page
-at a time, only until the token budget is spent: a long session's old events are never read.
-The rules are `app.rules.context`'s.
+sized by the budget at a time, each with the facts stored beside it (token estimate, call and
+response ids) and as PostgreSQL renders it, never decoded unless the view changes it; only
+until the budget is spent: a long session's old events are never read. The rules are
+`app.rules.context`'s.
 """
 
 import json
