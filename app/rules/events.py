@@ -30,12 +30,13 @@ def server_time() -> float:
 
 
 USAGE_FIELDS = ("promptTokenCount", "candidatesTokenCount", "totalTokenCount")
-MAX_COUNT = 2**53
+# Two billion tokens in one event is beyond any model; the sums (bigint) then never overflow.
+MAX_COUNT = 2**31 - 1
 
 
 def usage_of(document: dict[str, Any]) -> Usage:
-    """The token counts of an event's `usageMetadata`: each a whole number from 0 to 2^53, or
-    None (absent, or anything else)."""
+    """The token counts of an event's `usageMetadata`: each a whole number from 0 to 2^31 - 1,
+    or None (absent, or anything else)."""
     metadata = document.get("usageMetadata")
     if not isinstance(metadata, dict):
         return Usage()

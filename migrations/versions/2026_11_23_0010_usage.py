@@ -33,12 +33,12 @@ def upgrade() -> None:
             "sessions",
             sa.Column(column, sa.BigInteger(), nullable=False, server_default="0"),
         )
-    # A count is a whole number from 0 to 2^53, as `app.rules.events.usage_of` reads it.
+    # A count is a whole number from 0 to 2^31 - 1, as `app.rules.events.usage_of` reads it.
     counted = ", ".join(
         f"{column} = (SELECT CAST(n AS bigint) FROM (SELECT CASE WHEN "
         f"jsonb_typeof(event #> '{{usageMetadata,{field}}}') = 'number' THEN "
         f"CAST(event #>> '{{usageMetadata,{field}}}' AS numeric) END AS n) AS count "
-        f"WHERE n = trunc(n) AND n BETWEEN 0 AND 9007199254740992)"
+        f"WHERE n = trunc(n) AND n BETWEEN 0 AND 2147483647)"
         for column, field in COUNTS.items()
     )
     op.execute(
