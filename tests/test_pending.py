@@ -34,7 +34,7 @@ async def queue(client: httpx.AsyncClient, event: dict[str, Any]) -> dict[str, A
 async def test_queued_events_wait_apart_and_are_promoted_in_order(client):
     await create_session(client, sessionId="s")
     first = await queue(client, typed("one", id="q1", actions={"stateDelta": {"mood": "ok"}}))
-    assert first["id"] == "q1" and "timestamp" in first and "seq" not in first
+    assert first["id"] == "q1" and "seq" not in first
     await queue(client, typed("two"))
     session = (await client.get(S)).json()
     assert session["events"] == [] and session["version"] == 0
@@ -99,3 +99,35 @@ async def test_pending_refuses_bad_input_and_unknown_sessions(client):
     # Deleting the session drops its queue.
     await queue(client, typed("x"))
     assert (await client.delete(S)).status_code == 204
+
+
+async def test_an_event_queued_without_a_timestamp_gets_one_when_promoted(client):
+    await create_session(client, sessionId="s")
+    queued = await queue(client, typed("later", id="q1"))
+    assert "timestamp" not in queued
+    assert (await append(client, "s", typed("first", timestamp=5.0))).status_code == 201
+    promoted = (await client.post(f"{S}/pending:promote")).json()["events"]
+    assert promoted[0]["timestamp"] > 5.0
+
+
+async def test_promote_skips_what_was_appended_meanwhile_and_clear_unsticks_a_conflict(client):
+    await create_session(client, sessionId="s")
+    queued = await queue(client, typed("hi", id="q1", timestamp=1.0))
+    await queue(client, typed("more", id="q2", timestamp=2.0))
+    assert (await append(client, "s", queued)).status_code == 201  # a retry through the log
+    promoted = await client.post(f"{S}/pending:promote")
+    assert [e["id"] for e in promoted.json()["events"]] == ["q2"]
+    await queue(client, typed("other", id="q1", timestamp=3.0))
+    assert_problem(await client.post(f"{S}/pending:promote"), 409, "event_conflict")
+    assert (await client.delete(f"{S}/pending")).status_code == 204
+    assert (await client.get(f"{S}/pending")).json()["events"] == []
+    assert (await client.post(f"{S}/pending:promote")).json() == {"events": []}
+    assert_problem(await client.delete(session_url("nope") + "/pending"), 404, "session_not_found")
+
+
+async def test_the_queue_holds_at_most_one_promotes_worth(client, settings):
+    await create_session(client, sessionId="s")
+    for n in range(settings.max_events_per_request):
+        await queue(client, typed(f"{n}", id=f"q{n}"))
+    await queue(client, typed("0", id="q0"))  # the same event again: still accepted
+    assert_problem(await client.post(f"{S}/pending", json=typed("x")), 413, "payload_too_large")

@@ -147,9 +147,11 @@ async def heal_session(
 async def queue_event(
     key: Key, event: EventIn, pending: Pending, app_state_writable: AppStateWritable
 ) -> Response:
-    """Queue an event (a user typing while a turn runs) apart from the log, its `id` and
-    `timestamp` filled in now: 202 + the event as queued. The same event again is queued once;
-    another under a queued id is a 409 `event_conflict`. `:promote` appends the queue."""
+    """Queue an event (a user typing while a turn runs) apart from the log, its `id` filled in
+    now and, without one, its `timestamp` when it is promoted (so that it sorts after the turn
+    it waited for): 202 + the event as queued. The same event again is queued once; another
+    under a queued id is a 409 `event_conflict`. The queue holds at most
+    `SESSIONARY_MAX_EVENTS_PER_REQUEST` events (413). `pending:promote` appends it."""
     queued = await pending.enqueue(key, event, app_state_writable=app_state_writable)
     return respond(render.event(queued), status.HTTP_202_ACCEPTED)
 
@@ -158,6 +160,17 @@ async def queue_event(
 async def list_pending(key: Key, pending: Pending) -> Response:
     """The queued events, in the order they came (no `seq` yet: they are not in the log)."""
     return respond(render.event_list(await pending.queued(key)))
+
+
+@router.delete(
+    "/pending",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=problem_responses(404, 422, 503),
+)
+async def clear_pending(key: Key, pending: Pending) -> Response:
+    """Empty the queue without appending it (the log is untouched)."""
+    await pending.clear(key)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post(
@@ -177,7 +190,9 @@ async def promote_pending(
     body: Annotated[PendingPromote | None, Body()] = None,
 ) -> Response:
     """Append every queued event, in order, at consecutive seqs, and empty the queue, in one
-    transaction: 201 + the events as stored (200 + `[]` when none was queued). 409
+    transaction: 201 + the events as stored (200 + `[]` when none was). One already appended
+    to the log meanwhile (a retry) is not appended again; one in the log with other content
+    is a 409 `event_conflict` (`DELETE …/pending` clears the queue). 409
     `tool_calls_pending` while a function call of the session is unanswered (the queued
     input would come between the call and its response), unless `force`."""
     force = body is not None and body.force

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert as upsert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -18,8 +18,11 @@ def _session(key: SessionKey) -> Any:
     )
 
 
-async def enqueue(db: AsyncConnection, key: SessionKey, event: dict[str, Any]) -> dict[str, Any]:
-    """Queue the event; if its id is queued already, the event queued under it."""
+async def enqueue(
+    db: AsyncConnection, key: SessionKey, event: dict[str, Any]
+) -> tuple[dict[str, Any], bool]:
+    """Queue the event; if its id is queued already, the event queued under it. Whether it
+    was queued now."""
     statement = (
         upsert(StoragePendingEvent)
         .values(**key.columns(), id=event["id"], event=event)
@@ -28,11 +31,15 @@ async def enqueue(db: AsyncConnection, key: SessionKey, event: dict[str, Any]) -
     )
     queued = (await db.execute(statement)).scalar()
     if queued is not None:
-        return dict(queued)
+        return dict(queued), True
     found = select(StoragePendingEvent.event).where(
         _session(key), StoragePendingEvent.id == event["id"]
     )
-    return dict((await db.execute(found)).scalar_one())
+    return dict((await db.execute(found)).scalar_one()), False
+
+
+async def count(db: AsyncConnection, key: SessionKey) -> int:
+    return int(await db.scalar(select(func.count()).where(_session(key))) or 0)
 
 
 async def queued(

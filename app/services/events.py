@@ -91,7 +91,7 @@ class EventService:
                 added = await self.append_prepared(connection, key, pending, expected_version)
                 if added is not None:
                     break
-                found = await _stored_identically(connection, key, pending)
+                found = await stored_identically(connection, key, pending)
                 already.update(found)
                 pending = [event for event in pending if event.id not in already]
                 if not pending:
@@ -156,7 +156,7 @@ async def require_session(
     return version
 
 
-async def _stored_identically(
+async def stored_identically(
     connection: asyncpg.Connection, key: SessionKey, events: list[NewEvent]
 ) -> dict[str, dict[str, Any]]:
     """Those of `events` already in the session, as stored; EventConflict if one of their ids

@@ -9,13 +9,19 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.config import Settings
 from app.db import driver
 from app.domain import SessionKey
-from app.errors import EventConflict, InvalidInput, SessionClosed, ToolCallsPending
+from app.errors import (
+    EventConflict,
+    InvalidInput,
+    PayloadTooLarge,
+    SessionClosed,
+    ToolCallsPending,
+)
 from app.repositories import pending as pending_rows
 from app.rules import context as context_rules
 from app.rules.events import canonical_json, prepare
 from app.schemas import EventIn
 from app.services.auth import require_app_state_write
-from app.services.events import EventService, require_session
+from app.services.events import EventService, require_session, stored_identically
 from app.services.lineage import hold_for_write, hold_session
 from app.services.tool_calls import calls_of
 
@@ -32,20 +38,37 @@ class PendingService:
     async def enqueue(
         self, key: SessionKey, event: EventIn, *, app_state_writable: bool
     ) -> dict[str, Any]:
-        """Queue the event (its id and timestamp filled in now, as an append would); the same
-        event again is queued once, another under a queued id is an EventConflict."""
+        """Queue the event, its id filled in now (its timestamp, if it has none, when it is
+        promoted: it then sorts after the turn it waited for); the same event again is queued
+        once, another under a queued id is an EventConflict. The queue holds at most what one
+        promote appends (PayloadTooLarge)."""
         if event.partial:
             raise InvalidInput("A partial event is never stored, so it cannot be queued.")
         new = prepare(event, self.settings)
         require_app_state_write(app_state_writable, [new.delta])
+        document = dict(new.document)
+        if event.timestamp is None:
+            del document["timestamp"]
         async with self.engine.begin() as db:
             # Held shared: a delete of the session waits, rather than break the queue's key.
             if not (await hold_session(db, key, write=False)).is_open:
                 raise SessionClosed(key.session_id)
-            queued = await pending_rows.enqueue(db, key, new.document)
-        if not _same(queued, new.document, sent=event):
+            queued, added = await pending_rows.enqueue(db, key, document)
+            limit = self.settings.max_events_per_request
+            if added and await pending_rows.count(db, key) > limit:
+                raise PayloadTooLarge(
+                    f"The queue holds {limit} events, the most one promote appends "
+                    "(SESSIONARY_MAX_EVENTS_PER_REQUEST): promote or clear it first."
+                )
+        if canonical_json(queued) != canonical_json(document):
             raise EventConflict(new.id)
         return queued
+
+    async def clear(self, key: SessionKey) -> None:
+        """Empty the queue (the log is untouched)."""
+        async with self.engine.begin() as db:
+            await hold_session(db, key, write=False)
+            await pending_rows.clear(db, key)
 
     async def queued(self, key: SessionKey) -> list[dict[str, Any]]:
         async with self.engine.connect() as db:
@@ -78,16 +101,13 @@ class PendingService:
                     raise ToolCallsPending(waiting)
             events = [prepare(EventIn.model_validate(event), self.settings) for event in queued]
             require_app_state_write(app_state_writable, [event.delta for event in events])
-            stored = await self.events.append_prepared(connection, key, events, held.version)
-            if stored is None:  # the row is held: only an id already in the log refuses them
-                raise EventConflict(next(event.id for event in events))
+            # One appended meanwhile (a client's retry through the log) is not appended again;
+            # one in the log with other content is an EventConflict (clear the queue).
+            already = await stored_identically(connection, key, events)
+            events = [event for event in events if event.id not in already]
             await pending_rows.clear(db, key)
+            if not events:
+                return []
+            stored = await self.events.append_prepared(connection, key, events, held.version)
+        assert stored is not None  # the row was held, and no id was in the log
         return stored
-
-
-def _same(queued: dict[str, Any], document: dict[str, Any], *, sent: EventIn) -> bool:
-    """Whether the queued event is this one: the same document, or one that differs only in
-    the timestamp the server filled in (a retry of an event sent without one)."""
-    if sent.timestamp is None:
-        queued = {**queued, "timestamp": document["timestamp"]}
-    return canonical_json(queued) == canonical_json(document)

@@ -246,6 +246,9 @@ async def test_async_client_queues_input_until_the_calls_are_answered(
     promoted = await client.promote_pending(app_name, USER, "q", force=True, if_match=1)
     assert [event["seq"] for event in promoted] == [2]
     assert await client.promote_pending(app_name, USER, "q") == []
+    await client.queue_event(app_name, USER, "q", typed)
+    await client.clear_pending(app_name, USER, "q")
+    assert await client.list_pending(app_name, USER, "q") == []
 
 
 async def test_async_client_forks_and_closes(client: AsyncSessionaryClient, app_name: str) -> None:

@@ -136,6 +136,7 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "context.heal_session",
         "context.queue_event",
         "context.list_pending",
+        "context.clear_pending",
         "context.promote_pending",
         "context.get_app_usage",
         "state.get_app_state",

@@ -468,6 +468,11 @@ class AsyncSessionaryClient:
         response = await self._send("GET", path, idempotent=True)
         return cast(list[Event], response.json()["events"])
 
+    async def clear_pending(self, app_name: str, user_id: str, session_id: str) -> None:
+        """Empty the queue without appending it."""
+        path = sessions_path(app_name, user_id, session_id) + "/pending"
+        await self._send("DELETE", path, idempotent=True)
+
     async def promote_pending(
         self,
         app_name: str,

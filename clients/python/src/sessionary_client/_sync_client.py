@@ -463,6 +463,11 @@ class SessionaryClient:
         response = self._send("GET", path, idempotent=True)
         return cast(list[Event], response.json()["events"])
 
+    def clear_pending(self, app_name: str, user_id: str, session_id: str) -> None:
+        """Empty the queue without appending it."""
+        path = sessions_path(app_name, user_id, session_id) + "/pending"
+        self._send("DELETE", path, idempotent=True)
+
     def promote_pending(
         self,
         app_name: str,
