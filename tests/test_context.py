@@ -293,3 +293,11 @@ async def test_events_stored_without_their_facts_are_read_whole(client, database
     view = await context(client, "?tokenBudget=20")
     assert seqs(view) == [2, 3, 4] and view["estimatedTokens"] == 20
     assert view["events"][1]["content"]["parts"][0]["functionResponse"]["id"] == "a"
+
+
+async def test_a_summary_larger_than_an_event_may_be_is_413_and_appends_nothing(client, settings):
+    await create_session(client, sessionId="s")
+    await add(client, said("a"), said("b"))
+    body = {"strategy": "summary", "summary": "x" * settings.max_event_bytes, "keepLast": 1}
+    assert_problem(await client.post(f"{S}:compact", json=body), 413, "payload_too_large")
+    assert (await client.get(S)).json()["version"] == 2

@@ -74,7 +74,7 @@ async def get_context(key: Key, context: Context, token_budget: TokenBudget = No
     ":compact",
     status_code=status.HTTP_201_CREATED,
     response_model=Event,
-    responses=problem_responses(404, 409, 412, 415, 422, 503),
+    responses=problem_responses(404, 409, 412, 413, 415, 422, 503),
 )
 async def compact_session(
     key: Key, body: SessionCompact, context: Context, expected_version: ExpectedVersion
@@ -87,7 +87,8 @@ async def compact_session(
     runner applies too), whose range starts at the oldest live event, so that it replaces
     earlier summaries: send a summary of the whole range (the context view shows the
     previous one). `observationMask` is Sessionary's (ADK has none), kept in
-    `customMetadata.sessionary.observationMask`. 422 when there is nothing to compact.
+    `customMetadata.sessionary.observationMask`. 422 when there is nothing to compact; 413
+    when the summary makes the event larger than `SESSIONARY_MAX_EVENT_BYTES`.
     """
     event = await context.compact(key, body, expected_version)
     return respond(render.event(event), status.HTTP_201_CREATED, event["seq"])
