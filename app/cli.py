@@ -1,4 +1,4 @@
-"""The `sessionary` command: serve, migrate, openapi."""
+"""The `sessionary` command: serve, migrate, keys, sweep, openapi."""
 
 import argparse
 import asyncio
@@ -21,6 +21,7 @@ from app.observability import log_config
 from app.protocol import capped_protocol
 from app.services.auth import AuthService, GrantCache
 from app.services.health import check_ready
+from app.services.retention import RetentionService
 
 OPENAPI_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
 
@@ -147,6 +148,22 @@ async def _keys(args: argparse.Namespace, dsn: str) -> None:
         await engine.dispose()
 
 
+def sweep(args: argparse.Namespace) -> None:
+    asyncio.run(_sweep(_database_url("sweep")))
+
+
+async def _sweep(dsn: str) -> None:
+    engine = db.create_engine(dsn, pool_size=2)
+    try:
+        swept = await RetentionService(engine, Settings()).sweep()
+    finally:
+        await engine.dispose()
+    if swept is None:
+        print("another sweeper is at work (a server's); it deletes the expired sessions")
+    else:
+        print(f"swept {swept} expired sessions")
+
+
 def _scope(row: ApiKey) -> str:
     scope = "every app" if row.app_name is None else f"app {row.app_name!r}"
     if row.user_id is not None:
@@ -204,6 +221,11 @@ def main(argv: list[str] | None = None) -> None:
     revoke_parser = key_actions.add_parser("revoke", help="revoke a key by its id")
     revoke_parser.add_argument("key_id")
     keys_parser.set_defaults(run=keys)
+
+    sweep_parser = commands.add_parser(
+        "sweep", help="delete every expired session now (servers also do it, periodically)"
+    )
+    sweep_parser.set_defaults(run=sweep)
 
     openapi_parser = commands.add_parser("openapi", help="write the OpenAPI spec")
     openapi_parser.add_argument("--output", type=Path, default=OPENAPI_PATH)

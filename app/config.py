@@ -102,6 +102,31 @@ class Settings(BaseSettings):
         description="Seconds after which an unanswered function call (not one of ADK's "
         "`longRunningToolIds`) counts as orphaned, when `timeoutSeconds` is not given.",
     )
+    default_ttl: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds a new session lives (forks and children too) when its create "
+        "gives neither `ttl` nor `expireTime`. Unset: sessions are kept until deleted.",
+    )
+    sweep_interval: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds between two sweeps of expired sessions by each worker (one "
+        "sweeper at a time across workers and replicas).",
+    )
+    sweep_batch: int = Field(
+        default=100,
+        ge=1,
+        description="Expired sessions deleted per transaction by a sweep, so that a sweep "
+        "never holds many locks for long.",
+    )
+    search_config: str = Field(
+        default="english",
+        pattern=r"^[a-z_][a-z0-9_.]*$",
+        description="PostgreSQL text-search configuration of search (`simple`, `english`, "
+        "`french`, …): how words are split and stemmed. Events are indexed with the one set "
+        "when they are written: set it before storing events.",
+    )
     token_estimator: str = Field(
         default="app.rules.context:estimate_tokens",
         pattern=r"^[\w.]+:\w+$",

@@ -1,7 +1,7 @@
 """Plain values passed between the layers: keys, queries, what is stored, what is read."""
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -40,11 +40,54 @@ class EventQuery:
 
 @dataclass(frozen=True)
 class SessionQuery:
-    """Which sessions a listing returns: one user's, or (`user_id` None) every user's of an app."""
+    """Which sessions a listing returns: one user's, or (`user_id` None) every user's of an app;
+    with `labels`, those with every one of them; with `display_name`, those so named."""
 
     app_name: str
     user_id: str | None
     order: Order = Order.ASC
+    labels: tuple[tuple[str, str], ...] = ()
+    display_name: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """A full-text search of an app's events (`websearch_to_tsquery` syntax in `text`), with
+    filters. A page token is bound to every field."""
+
+    app_name: str
+    text: str
+    user_id: str | None = None
+    session_id: str | None = None
+    author: str | None = None
+    after_timestamp: float | None = None  # inclusive
+    before_timestamp: float | None = None  # exclusive
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """An event that matches, with its rank and a snippet of its text."""
+
+    user_id: str
+    session_id: str
+    seq: int
+    event_id: str
+    author: str | None
+    timestamp: float
+    rank: float
+    snippet: str
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """What a session is called and tagged with, and when it expires (None: never)."""
+
+    display_name: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    expire_time: float | None = None  # epoch seconds
+
+
+UNDESCRIBED = Descriptor()
 
 
 @dataclass(frozen=True)
@@ -131,6 +174,9 @@ class StoredSession:
     status: str
     outcome: str | None
     usage: Usage
+    display_name: str | None
+    labels: dict[str, str]
+    expire_time: datetime | None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The application factory: wires settings, the database and the routers together."""
 
+import asyncio
 import gc
 import logging
 from collections.abc import AsyncIterator
@@ -11,7 +12,17 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app import db
-from app.api import context, events, health, history, lineage, sessions, shared_state, usage
+from app.api import (
+    context,
+    events,
+    health,
+    history,
+    lineage,
+    search,
+    sessions,
+    shared_state,
+    usage,
+)
 from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMiddleware
 from app.api.problems import install_error_handlers
 from app.api.responses import problem_responses
@@ -43,6 +54,7 @@ TAGS = [
         "description": "What a model should see next: the context view, compaction, tool "
         "calls pending, orphaned or answered, queued input, and token usage.",
     },
+    {"name": "search", "description": "Full-text search over the text of an app's events."},
     {"name": "state", "description": "App and user state, shared by their sessions."},
     {"name": "operations", "description": "Health, readiness and metrics probes."},
 ]
@@ -81,7 +93,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             )
         await stack.enter_async_context(pool_gauges(engine, pool))
         app.state.engine = engine
-        app.state.services = Services.create(engine, pool, settings)
+        services = Services.create(engine, pool, settings)
+        app.state.services = services
+        sweeper = asyncio.create_task(services.retention.sweep_forever())
+        stack.callback(sweeper.cancel)
         # What is alive now (modules, the app, its routes: ~124k objects) lives as long as the
         # process. Frozen, it is no longer walked by every full collection: those took 75-145 ms,
         # several times per worker per 15 s under load, and were the appends' p99.
@@ -117,7 +132,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Events first: a request is matched against the routes in order, each test costing some
     # microseconds, and appends are the hottest route (~200 µs of CPU less per append than
     # behind the session, lineage, history and context routes).
-    for module in (events, sessions, lineage, history, context, usage, shared_state, health):
+    for module in (
+        events,
+        sessions,
+        lineage,
+        history,
+        context,
+        usage,
+        search,
+        shared_state,
+        health,
+    ):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

@@ -18,12 +18,14 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    or_,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
+from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.elements import ColumnElement
 
-from app.rules.limits import ID_LENGTH
+from app.rules.limits import DISPLAY_NAME_LENGTH, ID_LENGTH
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -92,6 +94,11 @@ class StorageSession(Base):
     prompt_tokens: Mapped[int] = _count()
     candidates_tokens: Mapped[int] = _count()
     total_tokens: Mapped[int] = _count()
+    # What people call it and tag it with (DESIGN §6.6); the lists filter on both.
+    display_name: Mapped[str | None] = mapped_column(String(DISPLAY_NAME_LENGTH))
+    labels: Mapped[dict[str, str]] = _state()
+    # Past it the session reads as absent (`live`), until the sweeper deletes it.
+    expire_time: Mapped[datetime | None] = mapped_column(Timestamp)
 
     __table_args__ = (
         # Keyset pagination of list-by-user and list-by-app, both directions: rows come in
@@ -118,10 +125,38 @@ class StorageSession(Base):
             unique=True,
             postgresql_where=text("function_call_id IS NOT NULL"),
         ),
+        Index(
+            "ix_sessions_labels",
+            "labels",
+            postgresql_using="gin",
+            postgresql_ops={"labels": "jsonb_path_ops"},
+        ),
+        Index(
+            "ix_sessions_display_name",
+            "app_name",
+            "display_name",
+            postgresql_where=text("display_name IS NOT NULL"),
+        ),
+        # The sweeper's: expired sessions, soonest first.
+        Index(
+            "ix_sessions_expire_time",
+            "expire_time",
+            postgresql_where=text("expire_time IS NOT NULL"),
+        ),
         CheckConstraint("kind IN ('root', 'fork', 'child')", name="kind"),
         CheckConstraint("status IN ('open', 'closed')", name="status"),
         CheckConstraint("outcome IN ('completed', 'failed', 'canceled')", name="outcome"),
     )
+
+
+# A session is live until its `expire_time`: past it, every read and write takes it for absent
+# (a 404), whether or not the sweeper has deleted it yet. As SQL text for the statements
+# written in SQL, and as an expression (`live`) for the others.
+LIVE_SQL = "(expire_time IS NULL OR expire_time > now())"
+
+
+def live() -> ColumnElement[bool]:
+    return or_(StorageSession.expire_time.is_(None), StorageSession.expire_time > func.now())
 
 
 # The events that change what a model is shown: rewinds, compactions, observation masks
@@ -159,6 +194,9 @@ class StorageEvent(Base):
     prompt_tokens: Mapped[int | None] = mapped_column(BigInteger)
     candidates_tokens: Mapped[int | None] = mapped_column(BigInteger)
     total_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    # Its words (`sessionary_event_text`, migration 0012) for full-text search, in the
+    # configuration `SESSIONARY_SEARCH_CONFIG` had when it was written.
+    search: Mapped[str | None] = mapped_column(TSVECTOR)
 
     __table_args__ = (
         ForeignKeyConstraint(
@@ -171,6 +209,7 @@ class StorageEvent(Base):
         Index(
             "ix_events_marks", "app_name", "user_id", "session_id", "seq", postgresql_where=MARKED
         ),
+        Index("ix_events_search", "search", postgresql_using="gin"),
     )
 
 

@@ -51,6 +51,9 @@ LATENCY = Histogram(
 EVENTS_APPENDED = Counter(
     "sessionary_events_appended_total", "Events stored (not retries, not partial events)."
 )
+SESSIONS_SWEPT = Counter(
+    "sessionary_sessions_swept_total", "Expired sessions deleted by the sweeper."
+)
 POOL_OPEN = Gauge(
     "sessionary_db_pool_connections_open",
     "Database connections open, over all workers and both pools (the request path's and "

@@ -11,6 +11,7 @@ import binascii
 import dataclasses
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -29,8 +30,12 @@ _ID = re.compile(ID_PATTERN)
 
 def _valid(value: Any, kind: type) -> bool:
     """Tokens come back from clients: check each value as strictly as the API checks ids."""
+    if kind is float and type(value) is int:  # JSON writes a whole float as an int
+        value = float(value)
     if type(value) is not kind:
         return False
+    if isinstance(value, float):
+        return math.isfinite(value)
     if isinstance(value, int):
         return -INT64_MAX <= value <= INT64_MAX
     return isinstance(value, str) and len(value) <= ID_LENGTH and _ID.match(value) is not None

@@ -14,10 +14,15 @@ from pydantic.alias_generators import to_camel
 from typing_extensions import TypeAliasType
 
 from app.rules.limits import (
+    DISPLAY_NAME_LENGTH,
     ID_LENGTH,
     ID_PATTERN,
     INT64_MAX,
+    LABEL_KEY_PATTERN,
+    LABEL_VALUE_LENGTH,
+    MAX_LABELS,
     MAX_TIMESTAMP,
+    MIN_LIFETIME,
     MIN_TIMESTAMP,
     SESSION_VERBS,
 )
@@ -178,7 +183,61 @@ class Event(EventIn):
     )
 
 
-class SessionCreate(ControlBody):
+Labels = TypeAliasType(
+    "Labels",
+    Annotated[
+        dict[
+            Annotated[str, StringConstraints(pattern=LABEL_KEY_PATTERN)],
+            Annotated[str, StringConstraints(max_length=LABEL_VALUE_LENGTH)],
+        ],
+        Field(
+            max_length=MAX_LABELS,
+            description=f"Tags to find sessions by (`label=key:value` in the lists): at most "
+            f"{MAX_LABELS}, keys of 1 to 63 characters without `:`, values of at most "
+            f"{LABEL_VALUE_LENGTH}.",
+        ),
+    ],
+)
+DisplayName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=DISPLAY_NAME_LENGTH),
+    Field(description="A name for people; not unique."),
+]
+Ttl = Annotated[
+    float,
+    Field(
+        ge=MIN_LIFETIME,
+        le=MAX_TIMESTAMP,
+        allow_inf_nan=False,
+        description="Seconds from now (at least 1) until the session expires: then it is gone "
+        "at once (404) and deleted by the sweeper soon after.",
+    ),
+]
+ExpireTime = Annotated[
+    float,
+    Field(
+        ge=MIN_TIMESTAMP,
+        le=MAX_TIMESTAMP,
+        allow_inf_nan=False,
+        description="Epoch seconds when the session expires, at least a second from now.",
+    ),
+]
+
+
+class Retention(ControlBody):
+    """`ttl` and `expireTime` name one moment two ways: a body gives one of them at most."""
+
+    ttl: Ttl | None = None
+    expire_time: ExpireTime | None = None
+
+    @model_validator(mode="after")
+    def _one_expiry(self) -> "Retention":
+        if self.ttl is not None and self.expire_time is not None:
+            raise ValueError("give ttl or expireTime, not both")
+        return self
+
+
+class SessionCreate(Retention):
     session_id: NewSessionId | None = None
     state: State | None = Field(
         default=None,
@@ -188,6 +247,37 @@ class SessionCreate(ControlBody):
     events: list[EventIn] | None = Field(
         default=None, description="Events to append, in order, as the session is created."
     )
+    display_name: DisplayName | None = None
+    labels: Labels | None = None
+
+
+class SessionUpdate(Retention):
+    """What to change; fields left out stay as they are. At least one."""
+
+    state_delta: State | None = Field(
+        default=None,
+        description="Keys to set, recorded as an event authored by `user` (as ADK's server "
+        "does); `null` values are stored as null.",
+    )
+    display_name: DisplayName | None = Field(default=None, description="`null` clears it.")
+    labels: Labels | None = Field(
+        default=None, description="Replaces every label of the session (`{}` clears them)."
+    )
+    expire_time: ExpireTime | None = Field(
+        default=None,
+        description="Epoch seconds when the session expires, at least a second from now; "
+        "`null`: never.",
+    )
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> "SessionUpdate":
+        if not self.model_fields_set:
+            raise ValueError(
+                "give at least one of stateDelta, displayName, labels, ttl, expireTime"
+            )
+        if self.labels is None and "labels" in self.model_fields_set:
+            raise ValueError("labels must not be null; send {} to clear them")
+        return self
 
 
 class EventBatch(ControlBody):
@@ -280,6 +370,11 @@ class Session(WireModel):
     usage: Usage = Field(
         description="The sums of its events' `usageMetadata` counts (events that report none "
         "count 0); removing events takes theirs off."
+    )
+    display_name: str | None
+    labels: Labels
+    expire_time: float | None = Field(
+        description="Epoch seconds when it expires (then it is gone: 404); null: never."
     )
 
 
@@ -463,6 +558,25 @@ class SessionHeal(ControlBody):
 class Healed(WireModel):
     healed: int = Field(description="How many orphaned calls were answered (0: none was).")
     version: int = Field(description="The session's version after the heal (its ETag).")
+
+
+class SearchHit(WireModel):
+    user_id: str
+    session_id: str
+    seq: int
+    event_id: str
+    author: str | None
+    timestamp: float
+    rank: float = Field(description="How well the event matches (`ts_rank`): higher is better.")
+    snippet: str = Field(
+        description="Up to two fragments of the event's text around the matches: HTML-escaped, "
+        "each match in `<mark>…</mark>`."
+    )
+
+
+class SearchPage(WireModel):
+    hits: list[SearchHit] = Field(description="Best match first.")
+    next_page_token: str | None
 
 
 class SessionList(WireModel):

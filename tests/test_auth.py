@@ -394,3 +394,40 @@ def test_keys_are_stored_hashed_and_listed_without_secrets(secured):
     assert keys.app.split("_")[1] in listing and "revoked" in listing
     assert f"user {ALICE!r}, writes app state" in listing
     assert all(key.split("_", 2)[2] not in listing for key in (keys.app, keys.admin))
+
+
+@pytest.mark.parametrize("key_kind", KEY_KINDS)
+def test_search_finds_only_what_the_key_may_read(secured, key_kind):
+    base, keys, _ = secured
+    word = f"w{uuid.uuid4().hex}"  # this test's own, whatever other tests stored
+    text = {"author": "u", "content": {"parts": [{"text": f"{word} refund"}]}}
+    with httpx.Client(base_url=base, timeout=10) as http:
+        for app_name, user in ((APP, ALICE), (APP, BOB), (OTHER_APP, ALICE)):
+            created = http.post(
+                f"/apps/{app_name}/users/{user}/sessions",
+                json={"events": [text]},
+                headers=bearer(keys.admin),
+            )
+            assert created.status_code == 201, created.text
+        key = {
+            "none": None,
+            "wrong": "sk_000000000000_not-a-key",
+            **{kind: getattr(keys, kind) for kind in KEY_KINDS[2:]},
+        }[key_kind]
+
+        def found(**params: str) -> httpx.Response:
+            return http.get(
+                f"/apps/{APP}/search", params={"q": word, **params}, headers=bearer(key)
+            )
+
+        answer = found()
+        if key_kind in ("none", "wrong", "revoked"):
+            assert answer.status_code == 401
+        elif key_kind == "other_app":
+            assert answer.status_code == 403
+        elif key_kind in ("alice", "alice_app_state"):
+            assert {hit["userId"] for hit in answer.json()["hits"]} == {ALICE}
+            assert len(found(userId=ALICE).json()["hits"]) == 1
+            assert found(userId=BOB).status_code == 403
+        else:
+            assert sorted(hit["userId"] for hit in answer.json()["hits"]) == [ALICE, BOB]

@@ -107,6 +107,7 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
     ),
     ("GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/toolCalls", {}, 200),
     ("GET", "/apps/{app_name}/usage", {"params": {"afterTimestamp": 0}}, 200),
+    ("GET", "/apps/{app_name}/search", {"params": {"q": "hello"}}, 200),
     (
         "POST",
         "/apps/{app_name}/users/{user_id}/sessions/{session_id}/pending",

@@ -17,7 +17,7 @@ from fastapi import Depends, Header, Path, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.domain import EventQuery, Order, PageRequest, SessionKey
-from app.errors import InvalidInput
+from app.errors import Forbidden, InvalidInput
 from app.rules.limits import ID_LENGTH, ID_PATTERN, INT64_MAX
 from app.schemas import ID_DESCRIPTION
 from app.services.auth import Need
@@ -27,6 +27,7 @@ from app.services.history import HistoryService
 from app.services.lineage import LineageService
 from app.services.pending import PendingService
 from app.services.registry import Services
+from app.services.search import SearchService
 from app.services.sessions import SessionService
 from app.services.shared_state import SharedStateService
 from app.services.tool_calls import ToolCallService
@@ -84,6 +85,10 @@ async def _pending(request: Request) -> PendingService:
 
 async def _usage(request: Request) -> UsageService:
     return services(request).usage
+
+
+async def _search(request: Request) -> SearchService:
+    return services(request).search
 
 
 async def _shared_state(request: Request) -> SharedStateService:
@@ -187,6 +192,7 @@ Context = Annotated[ContextService, Depends(_context)]
 ToolCalls = Annotated[ToolCallService, Depends(_tool_calls)]
 Pending = Annotated[PendingService, Depends(_pending)]
 UsageOf = Annotated[UsageService, Depends(_usage)]
+Search = Annotated[SearchService, Depends(_search)]
 
 
 bearer = HTTPBearer(
@@ -248,6 +254,16 @@ async def authorize(request: Request, needs: Iterable[Need]) -> None:
     for need in needs:
         grant.authorize(need, params["app_name"], params.get("user_id"), write)
     request.state.app_state_writable = grant.writes_app_state
+    request.state.key_user_id = grant.user_id
+
+
+def narrowed_user(request: Request, user_id: str | None) -> str | None:
+    """The user a `Need.APP_NARROWED` route reads: `user_id` as asked (None: every user), or
+    for a key of one user, that user (403 if another is asked for)."""
+    key_user_id: str | None = getattr(request.state, "key_user_id", None)
+    if key_user_id is None or user_id in (None, key_user_id):
+        return key_user_id or user_id
+    raise Forbidden(f"This API key is for user {key_user_id!r} only.")
 
 
 def app_state_writable(request: Request) -> bool:

@@ -9,8 +9,17 @@ one copy: a second copy of a large body costs more than the join itself, in fres
 from typing import Any
 
 from app import strict_json
-from app.domain import NO_USAGE, ContextRead, Page, SessionRead, StoredSession, Usage
+from app.domain import (
+    NO_USAGE,
+    ContextRead,
+    Page,
+    SearchHit,
+    SessionRead,
+    StoredSession,
+    Usage,
+)
 from app.rules.scopes import merged_state
+from app.rules.search import as_html
 from app.rules.tool_calls import ToolCall
 
 
@@ -62,7 +71,28 @@ def _after_events(session: StoredSession) -> dict[str, Any]:
         "status": session.status,
         "outcome": session.outcome,
         "usage": usage(session.usage),
+        "displayName": session.display_name,
+        "labels": session.labels,
+        "expireTime": session.expire_time and session.expire_time.timestamp(),
     }
+
+
+def search_page(page: Page[SearchHit]) -> bytes:
+    """A `SearchPage`."""
+    hits = [
+        {
+            "userId": hit.user_id,
+            "sessionId": hit.session_id,
+            "seq": hit.seq,
+            "eventId": hit.event_id,
+            "author": hit.author,
+            "timestamp": hit.timestamp,
+            "rank": hit.rank,
+            "snippet": as_html(hit.snippet),
+        }
+        for hit in page.items
+    ]
+    return dumps({"hits": hits, "nextPageToken": page.next_page_token})
 
 
 def app_usage(found: list[tuple[str, int, Usage]]) -> bytes:

@@ -98,11 +98,16 @@ def unguarded_routes(app: FastAPI) -> list[str]:
     return unguarded
 
 
-def _query_names(dependant: Dependant) -> frozenset[str]:
-    """Every query parameter a route reads, its dependencies' included."""
-    names = {field.alias for field in dependant.query_params}
+def _query_names(dependant: Dependant, *, repeatable: bool = False) -> frozenset[str]:
+    """Every query parameter a route reads, its dependencies' included; with `repeatable`,
+    only those that take a list (`label=a:1&label=b:2`)."""
+    names = {
+        field.alias
+        for field in dependant.query_params
+        if not repeatable or not field_annotation_is_scalar(field.field_info.annotation)
+    }
     for dependency in dependant.dependencies:
-        names |= _query_names(dependency)
+        names |= _query_names(dependency, repeatable=repeatable)
     return frozenset(names)
 
 
@@ -125,10 +130,11 @@ def _sent_twice(name: str) -> InvalidInput:
     return InvalidInput(f"The header {name!r} is given more than once; send it once.", field=name)
 
 
-def _check_query(request: Request, known: frozenset[str]) -> None:
+def _check_query(request: Request, known: frozenset[str], repeatable: frozenset[str]) -> None:
     """Query names are camelCase like the JSON; snake_case ones are read as their camelCase
     selves, as in bodies. A name the route does not know is refused, and so is a name given
-    twice: as with duplicate JSON keys, the last one does not silently win."""
+    twice that takes one value: as with duplicate JSON keys, the last one does not silently
+    win."""
     items = request.query_params.multi_items()
     unknown = sorted(
         {name for name, _ in items if name not in known and to_camel(name) not in known}
@@ -140,7 +146,9 @@ def _check_query(request: Request, known: frozenset[str]) -> None:
             field=unknown[0],
         )
     names = [name if name in known else to_camel(name) for name, _ in items]
-    repeated = next((name for name in names if names.count(name) > 1), None)
+    repeated = next(
+        (name for name in names if name not in repeatable and names.count(name) > 1), None
+    )
     if repeated is not None:
         raise InvalidInput(f"Query parameter {repeated!r} is given more than once.", field=repeated)
     if names != [name for name, _ in items]:
@@ -293,6 +301,7 @@ class StrictRoute(APIRoute):
         needs = declared_needs(self.dependant)
         takes_body = self.body_field is not None
         known_query = _query_names(self.dependant)
+        repeatable_query = _query_names(self.dependant, repeatable=True)
 
         async def strict_handler(request: Request) -> Any:
             repeated = _repeated_headers(request)
@@ -303,7 +312,7 @@ class StrictRoute(APIRoute):
             if repeated:
                 raise _sent_twice(repeated[0])
             if request.scope["query_string"]:
-                _check_query(request, known_query)
+                _check_query(request, known_query, repeatable_query)
             request = StrictJSONRequest(request.scope, request.receive)
             if takes_body and _has_body(request):
                 if not _is_json(request.headers.get("content-type", "")):

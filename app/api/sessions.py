@@ -1,6 +1,7 @@
 """Session routes, on the paths of ADK's own API server."""
 
-from typing import Annotated
+import re
+from typing import Annotated, NamedTuple
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response, status
 
@@ -20,8 +21,9 @@ from app.api.deps import (
 from app.api.responses import problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import Order, SessionKey, SessionQuery
-from app.rules.limits import INT64_MAX
-from app.schemas import Session, SessionCreate, SessionPage, StateDelta
+from app.errors import InvalidInput
+from app.rules.limits import DISPLAY_NAME_LENGTH, INT64_MAX, LABEL_KEY_PATTERN
+from app.schemas import Session, SessionCreate, SessionPage, SessionUpdate
 from app.services.auth import Need
 
 router = APIRouter(
@@ -45,6 +47,48 @@ async def list_order(
 
 
 ListOrder = Annotated[Order, Depends(list_order)]
+
+
+class Filters(NamedTuple):
+    labels: tuple[tuple[str, str], ...]
+    display_name: str | None
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, colon, value = text.partition(":")
+    if not colon or not re.match(LABEL_KEY_PATTERN, key):
+        raise InvalidInput(
+            f"label {text!r} is not `key:value` (a key of 1 to 63 characters, without `:`).",
+            field="label",
+        )
+    return key, value
+
+
+async def list_filters(
+    label: Annotated[
+        list[str] | None,
+        Query(
+            description="`key:value`: only sessions with this label. Repeat it for several; "
+            "a session must have all of them."
+        ),
+    ] = None,
+    display_name: Annotated[
+        str | None,
+        Query(
+            alias="displayName",
+            min_length=1,
+            max_length=DISPLAY_NAME_LENGTH,
+            description="Only sessions with exactly this display name.",
+        ),
+    ] = None,
+) -> Filters:
+    labels = dict(_label(text) for text in label or ())
+    if len(labels) < len(label or ()):
+        raise InvalidInput("A label key is given twice; a session has one value per key.")
+    return Filters(tuple(sorted(labels.items())), display_name)
+
+
+ListFilters = Annotated[Filters, Depends(list_filters)]
 
 
 @router.post(
@@ -134,9 +178,10 @@ async def list_sessions(
     sessions: Sessions,
     page: PageOf,
     order: ListOrder,
+    filters: ListFilters,
 ) -> Response:
     """A user's sessions with merged state and without events."""
-    listed = await sessions.list(SessionQuery(app_name, user_id, order), page)
+    listed = await sessions.list(SessionQuery(app_name, user_id, order, *filters), page)
     return respond(render.session_page(listed))
 
 
@@ -151,9 +196,10 @@ async def list_app_sessions(
     sessions: Sessions,
     page: PageOf,
     order: ListOrder,
+    filters: ListFilters,
 ) -> Response:
     """The sessions of every user of an app, with merged state and without events."""
-    listed = await sessions.list(SessionQuery(app_name, None, order), page)
+    listed = await sessions.list(SessionQuery(app_name, None, order, *filters), page)
     return respond(render.session_page(listed))
 
 
@@ -179,13 +225,14 @@ async def delete_session(
 )
 async def update_session_state(
     key: Key,
-    body: StateDelta,
+    body: SessionUpdate,
     sessions: Sessions,
     expected_version: ExpectedVersion,
     app_state_writable: AppStateWritable,
 ) -> Response:
-    """Apply a state delta by recording it as an event authored by `user`, as ADK's server does."""
-    read = await sessions.update_state(
-        key, body.state_delta, expected_version, app_state_writable=app_state_writable
-    )
+    """Apply a state delta, by recording it as an event authored by `user` as ADK's server
+    does, and change the display name, labels or expiry: all in one write, which takes one
+    version. A closed session refuses a state delta (409) but may still be renamed, labelled
+    or given an expiry."""
+    read = await sessions.update(key, body, expected_version, app_state_writable=app_state_writable)
     return respond(render.session(read), version=read.session.version)

@@ -18,7 +18,7 @@ from sqlalchemy import text
 
 from app.db import DriverStatement
 from app.domain import SessionKey
-from app.models import MARKED
+from app.models import LIVE_SQL, MARKED
 from app.rules.context import Facts, Mark, Plan
 
 # What the view reads of an event: seq, timestamp, its stored facts (None for an event stored
@@ -37,6 +37,7 @@ FROM sessions s LEFT JOIN events e
   ON e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.id
  AND ({MARKED.text})
 WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id
+  AND {LIVE_SQL.replace("expire_time", "s.expire_time")}
 ORDER BY e.seq
 """
     )

@@ -4,15 +4,27 @@ from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
-from sqlalchemy import ARRAY, BigInteger, String, Text, and_, bindparam, cast, func, select, text
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    String,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    func,
+    literal,
+    select,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from app import strict_json
 from app.db import DriverStatement
 from app.domain import NO_USAGE, EventQuery, NewEvent, Order, SessionKey
-from app.models import StorageEvent
+from app.models import LIVE_SQL, StorageEvent
 from app.repositories.shared_state import state_too_large
 from app.rules.scopes import merge_deltas
 
@@ -60,7 +72,7 @@ WITH bump AS (
         candidates_tokens = candidates_tokens + :candidates_tokens,
         total_tokens = total_tokens + :total_tokens
     WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id AND status = 'open'
-      AND (CAST(:expected_version AS bigint) IS NULL OR version = :expected_version)
+      AND LIVE AND (CAST(:expected_version AS bigint) IS NULL OR version = :expected_version)
     RETURNING version - :count AS base_seq
 ), app_merge AS (
     INSERT INTO app_states AS shared (app_name, state)
@@ -79,12 +91,13 @@ WITH bump AS (
 ), inserted AS (
     INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
                         timestamp, request_hash, event, tokens, calls, responses,
-                        prompt_tokens, candidates_tokens, total_tokens)
+                        prompt_tokens, candidates_tokens, total_tokens, search)
     SELECT :app_name, :user_id, :session_id, bump.base_seq + new.position,
            new.event ->> 'id', new.event ->> 'invocationId', new.event ->> 'author',
            CAST(new.event -> 'timestamp' AS double precision), decode(new.hash, 'hex'),
            new.event || jsonb_build_object('seq', bump.base_seq + new.position),
-           new.tokens, new.calls, new.responses, new.prompt, new.candidates, new.total
+           new.tokens, new.calls, new.responses, new.prompt, new.candidates, new.total,
+           to_tsvector(CAST(:search_config AS regconfig), sessionary_event_text(new.event))
     FROM bump,
          ROWS FROM (jsonb_to_recordset(:events)
                     AS (event jsonb, hash text, tokens integer, calls text[], responses text[],
@@ -93,13 +106,19 @@ WITH bump AS (
                                     prompt, candidates, total, position)
 )
 SELECT base_seq FROM bump
-"""
+""".replace("LIVE", LIVE_SQL)
     ).bindparams(
         *(bindparam(name, type_=JSONB) for name in ("session_delta", "app_delta", "user_delta")),
         bindparam("events", type_=JSONB),
         bindparam("expected_version", type_=BigInteger),
     )
 )
+
+
+def search_vector(config: str, event: ColumnElement[Any]) -> ColumnElement[Any]:
+    """An event's words for search (migration 0012) in the text-search configuration
+    `config`, as `APPEND` takes them."""
+    return func.to_tsvector(cast(literal(config), REGCONFIG), func.sessionary_event_text(event))
 
 
 def _json_text(value: Any) -> str:
@@ -112,9 +131,11 @@ async def append(
     events: Sequence[NewEvent],
     expected_version: int | None,
     max_state_bytes: int,
+    search_config: str,
 ) -> int | None:
     """Append events in one statement; returns the seq before the first of them, or None when
-    the session is absent, closed or not at `expected_version`.
+    the session is absent, closed or not at `expected_version`. Their words are indexed for
+    search in the text-search configuration `search_config`.
 
     Raises DuplicateEventId when an event id is already stored in the session, StateTooLarge
     when a state would outgrow `max_state_bytes`.
@@ -149,6 +170,7 @@ async def append(
                 ]
             ),
             "max_state": max_state_bytes,
+            "search_config": search_config,
         }
     )
     try:

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain import NO_USAGE, SessionKey, Usage
 from app.models import StorageEvent, StorageSession
-from app.repositories.events import USAGE_COLUMNS, event_filter
+from app.repositories.events import USAGE_COLUMNS, event_filter, search_vector
 from app.repositories.sessions import EMPTY_STATE, key_filter, state_as_of
 from app.rules.context import Facts
 from app.rules.tool_calls import ToolLinks
@@ -138,15 +138,22 @@ async def bump(db: AsyncConnection, key: SessionKey) -> int:
 
 
 async def rewrite_content(
-    db: AsyncConnection, key: SessionKey, seq: int, content: dict[str, Any], facts: Facts
+    db: AsyncConnection,
+    key: SessionKey,
+    seq: int,
+    content: dict[str, Any],
+    facts: Facts,
+    search_config: str,
 ) -> dict[str, Any]:
-    """Replace the event's `content`, and its facts with those of the event rewritten; the
-    event as now stored."""
+    """Replace the event's `content`, and its facts and words with those of the event
+    rewritten; the event as now stored."""
+    rewritten = StorageEvent.event.op("||")(literal({"content": content}, JSONB))
     statement = (
         update(StorageEvent)
         .where(event_filter(key), StorageEvent.seq == seq)
         .values(
-            event=StorageEvent.event.op("||")(literal({"content": content}, JSONB)),
+            event=rewritten,
+            search=search_vector(search_config, rewritten),
             tokens=facts.tokens,
             calls=list(facts.calls),
             responses=list(facts.responses),

@@ -98,6 +98,7 @@ async def copy_events(
         StorageEvent.prompt_tokens,
         StorageEvent.candidates_tokens,
         StorageEvent.total_tokens,
+        StorageEvent.search,
     ).where(event_filter(source), StorageEvent.seq <= until_seq)
     if only_seqs is not None:
         chosen = chosen.where(

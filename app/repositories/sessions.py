@@ -23,6 +23,7 @@ from sqlalchemy import (
     select,
     tuple_,
     union_all,
+    update,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -32,6 +33,8 @@ from sqlalchemy.sql.elements import ColumnElement
 from app.db import DriverStatement, sqlstate
 from app.domain import (
     ROOT,
+    UNDESCRIBED,
+    Descriptor,
     Order,
     Origin,
     ParentLink,
@@ -47,6 +50,7 @@ from app.models import (
     StorageSession,
     StorageUserState,
     Timestamp,
+    live,
 )
 from app.repositories.shared_state import checked_state, is_state_too_large, state_too_large
 
@@ -54,7 +58,8 @@ EMPTY_STATE = literal_column("'{}'", JSONB)
 UNIQUE_VIOLATION = "23505"
 
 
-def key_filter(key: SessionKey) -> ColumnElement[bool]:
+def row_filter(key: SessionKey) -> ColumnElement[bool]:
+    """The session's row, live or expired."""
     return and_(
         StorageSession.app_name == key.app_name,
         StorageSession.user_id == key.user_id,
@@ -62,10 +67,15 @@ def key_filter(key: SessionKey) -> ColumnElement[bool]:
     )
 
 
+def key_filter(key: SessionKey) -> ColumnElement[bool]:
+    """The session, while it is live (an expired one is absent before it is swept)."""
+    return and_(row_filter(key), live())
+
+
 def with_shared_state(
     *extra: ColumnElement[Any], state: ColumnElement[Any] | None = None
 ) -> Select[Any]:
-    """Sessions with their app's and user's state, and the time of their last event."""
+    """Live sessions with their app's and user's state, and the time of their last event."""
     # update_time keeps microseconds; ADK's lastUpdateTime is the last event's exact float.
     last_event_time = (
         select(StorageEvent.timestamp)
@@ -100,6 +110,9 @@ def with_shared_state(
             StorageSession.prompt_tokens,
             StorageSession.candidates_tokens,
             StorageSession.total_tokens,
+            StorageSession.display_name,
+            StorageSession.labels,
+            StorageSession.expire_time,
             *extra,
         )
         .outerjoin(StorageAppState, StorageAppState.app_name == StorageSession.app_name)
@@ -110,6 +123,7 @@ def with_shared_state(
                 StorageUserState.user_id == StorageSession.user_id,
             ),
         )
+        .where(live())
     )
 
 
@@ -134,6 +148,9 @@ def stored_session(row: Mapping[str, Any]) -> StoredSession:
         status=row["status"],
         outcome=row["outcome"],
         usage=Usage(row["prompt_tokens"], row["candidates_tokens"], row["total_tokens"]),
+        display_name=row["display_name"],
+        labels=row["labels"],
+        expire_time=row["expire_time"],
     )
 
 
@@ -144,8 +161,10 @@ async def insert_new(
     created: float,
     max_state_bytes: int,
     origin: Origin = ROOT,
+    descriptor: Descriptor = UNDESCRIBED,
 ) -> bool:
-    """Create the row; False if the id is taken (no exception, so the transaction lives on)."""
+    """Create the row; False if the id is taken (no exception, so the transaction lives on).
+    An expired session under the id, not yet swept, is deleted to make room."""
     create_time = func.to_timestamp(created)
     checked = checked_state(literal(state, JSONB), "session", max_state_bytes)
     parent = origin.parent
@@ -173,6 +192,9 @@ async def insert_new(
             **link,
             base_seq=origin.version if origin.base is None else origin.base[0],
             base_state=checked if origin.base is None else literal(origin.base[1], JSONB),
+            display_name=descriptor.display_name,
+            labels=literal(descriptor.labels, JSONB),
+            expire_time=epoch_time(descriptor.expire_time),
         )
         # On the key only: a child for a function call that has one is an error, not a no-op.
         .on_conflict_do_nothing(index_elements=["app_name", "user_id", "id"])
@@ -191,7 +213,19 @@ async def insert_new(
         if is_state_too_large(error):
             raise state_too_large(error, max_state_bytes) from error
         raise
+    if created_row is None and await delete_expired(db, key):
+        return await insert_new(db, key, state, created, max_state_bytes, origin, descriptor)
     return created_row is not None
+
+
+async def delete_expired(db: AsyncConnection, key: SessionKey) -> bool:
+    expired = and_(row_filter(key), StorageSession.expire_time <= func.now())
+    deleted = delete(StorageSession).where(expired).returning(StorageSession.id)
+    return await db.scalar(deleted) is not None
+
+
+def epoch_time(seconds: float | None) -> ColumnElement[Any]:
+    return null() if seconds is None else func.to_timestamp(literal(seconds, Float))
 
 
 # A session with its shared state and its events, in one statement so that the version (the
@@ -290,7 +324,7 @@ async def read(
         }
     )
     rows = await connection.fetch(statement.sql, *arguments)
-    if not rows:
+    if not rows or rows[0]["seq"] != 0:  # absent, or expired (its events not yet swept)
         return None
     return stored_session(rows[0]), [row["event"] for row in rows[1:]]
 
@@ -300,6 +334,7 @@ VERSION = DriverStatement.compile(
         StorageSession.app_name == _KEY["app_name"],
         StorageSession.user_id == _KEY["user_id"],
         StorageSession.id == _KEY["session_id"],
+        live(),
     )
 )
 
@@ -331,6 +366,10 @@ async def list_page(
     else:
         statement = statement.where(StorageSession.user_id == query.user_id)
         rest = (StorageSession.id,)
+    if query.labels:
+        statement = statement.where(StorageSession.labels.contains(dict(query.labels)))
+    if query.display_name is not None:
+        statement = statement.where(StorageSession.display_name == query.display_name)
     sort_key = tuple_(StorageSession.update_second, StorageSession.update_time, *rest)
     if after is not None:
         moment = literal(after[0], Timestamp)
@@ -360,3 +399,34 @@ async def delete_one(db: AsyncConnection, key: SessionKey, expected_version: int
     if expected_version is not None:
         statement = statement.where(StorageSession.version == expected_version)
     return await db.scalar(statement) is not None
+
+
+async def describe(
+    db: AsyncConnection,
+    key: SessionKey,
+    changes: dict[str, Any],
+    expected_version: int | None,
+    *,
+    takes_version: bool,
+) -> int | None:
+    """Set the descriptor columns in `changes` (by column name; `expire_time` in epoch
+    seconds) of the session at `expected_version` (any, when None), taking a version when
+    `takes_version` (when no event of the same write took one already); its version, or None
+    if nothing was changed."""
+    values = dict(changes)
+    if "expire_time" in values:
+        values["expire_time"] = epoch_time(values["expire_time"])
+    if "labels" in values:
+        values["labels"] = literal(values["labels"], JSONB)
+    if takes_version:
+        values["version"] = StorageSession.version + 1
+    statement = (
+        update(StorageSession)
+        .where(key_filter(key))
+        .values(**values)
+        .returning(StorageSession.version)
+    )
+    if expected_version is not None:
+        statement = statement.where(StorageSession.version == expected_version)
+    version: int | None = await db.scalar(statement)
+    return version

@@ -8,3 +8,10 @@ MIN_TIMESTAMP, MAX_TIMESTAMP = -62135596800.0, 253402300799.0
 # The `:verb` suffixes of session paths (Google AIP-136), matched before an id: a session id
 # ending in one (`x:fork`) could not be told from the verb on its path, so create refuses it.
 SESSION_VERBS = ("fork", "close", "rewind", "trim", "reset", "compact", "heal", "export")
+DISPLAY_NAME_LENGTH = 1024
+# Labels: a few short tags to filter sessions by (`label=key:value`), so a key holds no `:`.
+MAX_LABELS = 64
+LABEL_KEY_PATTERN = r"^[^:\x00-\x1f\x7f-\x9f]{1,63}$"
+LABEL_VALUE_LENGTH = 256
+# The shortest life a session may be given: its create must be able to read it back.
+MIN_LIFETIME = 1.0

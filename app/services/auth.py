@@ -26,6 +26,8 @@ class Need(enum.Enum):
 
     USER = "user"  # one user's data, named in the path: that user's keys or app-wide keys
     APP = "app"  # every user of the app (list by app): app-wide keys only
+    # every user of the app for an app-wide key, narrowed to its user for a user key (search)
+    APP_NARROWED = "app_narrowed"
     APP_SHARED = "app_shared"  # app state, which every user's sessions show anyway: any key
     APP_STATE = "app_state"  # writes app state: app-wide keys, user keys made to (--app-state)
 

@@ -118,7 +118,12 @@ class EventService:
         """
         try:
             base_seq = await event_rows.append(
-                connection, key, events, expected_version, self.settings.max_state_bytes
+                connection,
+                key,
+                events,
+                expected_version,
+                self.settings.max_state_bytes,
+                self.settings.search_config,
             )
         except event_rows.DuplicateEventId:
             return None

@@ -138,7 +138,7 @@ class HistoryService:
             await history_rows.remove_events(db, key, seqs=removing)
             estimate = token_estimator(self.settings.token_estimator)
             stored = await history_rows.rewrite_content(
-                db, key, seq, content, facts(rewritten, estimate)
+                db, key, seq, content, facts(rewritten, estimate), self.settings.search_config
             )
         return stored, version
 

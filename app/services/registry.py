@@ -17,6 +17,8 @@ from app.services.events import EventService
 from app.services.history import HistoryService
 from app.services.lineage import LineageService
 from app.services.pending import PendingService
+from app.services.retention import RetentionService
+from app.services.search import SearchService
 from app.services.sessions import SessionService
 from app.services.shared_state import SharedStateService
 from app.services.tool_calls import ToolCallService
@@ -34,6 +36,8 @@ class Services:
     tool_calls: ToolCallService
     pending: PendingService
     usage: UsageService
+    retention: RetentionService
+    search: SearchService
     shared_state: SharedStateService
 
     @classmethod
@@ -50,5 +54,7 @@ class Services:
             tool_calls=ToolCallService(engine, pool, settings, events),
             pending=PendingService(engine, settings, events),
             usage=UsageService(engine),
+            retention=RetentionService(engine, settings),
+            search=SearchService(engine, settings),
             shared_state=SharedStateService(engine, settings),
         )

@@ -1,6 +1,7 @@
 """Sessions as ADK defines them: create, get with event filters, list, delete, state deltas."""
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import asyncpg
@@ -11,6 +12,8 @@ from app.config import Settings
 from app.db import DriverPool, driver
 from app.domain import (
     ROOT,
+    UNDESCRIBED,
+    Descriptor,
     Origin,
     Page,
     PageRequest,
@@ -19,13 +22,14 @@ from app.domain import (
     SessionRead,
     StoredSession,
 )
-from app.errors import InvalidInput, SessionAlreadyExists, SessionNotFound, StaleSession
+from app.errors import Conflict, InvalidInput, SessionAlreadyExists, SessionNotFound, StaleSession
 from app.observability import EVENTS_APPENDED
 from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
-from app.rules.events import prepare_batch, server_time
+from app.rules.events import prepare, prepare_batch, server_time
+from app.rules.limits import MIN_LIFETIME
 from app.rules.scopes import ScopedDelta, split_delta
-from app.schemas import EventIn, SessionCreate
+from app.schemas import EventIn, SessionCreate, SessionUpdate
 from app.services.auth import require_app_state_write
 from app.services.events import EventService, require_session
 
@@ -50,8 +54,11 @@ class SessionService:
         delta = split_delta(body.state or {})
         new_events = prepare_batch(body.events or [], self.settings)
         require_app_state_write(app_state_writable, [delta, *(new.delta for new in new_events)])
+        descriptor = Descriptor(
+            body.display_name, body.labels or {}, expiry(body.ttl, body.expire_time, created)
+        )
         async with self.engine.begin() as db:
-            await self.insert(db, key, delta, created=created)
+            await self.insert(db, key, delta, created=created, descriptor=descriptor)
             async with driver(db) as connection:  # the same transaction
                 if new_events:
                     await self.events.append_prepared(connection, key, new_events, None)
@@ -67,12 +74,19 @@ class SessionService:
         *,
         created: float | None = None,
         origin: Origin = ROOT,
+        descriptor: Descriptor = UNDESCRIBED,
     ) -> None:
         """In the caller's transaction: the session's row with `delta.session` as its state,
-        and `delta`'s app and user keys merged into the shared state."""
+        and `delta`'s app and user keys merged into the shared state. Without an expiry of
+        its own, a session lives `default_ttl` seconds (when set)."""
         limit = self.settings.max_state_bytes
         created = server_time() if created is None else created
-        if not await session_rows.insert_new(db, key, delta.session, created, limit, origin):
+        default_ttl = self.settings.default_ttl
+        if descriptor.expire_time is None and default_ttl is not None:
+            descriptor = replace(descriptor, expire_time=created + default_ttl)
+        if not await session_rows.insert_new(
+            db, key, delta.session, created, limit, origin, descriptor
+        ):
             raise SessionAlreadyExists(key.session_id)
         if delta.app:
             await state_rows.merge_app(db, key.app_name, delta.app, limit)
@@ -119,26 +133,51 @@ class SessionService:
             async with driver(db) as connection:
                 raise StaleSession(expected_version, await require_session(connection, key))
 
-    async def update_state(
+    async def update(
         self,
         key: SessionKey,
-        state_delta: dict[str, Any],
+        body: SessionUpdate,
         expected_version: int | None,
         *,
         app_state_writable: bool,
     ) -> SessionRead:
-        """Record the delta as an event by `user`, as ADK's own API server does."""
-        event = EventIn.model_validate(
-            {
-                "author": "user",
-                "invocationId": f"p-{uuid.uuid4()}",
-                "actions": {"stateDelta": state_delta},
-            }
-        )
-        await self.events.append(
-            key, event, expected_version, app_state_writable=app_state_writable
-        )
-        return await self.get(key, num_recent_events=None, after_timestamp=None)
+        """One transaction: the state delta recorded as an event by `user`, as ADK's own API
+        server does (refused on a closed session), and the descriptor changed (allowed on a
+        closed one: its history is final, not what it is called or how long it is kept). The
+        write takes one version, the event's when there is one."""
+        events = []
+        if body.state_delta is not None:
+            event = EventIn.model_validate(
+                {
+                    "author": "user",
+                    "invocationId": f"p-{uuid.uuid4()}",
+                    "actions": {"stateDelta": body.state_delta},
+                }
+            )
+            events = [prepare(event, self.settings)]
+            require_app_state_write(app_state_writable, [events[0].delta])
+        changes = descriptor_changes(body)
+        async with self.engine.begin() as db, driver(db) as connection:
+            written = True
+            if events:
+                added = await self.events.append_prepared(connection, key, events, expected_version)
+                written = added is not None
+            if written and changes:
+                written = None is not await session_rows.describe(
+                    db,
+                    key,
+                    changes,
+                    None if events else expected_version,
+                    takes_version=not events,
+                )
+            if not written:
+                version = await require_session(connection, key, writable=bool(events))
+                if expected_version is None:  # it was there a moment ago: deleted or closed
+                    raise Conflict("The session changed during the update; retry.")
+                raise StaleSession(expected_version, version)
+            read = await read_session(connection, key)
+        EVENTS_APPENDED.inc(len(events))
+        return read
 
 
 async def read_session(
@@ -162,6 +201,31 @@ async def read_session(
     if until_seq is not None:
         require_kept(found[0].version, found[0].base_seq, until_seq, "untilSeq")
     return SessionRead(*found)
+
+
+def expiry(ttl: float | None, expire_time: float | None, now: float) -> float | None:
+    """Epoch seconds when a session given `ttl` or `expireTime` expires; 422 if less than
+    `MIN_LIFETIME` from now."""
+    if ttl is not None:
+        return now + ttl
+    if expire_time is not None and expire_time < now + MIN_LIFETIME:
+        raise InvalidInput(
+            f"expireTime {expire_time} is not at least {MIN_LIFETIME:g} second from now "
+            f"({now}); to end a session now, delete it.",
+            field="expireTime",
+        )
+    return expire_time
+
+
+def descriptor_changes(body: SessionUpdate) -> dict[str, Any]:
+    """The descriptor columns a PATCH sets, by column name."""
+    given = body.model_fields_set
+    changes: dict[str, Any] = {
+        column: getattr(body, column) for column in ("display_name", "labels") if column in given
+    }
+    if body.ttl is not None or "expire_time" in given:
+        changes["expire_time"] = expiry(body.ttl, body.expire_time, server_time())
+    return changes
 
 
 def require_kept(version: int, base_seq: int, seq: int, field: str) -> None:

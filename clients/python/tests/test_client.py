@@ -251,6 +251,35 @@ async def test_async_client_queues_input_until_the_calls_are_answered(
     assert await client.list_pending(app_name, USER, "q") == []
 
 
+def test_sync_client_names_labels_filters_and_expires(
+    sync_client: SessionaryClient, app_name: str
+) -> None:
+    for number, team in enumerate(("red", "blue", "red")):
+        sync_client.create_session(
+            app_name, USER, session_id=f"l{number}", labels={"team": team}, display_name="x"
+        )
+    reds = sync_client.iter_sessions(app_name, USER, page_size=1, labels={"team": "red"})
+    assert [session["id"] for session in reds] == ["l0", "l2"]
+    named = sync_client.list_sessions(app_name, display_name="x", labels={"team": "blue"})
+    assert [session["id"] for session in named["sessions"]] == ["l1"]
+
+    changed = sync_client.update_session(
+        app_name, USER, "l0", labels={}, display_name=None, ttl=60, if_match=0
+    )
+    assert (changed["labels"], changed["displayName"], changed["version"]) == ({}, None, 1)
+    assert changed["expireTime"] is not None
+    kept = sync_client.update_session(app_name, USER, "l0", expire_time=None)
+    assert kept["expireTime"] is None and kept["displayName"] is None
+    brief = sync_client.create_session(app_name, USER, ttl=3600)
+    assert brief["expireTime"] is not None
+
+    said = {"author": "user", "content": {"parts": [{"text": "where is my refund"}]}}
+    sync_client.append_event(app_name, USER, "l1", said)
+    found = sync_client.search(app_name, "refunds", user_id=USER, page_size=1)
+    assert [(hit["sessionId"], hit["seq"]) for hit in found["hits"]] == [("l1", 1)]
+    assert found["hits"][0]["snippet"] == "where is my <mark>refund</mark>"
+
+
 async def test_async_client_forks_and_closes(client: AsyncSessionaryClient, app_name: str) -> None:
     await client.create_session(app_name, USER, session_id="p")
     await client.append_event(app_name, USER, "p", event("e1", 1.0, k=1))

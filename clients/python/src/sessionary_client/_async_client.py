@@ -13,10 +13,13 @@ import httpx
 
 from sessionary_client._core import (
     DEFAULT_TIMEOUT,
+    UNSET,
     Params,
     RetryPolicy,
+    Unset,
     default_headers,
     if_match_header,
+    label_filters,
     query,
     quoted_path,
     sessions_path,
@@ -27,7 +30,6 @@ from sessionary_client.models import (
     AppUsage,
     CompactionStrategy,
     ContextView,
-    CreateSession,
     Event,
     EventList,
     EventPage,
@@ -39,6 +41,7 @@ from sessionary_client.models import (
     Outcome,
     Readiness,
     ScopeState,
+    SearchPage,
     Session,
     SessionList,
     SessionPage,
@@ -136,14 +139,22 @@ class AsyncSessionaryClient:
         session_id: str | None = None,
         state: State | None = None,
         events: list[Event] | None = None,
+        display_name: str | None = None,
+        labels: dict[str, str] | None = None,
+        ttl: float | None = None,
+        expire_time: float | None = None,
     ) -> Session:
-        body: CreateSession = {}
-        if session_id is not None:
-            body["sessionId"] = session_id
-        if state is not None:
-            body["state"] = state
-        if events is not None:
-            body["events"] = [with_id(event) for event in events]
+        """A new session; with `ttl` (seconds) or `expire_time` (epoch seconds), one that
+        expires."""
+        body = _present(
+            sessionId=session_id,
+            state=state,
+            events=None if events is None else [with_id(event) for event in events],
+            displayName=display_name,
+            labels=labels,
+            ttl=ttl,
+            expireTime=expire_time,
+        )
         response = await self._send("POST", sessions_path(app_name, user_id), body=body)
         return cast(Session, response.json())
 
@@ -173,13 +184,22 @@ class AsyncSessionaryClient:
         page_size: int = 100,
         page_token: str | None = None,
         order: Order = "asc",
+        labels: dict[str, str] | None = None,
+        display_name: str | None = None,
     ) -> SessionPage:
-        """One page of sessions (without events); `user_id=None` lists every user's."""
+        """One page of sessions (without events); `user_id=None` lists every user's; with
+        `labels`, those that have all of them; with `display_name`, those so named."""
         if user_id is None:
             path = quoted_path("apps", app_name, "sessions")
         else:
             path = sessions_path(app_name, user_id)
-        params = query(pageSize=page_size, pageToken=page_token, order=order)
+        params = query(
+            pageSize=page_size,
+            pageToken=page_token,
+            order=order,
+            label=label_filters(labels),
+            displayName=display_name,
+        )
         response = await self._send("GET", path, params=params, idempotent=True)
         return cast(SessionPage, response.json())
 
@@ -190,12 +210,21 @@ class AsyncSessionaryClient:
         *,
         page_size: int = 100,
         order: Order = "asc",
+        labels: dict[str, str] | None = None,
+        display_name: str | None = None,
     ) -> AsyncIterator[Session]:
-        """Every session, fetching pages as the iteration reaches them."""
+        """Every session (with the filters of `list_sessions`), fetching pages as the
+        iteration reaches them."""
         page_token: str | None = None
         while True:
             page = await self.list_sessions(
-                app_name, user_id, page_size=page_size, page_token=page_token, order=order
+                app_name,
+                user_id,
+                page_size=page_size,
+                page_token=page_token,
+                order=order,
+                labels=labels,
+                display_name=display_name,
             )
             for session in page["sessions"]:
                 yield session
@@ -517,6 +546,35 @@ class AsyncSessionaryClient:
         )
         return cast(Session, response.json())
 
+    async def update_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        state_delta: State | None = None,
+        display_name: str | Unset | None = UNSET,
+        labels: dict[str, str] | None = None,
+        ttl: float | None = None,
+        expire_time: float | Unset | None = UNSET,
+        if_match: int | None = None,
+    ) -> Session:
+        """Change what is given, in one write: `state_delta` (recorded as an event, like
+        `update_session_state`), the display name (None clears it), every label (`{}` clears
+        them), the expiry (`ttl` seconds from now, or `expire_time`; None: never)."""
+        cleared = {"displayName": display_name, "expireTime": expire_time}
+        body = _present(stateDelta=state_delta, labels=labels, ttl=ttl) | {
+            name: value for name, value in cleared.items() if not isinstance(value, Unset)
+        }
+        # Not resent after a lost answer: a state delta records an event with a new id.
+        response = await self._send(
+            "PATCH",
+            sessions_path(app_name, user_id, session_id),
+            body=body,
+            headers=if_match_header(if_match),
+        )
+        return cast(Session, response.json())
+
     async def append_event(
         self,
         app_name: str,
@@ -635,6 +693,35 @@ class AsyncSessionaryClient:
         path = quoted_path("apps", app_name, "usage")
         response = await self._send("GET", path, params=params, idempotent=True)
         return cast(AppUsage, response.json())
+
+    async def search(
+        self,
+        app_name: str,
+        q: str,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        author: str | None = None,
+        after_timestamp: float | None = None,
+        before_timestamp: float | None = None,
+        page_size: int = 100,
+        page_token: str | None = None,
+    ) -> SearchPage:
+        """One page of the app's events matching `q` (web-search syntax: `refund order`,
+        `"full refund"`, `refund or return`, `refund -partial`), best first."""
+        params = query(
+            q=q,
+            userId=user_id,
+            sessionId=session_id,
+            author=author,
+            afterTimestamp=after_timestamp,
+            beforeTimestamp=before_timestamp,
+            pageSize=page_size,
+            pageToken=page_token,
+        )
+        path = quoted_path("apps", app_name, "search")
+        response = await self._send("GET", path, params=params, idempotent=True)
+        return cast(SearchPage, response.json())
 
     async def get_app_state(self, app_name: str) -> State:
         response = await self._send("GET", quoted_path("apps", app_name, "state"), idempotent=True)

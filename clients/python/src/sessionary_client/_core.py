@@ -11,7 +11,7 @@ from sessionary_client.models import Event
 
 DEFAULT_TIMEOUT = 10.0
 
-Params = dict[str, str | int | float]
+Params = dict[str, str | int | float | list[str]]
 
 
 def default_headers(api_key: str | None, headers: dict[str, str] | None) -> dict[str, str]:
@@ -28,9 +28,24 @@ def sessions_path(app_name: str, user_id: str, *rest: str) -> str:
     return quoted_path("apps", app_name, "users", user_id, "sessions", *rest)
 
 
-def query(**values: str | int | float | None) -> Params:
+def query(**values: str | int | float | list[str] | None) -> Params:
     """The query parameters that were given: None means "leave it to the server"."""
     return {name: value for name, value in values.items() if value is not None}
+
+
+def label_filters(labels: dict[str, str] | None) -> list[str] | None:
+    """`labels` as the lists' repeated `label=key:value`."""
+    return None if not labels else [f"{key}:{value}" for key, value in labels.items()]
+
+
+class Unset:
+    """The default of an argument whose `None` means something (clear it): left unchanged."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = Unset()
 
 
 def if_match_header(version: int | None) -> dict[str, str] | None:

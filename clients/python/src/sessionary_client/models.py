@@ -55,6 +55,10 @@ class Session(TypedDict):
     outcome: Outcome | None
     usage: Usage
     """The sums of its events' `usageMetadata` token counts."""
+    displayName: str | None
+    labels: dict[str, str]
+    expireTime: float | None
+    """Epoch seconds when it expires (then it is gone); None: never."""
 
 
 class SessionList(TypedDict):
@@ -133,6 +137,23 @@ class TotalUsage(Usage):
     events: int
 
 
+class SearchHit(TypedDict):
+    userId: str
+    sessionId: str
+    seq: int
+    eventId: str
+    author: str | None
+    timestamp: float
+    rank: float
+    snippet: str
+    """The text around the matches, HTML-escaped, each match in `<mark>…</mark>`."""
+
+
+class SearchPage(TypedDict):
+    hits: list[SearchHit]
+    nextPageToken: str | None
+
+
 class AppUsage(TypedDict):
     """An app's token usage (`get_app_usage`): by user, and in all."""
 
@@ -142,14 +163,6 @@ class AppUsage(TypedDict):
 
 class ScopeState(TypedDict):
     state: State
-
-
-class CreateSession(TypedDict, total=False):
-    """The body of a create: all optional."""
-
-    sessionId: str
-    state: State
-    events: list[Event]
 
 
 class Health(TypedDict):

@@ -1,0 +1,36 @@
+"""SQL for retention: finding and deleting expired sessions, and the sweepers' lock."""
+
+from sqlalchemy import delete, func, select, tuple_
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.domain import SessionKey
+from app.models import StorageSession
+
+# The advisory lock every sweeper takes (any number unique to this service's sweepers): one
+# sweeper at a time across workers and replicas.
+SWEEPER_LOCK = 0x5E55_10_5EEB
+
+
+async def take_sweeper_lock(db: AsyncConnection) -> bool:
+    """Take the lock for the caller's transaction, if no other sweeper holds it: it is let go
+    when the transaction ends, however it ends."""
+    return bool(await db.scalar(select(func.pg_try_advisory_xact_lock(SWEEPER_LOCK))))
+
+
+async def delete_expired(db: AsyncConnection, limit: int) -> list[SessionKey]:
+    """Delete up to `limit` expired sessions (their events go with them), soonest expired
+    first, skipping rows another transaction holds; their keys."""
+    key = tuple_(StorageSession.app_name, StorageSession.user_id, StorageSession.id)
+    expired = (
+        select(StorageSession.app_name, StorageSession.user_id, StorageSession.id)
+        .where(StorageSession.expire_time <= func.now())
+        .order_by(StorageSession.expire_time)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    statement = (
+        delete(StorageSession)
+        .where(key.in_(expired))
+        .returning(StorageSession.app_name, StorageSession.user_id, StorageSession.id)
+    )
+    return [SessionKey(*row) for row in await db.execute(statement)]

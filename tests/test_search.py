@@ -1,0 +1,141 @@
+"""Full-text search over events: what is indexed, ranking, snippets, filters, paging, and
+which events are never found."""
+
+from typing import Any
+
+import pytest
+
+from tests.helpers import APP, append, assert_problem, create_session, session_url
+
+SEARCH = f"/apps/{APP}/search"
+
+
+def said(text: str, author: str = "user", **fields: Any) -> dict[str, Any]:
+    return {"author": author, "content": {"role": author, "parts": [{"text": text}]}, **fields}
+
+
+def calls(name: str, **arguments: Any) -> dict[str, Any]:
+    part = {"functionCall": {"id": "c1", "name": name, "args": arguments}}
+    return {"author": "agent", "content": {"role": "model", "parts": [part]}}
+
+
+async def hits(client, q: str, **params: Any) -> list[tuple[str, int]]:
+    """(session id, seq) of every hit, page by page, in order."""
+    found: list[tuple[str, int]] = []
+    token = None
+    while True:
+        extra = {"pageToken": token} if token else {}
+        page = await client.get(SEARCH, params={"q": q, **params, **extra})
+        assert page.status_code == 200, page.text
+        found += [(hit["sessionId"], hit["seq"]) for hit in page.json()["hits"]]
+        token = page.json()["nextPageToken"]
+        if token is None:
+            return found
+
+
+async def test_finds_text_and_function_names_but_not_keys_or_arguments(client):
+    await create_session(
+        client,
+        sessionId="s",
+        events=[
+            said("I want a refund for my order"),
+            calls("issue_refund", reason="damaged parcel"),
+            {"author": "agent", "actions": {"stateDelta": {"parcel": "refunded"}}},
+            said("Refunds take three days", author="agent"),
+        ],
+    )
+    # Stemmed (refunds = refund), and a function name is words too (issue_refund).
+    assert sorted(await hits(client, "refunds")) == [("s", 1), ("s", 2), ("s", 4)]
+    assert await hits(client, "issue_refund") == [("s", 2)]
+    assert await hits(client, "issue") == [("s", 2)]
+    assert await hits(client, "parcel") == []  # a tool's argument, a state key: not text
+    assert await hits(client, "functionCall") == []  # nor a JSON key
+    assert await hits(client, '"three days"') == [("s", 4)]
+    assert sorted(await hits(client, "refund -order")) == [("s", 2), ("s", 4)]
+    assert await hits(client, "the") == []  # only stop words: nothing to find
+
+
+async def test_hits_come_best_first_with_escaped_marked_snippets(client):
+    await create_session(
+        client,
+        sessionId="s",
+        events=[said("refund"), said("refund refund, if 1<2 & 3>2: refund <script>x")],
+    )
+    page = (await client.get(SEARCH, params={"q": "refund"})).json()
+    first, second = page["hits"]
+    assert (first["seq"], second["seq"]) == (2, 1) and first["rank"] > second["rank"]
+    snippet = first["snippet"]
+    assert snippet.startswith("<mark>refund</mark> <mark>refund</mark>, if 1&lt;2 &amp; 3&gt;2")
+    assert "<" not in snippet.replace("<mark>", "").replace("</mark>", "")
+    assert snippet.count("<mark>") == snippet.count("</mark>") == 3
+    assert first["userId"] == "alice" and first["author"] == "user" and first["eventId"]
+    assert isinstance(first["timestamp"], float)
+
+
+async def test_pages_neither_skip_nor_repeat(client):
+    for number in range(5):
+        await create_session(
+            client, sessionId=f"s{number}", events=[said("refund " * (number % 3 + 1))] * 3
+        )
+    every = await hits(client, "refund", pageSize=100)
+    assert len(every) == 15 and len(set(every)) == 15
+    assert await hits(client, "refund", pageSize=4) == every
+
+
+async def test_filters_by_user_session_author_and_time(client):
+    await create_session(client, sessionId="a", events=[said("refund", timestamp=10.0)])
+    await create_session(
+        client,
+        user="bob",
+        sessionId="b",
+        events=[said("refund", timestamp=20.0), said("refund", author="agent", timestamp=30.0)],
+    )
+    assert await hits(client, "refund", userId="bob") == [("b", 1), ("b", 2)]
+    assert await hits(client, "refund", sessionId="a") == [("a", 1)]
+    assert await hits(client, "refund", author="agent") == [("b", 2)]
+    assert await hits(client, "refund", afterTimestamp=20.0, beforeTimestamp=30.0) == [("b", 1)]
+    assert await hits(client, "refund", userId="carol") == []
+
+
+async def test_other_apps_expired_sessions_and_deleted_events_are_never_found(app, client):
+    from tests.test_retention import expire
+
+    await create_session(client, sessionId="mine", events=[said("refund", id="gone"), said("x")])
+    await create_session(client, app="other", sessionId="theirs", events=[said("refund")])
+    await create_session(client, sessionId="old", events=[said("refund")])
+    await expire(app, "old")
+    assert await hits(client, "refund") == [("mine", 1)]
+    assert (await client.delete(f"{session_url('mine')}/events/gone")).status_code == 200
+    assert await hits(client, "refund") == []
+
+
+async def test_rewritten_and_forked_events_are_found_by_their_text(client):
+    await create_session(client, sessionId="s", events=[said("my card number is 4242", id="e")])
+    rewritten = await client.patch(
+        f"{session_url('s')}/events/e",
+        json={"content": {"role": "user", "parts": [{"text": "my card number is redacted"}]}},
+    )
+    assert rewritten.status_code == 200, rewritten.text
+    assert await hits(client, "4242") == []
+    assert await hits(client, "redacted") == [("s", 1)]
+    assert (await client.post(f"{session_url('s')}:fork", json={"sessionId": "f"})).is_success
+    assert sorted(await hits(client, "redacted")) == [("f", 1), ("s", 1)]
+
+
+async def test_a_huge_text_is_stored_and_its_start_is_found(client):
+    words = " ".join(f"w{number}" for number in range(300_000))  # ~2 MB, 300k distinct words
+    assert (await append_new(client, said(f"needle {words}"))).status_code == 201
+    assert await hits(client, "needle") == [("s", 1)]
+
+
+async def append_new(client, event: dict[str, Any]):
+    await create_session(client, sessionId="s")
+    return await append(client, "s", event)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"q": ""}, {"q": "x" * 1001}, {"q": "x", "userId": "a/b"}, {"q": "x", "pageToken": "no"}],
+)
+async def test_bad_searches_are_refused(client, params):
+    assert_problem(await client.get(SEARCH, params=params), 422, "validation_error")
