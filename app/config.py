@@ -102,6 +102,22 @@ class Settings(BaseSettings):
         description="Seconds after which an unanswered function call (not one of ADK's "
         "`longRunningToolIds`) counts as orphaned, when `timeoutSeconds` is not given.",
     )
+    max_streams: int = Field(
+        default=1000,
+        ge=1,
+        description="Live streams one worker serves at once; past it a new one is a 503.",
+    )
+    stream_buffer: int = Field(
+        default=1000,
+        ge=1,
+        description="Frames a live stream may fall behind its session before it is dropped "
+        "(the client reconnects with Last-Event-ID and loses nothing).",
+    )
+    stream_heartbeat: float = Field(
+        default=15.0,
+        gt=0,
+        description="Seconds of quiet after which a live stream sends a heartbeat comment.",
+    )
     default_ttl: float | None = Field(
         default=None,
         gt=0,

@@ -51,6 +51,33 @@ class SessionQuery:
 
 
 @dataclass(frozen=True)
+class Change:
+    """A committed write to a session, as every worker hears of it (`app.repositories.live`):
+    what happened, to which session, at which version.
+
+    `kind`: created, appended, updated (an event rewritten), removed, trimmed, reset, closed,
+    described (name, labels or expiry changed), deleted, or resync (too much to tell: read
+    the session again). `detail` is what the kind needs besides: an updated event's `seq`,
+    removed `eventIds`, counts of a trim, a close's `outcome`, a new session's `kind`.
+    """
+
+    kind: str
+    key: SessionKey
+    version: int
+    parent_id: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """A session just deleted: its key, last version, and parent (a fork's or child's)."""
+
+    key: SessionKey
+    version: int
+    parent_id: str | None
+
+
+@dataclass(frozen=True)
 class SearchQuery:
     """A full-text search of an app's events (`websearch_to_tsquery` syntax in `text`), with
     filters. A page token is bound to every field."""

@@ -19,7 +19,8 @@
     ├── InvalidInput                     (422 validation_error)
     ├── HeadersTooLarge                  (431 headers_too_large)
     ├── DatabaseUnavailable              (503 database_unavailable)
-    └── SchemaBehind                     (503 schema_behind)
+    ├── SchemaBehind                     (503 schema_behind)
+    └── TooManyStreams                   (503 too_many_streams)
 
 Services raise these; `app.api.problems` renders them as RFC 9457 problem+json.
 """
@@ -184,6 +185,19 @@ class DatabaseUnavailable(SessionaryError):
     code = "database_unavailable"
     title = "Database unavailable"
     headers: ClassVar[dict[str, str]] = {"Retry-After": "1"}
+
+
+class TooManyStreams(SessionaryError):
+    status = 503
+    code = "too_many_streams"
+    title = "Too many open streams"
+    headers: ClassVar[dict[str, str]] = {"Retry-After": "5"}
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"This worker serves {limit} streams already (SESSIONARY_MAX_STREAMS); retry later "
+            "or on another replica."
+        )
 
 
 class SchemaBehind(SessionaryError):

@@ -18,6 +18,7 @@ from app.api import (
     health,
     history,
     lineage,
+    live,
     search,
     sessions,
     shared_state,
@@ -53,6 +54,11 @@ TAGS = [
         "name": "context",
         "description": "What a model should see next: the context view, compaction, tool "
         "calls pending, orphaned or answered, queued input, and token usage.",
+    },
+    {
+        "name": "live",
+        "description": "Server-sent events: a session's changes as they are "
+        "committed, and the sessions of a user or an app as they change.",
     },
     {"name": "search", "description": "Full-text search over the text of an app's events."},
     {"name": "state", "description": "App and user state, shared by their sessions."},
@@ -95,6 +101,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.engine = engine
         services = Services.create(engine, pool, settings)
         app.state.services = services
+        await services.live.start()
+        stack.push_async_callback(services.live.close)
         sweeper = asyncio.create_task(services.retention.sweep_forever())
         stack.callback(sweeper.cancel)
         # What is alive now (modules, the app, its routes: ~124k objects) lives as long as the
@@ -140,6 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         context,
         usage,
         search,
+        live,
         shared_state,
         health,
     ):

@@ -54,6 +54,13 @@ EVENTS_APPENDED = Counter(
 SESSIONS_SWEPT = Counter(
     "sessionary_sessions_swept_total", "Expired sessions deleted by the sweeper."
 )
+STREAMS_OPEN = Gauge(
+    "sessionary_streams_open", "Live streams open, over all workers.", multiprocess_mode="livesum"
+)
+STREAMS_DROPPED = Counter(
+    "sessionary_streams_dropped_total",
+    "Live streams dropped because their client fell `SESSIONARY_STREAM_BUFFER` frames behind.",
+)
 POOL_OPEN = Gauge(
     "sessionary_db_pool_connections_open",
     "Database connections open, over all workers and both pools (the request path's and "

@@ -24,6 +24,8 @@ import uvicorn
 from prometheus_client import multiprocess
 from uvicorn.config import STARTUP_FAILURE
 
+from app.services.live import end_streams
+
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -59,10 +61,19 @@ def listen(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
+class Server(uvicorn.Server):
+    """Uvicorn's, but for live streams, which it ends when shutting down: it would otherwise
+    wait its whole graceful timeout for them to finish, which they never do on their own."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        end_streams()
+        await super().shutdown(sockets)
+
+
 def serve_one(options: dict[str, Any]) -> None:
     """One uvicorn server on its own socket, in this process, until SIGTERM or SIGINT."""
     config = uvicorn.Config(**options)
-    server = uvicorn.Server(config)
+    server = Server(config)
     server.run(sockets=[listen(config.host, config.port, config.backlog)])
     if not server.started:
         sys.exit(STARTUP_FAILURE)

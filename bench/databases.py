@@ -327,3 +327,60 @@ async def seed_conversation(dsn: str, schema: Schema, key: SessionKey, events: l
         await connection.execute("VACUUM ANALYZE")
     finally:
         await connection.close()
+
+
+# S11's words: `word1` … `word<vocabulary>`, drawn so that a word's rank decides how common it
+# is (the cube of a uniform draw: word1 is in about a third of events, word400 in 0.4%).
+_SEARCH_SQL = """
+    INSERT INTO events (app_name, user_id, session_id, seq, id, timestamp, request_hash, event,
+                        search)
+    SELECT $1, 'u' || (s % 100), 's' || s, n, 'e' || s || '-' || n, $5::float8 + n, '\\x00',
+           jsonb_build_object('author', 'user',
+                              'content', jsonb_build_object('role', 'user', 'parts',
+                                  jsonb_build_array(jsonb_build_object('text', said.text)))),
+           to_tsvector(CAST($7 AS regconfig), said.text)
+    FROM generate_series($2::int, $3::int) AS s,
+         generate_series(1, $4::int) AS n,
+         -- The WHERE names the row, so that its words are drawn anew for each.
+         LATERAL (SELECT string_agg('word' || (1 + floor(power(random(), 3) * $6::int)), ' ')
+                  AS text FROM generate_series(1, 12) AS w WHERE n > 0) AS said
+"""
+
+
+async def seed_search(
+    dsn: str, app: str, *, sessions: int, events_per_session: int, vocabulary: int, config: str
+) -> None:
+    """Sessions `s1..N` of users `u0..u99`, each with events of twelve words drawn from the
+    vocabulary, indexed for search as Sessionary indexes them."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        per_chunk = max(1, 100_000 // events_per_session)
+        for first in range(1, sessions + 1, per_chunk):
+            last = min(sessions, first + per_chunk - 1)
+            async with connection.transaction():
+                chunk = (app, first, last, "u", 100, "s")
+                await connection.execute(
+                    _SESSIONS_SQL["sessionary"], *chunk, events_per_session, workload.BASE_TIME
+                )
+                await connection.execute(
+                    _SEARCH_SQL,
+                    app,
+                    first,
+                    last,
+                    events_per_session,
+                    workload.BASE_TIME,
+                    vocabulary,
+                    config,
+                )
+        await connection.execute("VACUUM ANALYZE")
+    finally:
+        await connection.close()
+
+
+async def search_index_bytes(dsn: str) -> int:
+    connection = await asyncpg.connect(dsn)
+    try:
+        size: int = await connection.fetchval("SELECT pg_relation_size('ix_events_search')")
+    finally:
+        await connection.close()
+    return size

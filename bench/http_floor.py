@@ -33,6 +33,7 @@ CREATE = (
     "VALUES ($1, $2, $3, '{}', now(), now(), floor(extract(epoch FROM now())))"
 )
 MAX_STATE = Settings.model_fields["max_state_bytes"].default  # as Sessionary checks it
+SEARCH_CONFIG = Settings.model_fields["search_config"].default  # as Sessionary indexes events
 
 
 class HttpFloor:
@@ -130,6 +131,7 @@ class HttpFloor:
                 "user_delta": json.dumps(delta.user),
                 "events": json.dumps([stored]),
                 "max_state": MAX_STATE,
+                "search_config": SEARCH_CONFIG,
                 "prompt_tokens": used.prompt or 0,
                 "candidates_tokens": used.candidates or 0,
                 "total_tokens": used.total or 0,

@@ -35,6 +35,12 @@ ROWS = (
     Row("s8_fork_ms", "S8 fork it whole", "ms"),
     Row("s9_recent_ms", "S9 read the newest 100 of 10,000 events", "ms"),
     Row("s9_context_ms", "S9 context view, 32k-token budget", "ms"),
+    Row("s10_p50", "S10 append's 201 to its frame on 100 streams (other server)", "p50 ms"),
+    Row("s10_p99", "S10 append's 201 to its frame on 100 streams (other server)", "p99 ms"),
+    Row("s10_alone_eps", "S10 S1 on one worker, no stream open", "events/s"),
+    Row("s10_watched_eps", "S10 S1 on one worker, 100 of its sessions streamed", "events/s"),
+    Row("s11_common_ms", "S11 search 1M events, two common words, first 20 hits", "ms"),
+    Row("s11_rare_ms", "S11 search 1M events, two rarer words, first 20 hits", "ms"),
 )
 
 
@@ -169,6 +175,17 @@ def targets(results: Results) -> list[Target]:
             "S9 context view within 2x of reading the newest 100 events",
             r("s9_context_ms") <= 2 * r("s9_recent_ms"),
             f"{r('s9_context_ms') / r('s9_recent_ms'):.2f}x",
+        ),
+        Target("S10 stream p99 < 50 ms", r("s10_p99") < 50, f"{r('s10_p99'):.1f} ms"),
+        Target(
+            "S11 two-word search p50 < 50 ms",
+            max(r("s11_common_ms"), r("s11_rare_ms")) < 50,
+            f"{r('s11_common_ms'):.1f} ms (common words), {r('s11_rare_ms'):.1f} ms (rarer)",
+        ),
+        Target(
+            "S10 appends with 100 streams open within 1.2x of none",
+            r("s10_alone_eps") <= 1.2 * r("s10_watched_eps"),
+            f"{r('s10_alone_eps') / r('s10_watched_eps'):.2f}x",
         ),
     ]
     if results.sustained:

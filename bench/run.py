@@ -15,11 +15,13 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlencode
 
 if __package__ in (None, ""):  # run as `python bench/run.py`: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import databases, loadgen, scenarios, server, wrk
+from app.config import Settings
+from bench import databases, live, loadgen, scenarios, server, wrk
 from bench.adk_side import Adk, context_ms
 from bench.databases import Databases, Schema, seeded_key
 from bench.floor import Floor
@@ -32,6 +34,8 @@ from bench.workload import (
     LINEAGE_APP,
     LIST_APP,
     READ_APP,
+    SEARCH_APP,
+    SEARCH_QUERIES,
     Sizes,
     conversation,
 )
@@ -54,6 +58,8 @@ QUICK = Sizes(
     sustained_minutes=0,
     lineage_events=500,
     context_events=500,
+    live_appends=20,
+    search_events=20_000,
 )
 LIST_USERS = 100
 
@@ -328,6 +334,13 @@ async def bench(args: argparse.Namespace) -> str:
             http_floor = Sessionary(floor_serve.host, floor_serve.port, name="HTTP floor")
             await run_http_floor(http_floor, sizes, results)
 
+        if wrk.available():
+            await run_live(dbs, sizes, results, server_env)
+        else:
+            results.notes.append("S10 not run: it needs wrk (`apt install wrk`).")
+
+        await run_search(dbs, sessionary, sizes, results)
+
         if not args.skip_growth:
             log(f"S6: loading {sizes.growth_events:,} events into each database")
             loading = time.monotonic()
@@ -363,6 +376,58 @@ async def bench(args: argparse.Namespace) -> str:
     results.notes.append(f"Sizes: {dataclasses.asdict(sizes)}.")
     results.notes.append(f"Whole run: {(time.monotonic() - started) / 60:.1f} min.")
     return render(results, header())
+
+
+async def run_live(
+    dbs: Databases, sizes: Sizes, results: Results, server_env: dict[str, str]
+) -> None:
+    """S10 on two single-worker servers: streams on one, writes through the other."""
+    with (
+        server.Server(dbs.sessionary, 1, server_env) as watched,
+        server.Server(dbs.sessionary, 1, server_env) as written,
+    ):
+        reader = Sessionary(watched.host, watched.port)
+        writer = Sessionary(written.host, written.port)
+        log("S10: latency from an append's 201 to its frame on 100 streams")
+        p50, p99 = live.summary(await live.latency(reader, writer, sizes.live_appends))
+        results.put("s10_p50", "Sessionary", p50)
+        results.put("s10_p99", "Sessionary", p99)
+        log("S10: S1 on one worker, without and with 100 streams open")
+        alone = await live.throughput(reader, writer, sizes, streams=0)
+        watched_burst = await live.throughput(reader, writer, sizes, streams=live.STREAMS)
+        results.put("s10_alone_eps", "Sessionary", alone.events_per_second)
+        results.put("s10_watched_eps", "Sessionary", watched_burst.events_per_second)
+
+
+async def run_search(
+    dbs: Databases, sessionary: Sessionary, sizes: Sizes, results: Results
+) -> None:
+    """S11: two-word searches of one app's events (`GET /apps/{app}/search`)."""
+    log(f"S11: loading {sizes.search_events:,} events of words to search")
+    sessions = max(1, sizes.search_events // 100)
+    await databases.seed_search(
+        dbs.sessionary,
+        SEARCH_APP,
+        sessions=sessions,
+        events_per_session=sizes.search_events // sessions,
+        vocabulary=sizes.search_vocabulary,
+        config=Settings().search_config,
+    )
+    async with loadgen.Connection(sessionary.host, sessionary.port) as connection:
+        for name, words in SEARCH_QUERIES.items():
+            path = f"/apps/{SEARCH_APP}/search?{urlencode({'q': words, 'pageSize': 20})}"
+
+            async def search(path: str = path) -> None:
+                await connection.call("GET", path)
+
+            median = await scenarios.median_call(sizes.read_repeat, search)
+            results.put(f"s11_{name}_ms", "Sessionary", median)
+    index = await databases.search_index_bytes(dbs.sessionary)
+    results.notes.append(
+        f"S11: {sizes.search_events:,} events of 12 words from {sizes.search_vocabulary:,}; "
+        f"queries {SEARCH_QUERIES}; the search index (GIN, every event of the database) "
+        f"is {index / 1024 / 1024:.0f} MB."
+    )
 
 
 def header() -> str:

@@ -27,6 +27,10 @@ LIST_APP = "bench-list"
 GROWTH_APP = "bench-growth"
 LINEAGE_APP = "bench-lineage"
 CONTEXT_APP = "bench-context"
+LIVE_APP = "bench-live"
+SEARCH_APP = "bench-search"
+# S11's queries: two common words (each in ~10% of events, both in ~1%), two rarer ones.
+SEARCH_QUERIES = {"common": "word3 word5", "rare": "word200 word400"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,11 @@ class Sizes:
     context_budget: int = 32_000
     # S9's reference: reading this many of the newest events, about what the budget holds.
     context_recent: int = 100
+    # S10: appends, one at a time, timed from their 201 to their frames on 100 streams.
+    live_appends: int = 200
+    # S11: events of twelve words each from a vocabulary of this many, then two-word searches.
+    search_events: int = 1_000_000
+    search_vocabulary: int = 5_000
 
     @property
     def append_events(self) -> int:

@@ -86,11 +86,11 @@ def _run(
     return done.stdout
 
 
-def _url(system: Sessionary) -> str:
+def url(system: Sessionary) -> str:
     return f"http://{system.host}:{system.port}"
 
 
-async def _ring(system: Sessionary, sizes: Sizes, label: str) -> list[str]:
+async def ring(system: Sessionary, sizes: Sizes, label: str) -> list[str]:
     """Fresh sessions, eight per client: the paths a run appends to in turn."""
     keys = [SessionKey(APPEND_APP, f"u{i % 16}", f"{label}-s{i}") for i in range(8 * sizes.clients)]
     await system.create_sessions(keys)
@@ -109,10 +109,10 @@ async def s1(system: Sessionary, sizes: Sizes, label: str) -> Burst:
     """S1 under wrk: `repeat` runs of `append_seconds` on fresh sessions, after a warm-up."""
     bursts = []
     for rep in range(-1, sizes.repeat):  # -1: the untimed warm-up
-        paths = await _ring(system, sizes, f"{label}-r{rep}")
+        paths = await ring(system, sizes, f"{label}-r{rep}")
         seconds = 2 if rep < 0 else sizes.append_seconds
         burst = await asyncio.to_thread(
-            append, _url(system), paths, BODY, clients=sizes.clients, seconds=seconds
+            append, url(system), paths, BODY, clients=sizes.clients, seconds=seconds
         )
         if rep >= 0:
             bursts.append(burst)
@@ -122,13 +122,13 @@ async def s1(system: Sessionary, sizes: Sizes, label: str) -> Burst:
 async def sustained(system: Sessionary, sizes: Sizes, label: str) -> list[Burst]:
     """S7: S1 without a pause for `sustained_minutes`, one figure per minute, on one ring of
     sessions that keeps growing, as a busy deployment's do."""
-    paths = await _ring(system, sizes, label)
-    url = _url(system)
+    paths = await ring(system, sizes, label)
+    base_url = url(system)
     return [
-        await asyncio.to_thread(append, url, paths, BODY, clients=sizes.clients, seconds=60)
+        await asyncio.to_thread(append, base_url, paths, BODY, clients=sizes.clients, seconds=60)
         for _ in range(sizes.sustained_minutes)
     ]
 
 
 async def ceiling_of(system: Sessionary, sizes: Sizes) -> float:
-    return await asyncio.to_thread(ceiling, _url(system), clients=sizes.clients, seconds=5)
+    return await asyncio.to_thread(ceiling, url(system), clients=sizes.clients, seconds=5)

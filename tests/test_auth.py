@@ -431,3 +431,27 @@ def test_search_finds_only_what_the_key_may_read(secured, key_kind):
             assert found(userId=BOB).status_code == 403
         else:
             assert sorted(hit["userId"] for hit in answer.json()["hits"]) == [ALICE, BOB]
+
+
+@pytest.mark.parametrize("key_kind", KEY_KINDS)
+def test_streams_open_only_for_keys_whose_scope_covers_them(secured, key_kind):
+    base, keys, _ = secured
+    key = {
+        "none": None,
+        "wrong": "sk_000000000000_not-a-key",
+        **{kind: getattr(keys, kind) for kind in KEY_KINDS[2:]},
+    }[key_kind]
+    with httpx.Client(base_url=base, timeout=10) as http:
+        paths: list[tuple[str | None, str]] = [(None, f"/apps/{APP}/sessions:stream")]
+        for user in (ALICE, BOB):
+            session = fresh_session(http, keys.admin, user)
+            paths.append((user, f"/apps/{APP}/users/{user}/sessions/{session}/events:stream"))
+            paths.append((user, f"/apps/{APP}/users/{user}/sessions:stream"))
+        for user, path in paths:
+            with http.stream("GET", path, headers=bearer(key)) as response:
+                status = response.status_code
+            what = "app" if user is None else "user"
+            refusal = expected(key_kind, user or ALICE, False, {what})
+            if key_kind in ("alice", "alice_app_state") and what == "app":
+                refusal = None  # the app's stream, narrowed to alice's sessions
+            assert status == (refusal or 200), (path, status)

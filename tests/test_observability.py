@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 
 from app import db
 from app.main import create_app
+from app.services.live import LISTENER_NAME
 from tests.fixtures import keys_command, start_server, stop_server, with_database
 
 pytestmark = pytest.mark.e2e
@@ -232,7 +233,8 @@ def test_events_appended_counts_stored_events_only(server):
 
 
 def connections_held(server: Server) -> int:
-    """Connections the server's workers hold to its database, as PostgreSQL counts them."""
+    """Connections the server's workers' pools hold to its database, as PostgreSQL counts
+    them: not the one each worker listens for changes on (`app.services.live`)."""
 
     async def count() -> int:
         url = make_url(server.database_url)
@@ -240,8 +242,10 @@ def connections_held(server: Server) -> int:
         try:
             held: int = await connection.fetchval(
                 "SELECT count(*) FROM pg_stat_activity"
-                " WHERE datname = $1 AND backend_type = 'client backend'",
+                " WHERE datname = $1 AND backend_type = 'client backend'"
+                " AND application_name <> $2",
                 url.database,
+                LISTENER_NAME,
             )
             return held
         finally:

@@ -99,7 +99,8 @@ class HeadAsGetMiddleware:
             await send(message)
 
         # A copy: the server still sees HEAD in its own scope, and so sends no body either.
-        as_get = {**scope, "method": "GET"}
+        # `head_request` tells a response that never ends on its own (a stream) to stop.
+        as_get = {**scope, "method": "GET", "head_request": True}
         try:
             await self.app(as_get, receive, without_body)
         finally:

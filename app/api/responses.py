@@ -43,5 +43,6 @@ DESCRIPTIONS = {
     415: "The body is not JSON (`unsupported_media_type`).",
     431: "The request line or a header is too long (`headers_too_large`).",
     422: "Invalid input (`validation_error`).",
-    503: "The database cannot be reached (`database_unavailable`).",
+    503: "The database cannot be reached (`database_unavailable`); on a stream, the worker "
+    "has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). Retry after `Retry-After`.",
 }

@@ -25,6 +25,7 @@ from app import strict_json
 from app.db import DriverStatement
 from app.domain import NO_USAGE, EventQuery, NewEvent, Order, SessionKey
 from app.models import LIVE_SQL, StorageEvent
+from app.repositories.live import CHANNEL
 from app.repositories.shared_state import state_too_large
 from app.rules.scopes import merge_deltas
 
@@ -57,6 +58,7 @@ def event_filter(key: SessionKey) -> ColumnElement[bool]:
 # never lose each other's writes), only once the UPDATE has found the session at the version
 # asked for. `sessionary_checked_state` aborts the whole statement when a state would outgrow
 # the limit. Events are stored as readers get them, seq included, so reads return them as is.
+# Every worker hears of it at commit (`app.repositories.live`), with the version it took.
 APPEND = DriverStatement.compile(
     text(
         """
@@ -105,8 +107,13 @@ WITH bump AS (
              WITH ORDINALITY AS new(event, hash, tokens, calls, responses,
                                     prompt, candidates, total, position)
 )
-SELECT base_seq FROM bump
-""".replace("LIVE", LIVE_SQL)
+SELECT base_seq,
+       pg_notify(CHANNEL, json_build_object('k', 'appended', 'a', CAST(:app_name AS text),
+                                            'u', CAST(:user_id AS text),
+                                            's', CAST(:session_id AS text),
+                                            'v', base_seq + :count)::text)
+FROM bump
+""".replace("LIVE", LIVE_SQL).replace("CHANNEL", f"'{CHANNEL}'")
     ).bindparams(
         *(bindparam(name, type_=JSONB) for name in ("session_delta", "app_delta", "user_delta")),
         bindparam("events", type_=JSONB),

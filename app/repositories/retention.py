@@ -3,7 +3,7 @@
 from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.domain import SessionKey
+from app.domain import Deleted, SessionKey
 from app.models import StorageSession
 
 # The advisory lock every sweeper takes (any number unique to this service's sweepers): one
@@ -17,9 +17,9 @@ async def take_sweeper_lock(db: AsyncConnection) -> bool:
     return bool(await db.scalar(select(func.pg_try_advisory_xact_lock(SWEEPER_LOCK))))
 
 
-async def delete_expired(db: AsyncConnection, limit: int) -> list[SessionKey]:
+async def delete_expired(db: AsyncConnection, limit: int) -> list[Deleted]:
     """Delete up to `limit` expired sessions (their events go with them), soonest expired
-    first, skipping rows another transaction holds; their keys."""
+    first, skipping rows another transaction holds."""
     key = tuple_(StorageSession.app_name, StorageSession.user_id, StorageSession.id)
     expired = (
         select(StorageSession.app_name, StorageSession.user_id, StorageSession.id)
@@ -31,6 +31,13 @@ async def delete_expired(db: AsyncConnection, limit: int) -> list[SessionKey]:
     statement = (
         delete(StorageSession)
         .where(key.in_(expired))
-        .returning(StorageSession.app_name, StorageSession.user_id, StorageSession.id)
+        .returning(
+            StorageSession.app_name,
+            StorageSession.user_id,
+            StorageSession.id,
+            StorageSession.version,
+            StorageSession.parent_id,
+        )
     )
-    return [SessionKey(*row) for row in await db.execute(statement)]
+    rows = await db.execute(statement)
+    return [Deleted(SessionKey(*row[:3]), row.version, row.parent_id) for row in rows]

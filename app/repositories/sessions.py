@@ -34,6 +34,7 @@ from app.db import DriverStatement, sqlstate
 from app.domain import (
     ROOT,
     UNDESCRIBED,
+    Deleted,
     Descriptor,
     Order,
     Origin,
@@ -393,12 +394,19 @@ def sort_key(session: StoredSession, query: SessionQuery) -> tuple[Any, ...]:
     return (session.update_time, session.key.session_id)
 
 
-async def delete_one(db: AsyncConnection, key: SessionKey, expected_version: int | None) -> bool:
-    """False if there is no such session, or it is not at `expected_version` (when given)."""
-    statement = delete(StorageSession).where(key_filter(key)).returning(StorageSession.id)
+async def delete_one(
+    db: AsyncConnection, key: SessionKey, expected_version: int | None
+) -> Deleted | None:
+    """None if there is no such session, or it is not at `expected_version` (when given)."""
+    statement = (
+        delete(StorageSession)
+        .where(key_filter(key))
+        .returning(StorageSession.version, StorageSession.parent_id)
+    )
     if expected_version is not None:
         statement = statement.where(StorageSession.version == expected_version)
-    return await db.scalar(statement) is not None
+    row = (await db.execute(statement)).first()
+    return None if row is None else Deleted(key, row.version, row.parent_id)
 
 
 async def describe(

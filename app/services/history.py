@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.config import Settings
 from app.db import driver
-from app.domain import SessionKey
+from app.domain import Change, SessionKey
 from app.errors import (
     EventNotFound,
     PayloadTooLarge,
@@ -20,6 +20,7 @@ from app.errors import (
 )
 from app.repositories import history as history_rows
 from app.repositories import lineage as lineage_rows
+from app.repositories.live import announce
 from app.rules import tool_calls
 from app.rules.context import facts, token_estimator
 from app.rules.events import canonical_json, prepare
@@ -82,6 +83,7 @@ class HistoryService:
             version = await history_rows.rebase(db, key, cut)
             removed = await history_rows.remove_events(db, key, seqs=answers, up_to=cut)
             kept = await history_rows.count_events(db, key)
+            await announce(db, Change("trimmed", key, version, detail=counts(removed, kept)))
         return len(removed), kept, version
 
     async def reset(self, key: SessionKey, expected_version: int | None) -> tuple[int, int, int]:
@@ -90,6 +92,7 @@ class HistoryService:
             await hold_for_write(db, key, expected_version)
             version = await history_rows.clear(db, key)
             removed = await history_rows.remove_events(db, key, up_to=version)
+            await announce(db, Change("reset", key, version, detail=counts(removed, 0)))
         return len(removed), 0, version
 
     async def remove_event(
@@ -104,6 +107,7 @@ class HistoryService:
             removing = tool_calls.with_answers(links, {seq})
             version = await history_rows.bump(db, key)
             removed = await history_rows.remove_events(db, key, seqs=removing)
+            await announce(db, Change("removed", key, version, detail={"removedEventIds": removed}))
         return removed, version
 
     async def rewrite_event(
@@ -135,12 +139,18 @@ class HistoryService:
             answering = {link.seq for link in after if link.responses & dropped_calls}
             removing = tool_calls.with_answers(after, answering) if answering else set()
             version = await history_rows.bump(db, key)
-            await history_rows.remove_events(db, key, seqs=removing)
+            removed = await history_rows.remove_events(db, key, seqs=removing)
             estimate = token_estimator(self.settings.token_estimator)
             stored = await history_rows.rewrite_content(
                 db, key, seq, content, facts(rewritten, estimate), self.settings.search_config
             )
+            detail = {"seq": seq, "removedEventIds": removed}
+            await announce(db, Change("updated", key, version, detail=detail))
         return stored, version
+
+
+def counts(removed: list[str], kept: int) -> dict[str, int]:
+    return {"removedEvents": len(removed), "keptEvents": kept}
 
 
 async def _find(db: AsyncConnection, key: SessionKey, event_id: str) -> tuple[int, dict[str, Any]]:

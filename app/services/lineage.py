@@ -14,6 +14,7 @@ from app import paging
 from app.config import Settings
 from app.db import driver
 from app.domain import (
+    Change,
     NewEvent,
     Origin,
     Page,
@@ -26,6 +27,7 @@ from app.domain import (
 from app.errors import Conflict, InvalidInput, SessionClosed, SessionNotFound, StaleSession
 from app.repositories import history as history_rows
 from app.repositories import lineage as lineage_rows
+from app.repositories.live import announce
 from app.rules import tool_calls
 from app.rules.events import prepare
 from app.rules.rewinds import live_seqs
@@ -130,7 +132,10 @@ class LineageService:
                     answer = await self._answer(db, parent, call_id, body)
                     if answer is not None:
                         await self.events.append_prepared(connection, parent, [answer], None)
-                return await read_session(connection, key)
+                read = await read_session(connection, key)
+            detail = {"outcome": body.outcome}
+            await announce(db, Change("closed", key, read.session.version, parent_id, detail))
+        return read
 
     async def _answer(
         self, db: AsyncConnection, parent: SessionKey, call_id: str, body: SessionClose

@@ -16,6 +16,7 @@ from app.services.context import ContextService
 from app.services.events import EventService
 from app.services.history import HistoryService
 from app.services.lineage import LineageService
+from app.services.live import Broker
 from app.services.pending import PendingService
 from app.services.retention import RetentionService
 from app.services.search import SearchService
@@ -37,6 +38,7 @@ class Services:
     pending: PendingService
     usage: UsageService
     retention: RetentionService
+    live: Broker
     search: SearchService
     shared_state: SharedStateService
 
@@ -56,5 +58,6 @@ class Services:
             usage=UsageService(engine),
             retention=RetentionService(engine, settings),
             search=SearchService(engine, settings),
+            live=Broker(str(settings.database_url), pool, settings),
             shared_state=SharedStateService(engine, settings),
         )

@@ -7,8 +7,10 @@ import logging
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.config import Settings
+from app.domain import Change
 from app.observability import SESSIONS_SWEPT
 from app.repositories import retention as retention_rows
+from app.repositories.live import announce
 
 logger = logging.getLogger("sessionary.sweeper")
 
@@ -28,6 +30,10 @@ class RetentionService:
             while True:
                 async with self.engine.begin() as db:
                     deleted = await retention_rows.delete_expired(db, self.settings.sweep_batch)
+                    for gone in deleted:
+                        await announce(
+                            db, Change("deleted", gone.key, gone.version, gone.parent_id)
+                        )
                 swept += len(deleted)
                 SESSIONS_SWEPT.inc(len(deleted))
                 if len(deleted) < self.settings.sweep_batch:

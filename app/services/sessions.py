@@ -13,6 +13,7 @@ from app.db import DriverPool, driver
 from app.domain import (
     ROOT,
     UNDESCRIBED,
+    Change,
     Descriptor,
     Origin,
     Page,
@@ -26,6 +27,7 @@ from app.errors import Conflict, InvalidInput, SessionAlreadyExists, SessionNotF
 from app.observability import EVENTS_APPENDED
 from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
+from app.repositories.live import announce
 from app.rules.events import prepare, prepare_batch, server_time
 from app.rules.limits import MIN_LIFETIME
 from app.rules.scopes import ScopedDelta, split_delta
@@ -88,6 +90,9 @@ class SessionService:
             db, key, delta.session, created, limit, origin, descriptor
         ):
             raise SessionAlreadyExists(key.session_id)
+        parent_id = None if origin.parent is None else origin.parent.session_id
+        detail = {"kind": origin.kind}
+        await announce(db, Change("created", key, origin.version, parent_id, detail))
         if delta.app:
             await state_rows.merge_app(db, key.app_name, delta.app, limit)
         if delta.user:
@@ -126,7 +131,9 @@ class SessionService:
 
     async def delete(self, key: SessionKey, expected_version: int | None) -> None:
         async with self.engine.begin() as db:
-            if await session_rows.delete_one(db, key, expected_version):
+            deleted = await session_rows.delete_one(db, key, expected_version)
+            if deleted is not None:
+                await announce(db, Change("deleted", key, deleted.version, deleted.parent_id))
                 return
             if expected_version is None:
                 raise SessionNotFound(key.app_name, key.user_id, key.session_id)
@@ -163,13 +170,16 @@ class SessionService:
                 added = await self.events.append_prepared(connection, key, events, expected_version)
                 written = added is not None
             if written and changes:
-                written = None is not await session_rows.describe(
+                version = await session_rows.describe(
                     db,
                     key,
                     changes,
                     None if events else expected_version,
                     takes_version=not events,
                 )
+                written = version is not None
+                if version is not None and not events:  # else the append tells of it
+                    await announce(db, Change("described", key, version))
             if not written:
                 version = await require_session(connection, key, writable=bool(events))
                 if expected_version is None:  # it was there a moment ago: deleted or closed

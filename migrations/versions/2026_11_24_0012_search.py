@@ -1,5 +1,5 @@
 """Full-text search over events (DESIGN §6.6): `sessionary_event_text`, the words of an event
-(its text parts, and the names of its function calls and responses, in part order; never JSON
+(its text parts, and the names of its function calls and responses, in order; never JSON
 keys or tool arguments; the first 100,000 characters, which keeps a `tsvector` far under its
 1 MB limit), and `events.search`, its `tsvector` in the configured text-search
 configuration, taken by every write of an event and GIN-indexed.
@@ -30,18 +30,15 @@ def upgrade() -> None:
         """
         CREATE FUNCTION sessionary_event_text(event jsonb)
         RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-            SELECT left(string_agg(words, ' ' ORDER BY position), 100000)
+            SELECT left(string_agg(coalesce(
+                       CASE WHEN jsonb_typeof(part -> 'text') = 'string'
+                            THEN part ->> 'text' END,
+                       part -> 'functionCall' ->> 'name',
+                       part -> 'functionResponse' ->> 'name'), ' '), 100000)
             FROM jsonb_array_elements(
                      CASE WHEN jsonb_typeof(event -> 'content' -> 'parts') = 'array'
-                          THEN event -> 'content' -> 'parts' ELSE '[]' END
-                 ) WITH ORDINALITY AS part(value, position),
-                 LATERAL (VALUES
-                     (CASE WHEN jsonb_typeof(part.value -> 'text') = 'string'
-                           THEN part.value ->> 'text' END),
-                     (part.value -> 'functionCall' ->> 'name'),
-                     (part.value -> 'functionResponse' ->> 'name')
-                 ) AS found(words)
-            WHERE jsonb_typeof(part.value) = 'object' AND words IS NOT NULL
+                          THEN event -> 'content' -> 'parts' ELSE '[]' END) AS part
+            WHERE jsonb_typeof(part) = 'object'
         $$
         """
     )

@@ -37,6 +37,9 @@ REWRITES = [
     (r"\b__aenter__\b", "__enter__"),
     (r"\b__aexit__\b", "__exit__"),
     (r"\baclose\b", "close"),
+    (r"\basync (with|for)\b", r"\1"),
+    (r"\baread\b", "read"),
+    (r"\baiter_lines\b", "iter_lines"),
     # `yield from` has no async form, so the async source loops to yield a page's items.
     (r"(?m)^( *)for (\w+) in (.+):\n *yield \2$", r"\1yield from \3"),
 ]

@@ -1,5 +1,7 @@
 """The sync and async clients on a live server: every endpoint, typed errors, paging, retries."""
 
+import asyncio
+
 import httpx
 import pytest
 from sessionary_client import (
@@ -278,6 +280,25 @@ def test_sync_client_names_labels_filters_and_expires(
     found = sync_client.search(app_name, "refunds", user_id=USER, page_size=1)
     assert [(hit["sessionId"], hit["seq"]) for hit in found["hits"]] == [("l1", 1)]
     assert found["hits"][0]["snippet"] == "where is my <mark>refund</mark>"
+
+
+async def test_async_client_streams_a_session_until_it_closes(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    await client.create_session(app_name, USER, session_id="live", events=[event("a", 1.0)])
+    sessions = client.stream_sessions(app_name, USER)
+    changes = client.stream_events(app_name, USER, "live", after_seq=0)
+    assert (await anext(changes))["id"] == 1  # replayed from the log; now it is live
+    await client.append_event(app_name, USER, "live", event("b", 2.0))
+    await client.close_session(app_name, USER, "live", "completed")
+    rest = [(change["event"], change["id"]) async for change in changes]  # ends at `closed`
+    assert rest == [("appended", 2), ("closed", 3)]
+    first = asyncio.ensure_future(anext(sessions))
+    await asyncio.sleep(0.5)  # connected: it tells what happens from now
+    await client.create_session(app_name, USER, session_id="next")
+    created = await first
+    assert (created["event"], created["data"]["sessionId"]) == ("created", "next")
+    await sessions.aclose()
 
 
 async def test_async_client_forks_and_closes(client: AsyncSessionaryClient, app_name: str) -> None:

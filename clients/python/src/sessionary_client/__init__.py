@@ -29,6 +29,7 @@ from sessionary_client.models import (
     Session,
     SessionPage,
     State,
+    StreamEvent,
     ToolCall,
 )
 
@@ -57,6 +58,7 @@ __all__ = [
     "SessionaryError",
     "StaleSessionError",
     "State",
+    "StreamEvent",
     "ToolCall",
     "ToolCallsPendingError",
     "ToolPairViolationError",

@@ -1,5 +1,6 @@
 """What both clients share that does no I/O: paths, query strings, headers, the retry rule."""
 
+import json
 import random
 import uuid
 from dataclasses import dataclass
@@ -7,7 +8,7 @@ from urllib.parse import quote
 
 import httpx
 
-from sessionary_client.models import Event
+from sessionary_client.models import Event, StreamEvent
 
 DEFAULT_TIMEOUT = 10.0
 
@@ -46,6 +47,26 @@ class Unset:
 
 
 UNSET = Unset()
+
+
+# A stream waits this long for a byte (a heartbeat comes every 15 s by default) before it
+# takes the connection for lost and resumes.
+STREAM_READ_TIMEOUT = 60.0
+# The events after which a session's stream ends: nothing more will happen to it.
+FINAL_EVENTS = frozenset({"closed", "deleted"})
+
+
+def stream_event(lines: list[str]) -> StreamEvent | None:
+    """One server-sent event from its lines; None for a comment (a heartbeat)."""
+    fields = dict(line.split(": ", 1) for line in lines if line and not line.startswith(":"))
+    if "event" not in fields:
+        return None
+    position = fields.get("id")
+    return {
+        "event": fields["event"],
+        "id": None if position is None else int(position),
+        "data": json.loads(fields.get("data", "null")),
+    }
 
 
 def if_match_header(version: int | None) -> dict[str, str] | None:

@@ -11,6 +11,8 @@ import httpx
 
 from sessionary_client._core import (
     DEFAULT_TIMEOUT,
+    FINAL_EVENTS,
+    STREAM_READ_TIMEOUT,
     UNSET,
     Params,
     RetryPolicy,
@@ -21,6 +23,7 @@ from sessionary_client._core import (
     query,
     quoted_path,
     sessions_path,
+    stream_event,
     with_id,
 )
 from sessionary_client.errors import error_for
@@ -44,6 +47,7 @@ from sessionary_client.models import (
     SessionList,
     SessionPage,
     State,
+    StreamEvent,
     ToolCall,
     ToolCallStatus,
     Trimmed,
@@ -687,6 +691,62 @@ class SessionaryClient:
         path = quoted_path("apps", app_name, "usage")
         response = self._send("GET", path, params=params, idempotent=True)
         return cast(AppUsage, response.json())
+
+    def stream_events(
+        self, app_name: str, user_id: str, session_id: str, *, after_seq: int | None = None
+    ) -> Iterator[StreamEvent]:
+        """The session's changes as they are committed: after `after_seq` first (read back
+        from the log; 0: the whole session), else from now. Resumes by itself after a lost
+        connection, after the last event received, losing and repeating nothing; ends after
+        `closed` or `deleted`."""
+        path = sessions_path(app_name, user_id, session_id) + "/events:stream"
+        yield from self._stream(path, after_seq, ends=FINAL_EVENTS)
+
+    def stream_sessions(self, app_name: str, user_id: str | None = None) -> Iterator[StreamEvent]:
+        """An app's sessions (one user's, with `user_id`) as they are created, updated,
+        closed and deleted, from now; reconnects by itself after a lost connection (what
+        happened meanwhile is not sent again: list the sessions to catch up)."""
+        if user_id is None:
+            path = quoted_path("apps", app_name, "sessions:stream")
+        else:
+            path = sessions_path(app_name, user_id) + ":stream"
+        yield from self._stream(path, None, ends=frozenset())
+
+    def _stream(
+        self, path: str, after: int | None, *, ends: frozenset[str]
+    ) -> Iterator[StreamEvent]:
+        """A stream's events until one of `ends`, reconnecting after a lost connection (as
+        the retry policy allows between two events, with `Last-Event-ID` once there is
+        one)."""
+        attempt = 0
+        timeout = self._http.timeout
+        timeout = httpx.Timeout(timeout.connect, read=STREAM_READ_TIMEOUT, write=timeout.write)
+        while True:
+            headers = {} if after is None else {"Last-Event-ID": str(after)}
+            try:
+                with self._http.stream("GET", path, headers=headers, timeout=timeout) as response:
+                    if response.is_error:
+                        response.read()
+                        raise error_for(response)
+                    lines: list[str] = []
+                    for line in response.iter_lines():
+                        if line:
+                            lines.append(line)
+                            continue
+                        event = stream_event(lines)
+                        lines = []
+                        if event is not None:
+                            attempt = 0
+                            after = event["id"] if event["id"] is not None else after
+                            yield event
+                            if event["event"] in ends:
+                                return
+            except httpx.TransportError as error:
+                delay = self._retry.delay(True, attempt, error)
+                if delay is None:
+                    raise
+                time.sleep(delay)
+                attempt += 1
 
     def search(
         self,

@@ -137,6 +137,17 @@ class TotalUsage(Usage):
     events: int
 
 
+class StreamEvent(TypedDict):
+    """One server-sent event of a stream: `appended` (`data` the event), `updated`,
+    `removed`, `trimmed`, `reset`, `resync`, `child`, `closed`, `deleted` on a session's;
+    `created`, `updated`, `closed`, `deleted` on a user's or an app's."""
+
+    event: str
+    id: int | None
+    """The version the change took (for `appended`, the event's seq): where to resume."""
+    data: Any
+
+
 class SearchHit(TypedDict):
     userId: str
     sessionId: str
