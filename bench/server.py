@@ -135,12 +135,15 @@ class Server:
         raise RuntimeError(f"{self.command()[:3]} did not become ready within 60 s")
 
     def worker_pids(self) -> list[int]:
-        """The uvicorn workers: the serve process's children that are Python interpreters.
+        """The uvicorn workers: the serve process's children that are Python interpreters
+        (with one worker, `serve` serves in its own process).
 
         multiprocessing may also start a resource tracker; it serves no request and is skipped
         by name.
         """
         assert self._process is not None
+        if self.workers == 1:
+            return [self._process.pid]
         workers = []
         for pid in _children(self._process.pid):
             try:
