@@ -172,15 +172,21 @@ KEY_KINDS = [
 ]
 
 
+def key_of(keys: Keys, key_kind: str) -> str | None:
+    """The key of a kind: none, a made-up one, or one of the fixture's."""
+    if key_kind == "none":
+        return None
+    if key_kind == "wrong":
+        return "sk_000000000000_not-a-key"
+    key: str = getattr(keys, key_kind)
+    return key
+
+
 @pytest.mark.parametrize("key_kind", KEY_KINDS)
 @pytest.mark.parametrize("user", [ALICE, BOB])
 def test_every_endpoint_admits_exactly_the_keys_whose_scope_covers_it(secured, key_kind, user):
     base, keys, _ = secured
-    key = {
-        "none": None,
-        "wrong": "sk_000000000000_not-a-key",
-        **{kind: getattr(keys, kind) for kind in KEY_KINDS[2:]},
-    }[key_kind]
+    key = key_of(keys, key_kind)
     with httpx.Client(base_url=base, timeout=10) as http:
         for name, (call, write, touches) in endpoints(user).items():
             response = call(http, keys.admin, key)
@@ -409,11 +415,7 @@ def test_search_finds_only_what_the_key_may_read(secured, key_kind):
                 headers=bearer(keys.admin),
             )
             assert created.status_code == 201, created.text
-        key = {
-            "none": None,
-            "wrong": "sk_000000000000_not-a-key",
-            **{kind: getattr(keys, kind) for kind in KEY_KINDS[2:]},
-        }[key_kind]
+        key = key_of(keys, key_kind)
 
         def found(**params: str) -> httpx.Response:
             return http.get(
@@ -436,11 +438,7 @@ def test_search_finds_only_what_the_key_may_read(secured, key_kind):
 @pytest.mark.parametrize("key_kind", KEY_KINDS)
 def test_streams_open_only_for_keys_whose_scope_covers_them(secured, key_kind):
     base, keys, _ = secured
-    key = {
-        "none": None,
-        "wrong": "sk_000000000000_not-a-key",
-        **{kind: getattr(keys, kind) for kind in KEY_KINDS[2:]},
-    }[key_kind]
+    key = key_of(keys, key_kind)
     with httpx.Client(base_url=base, timeout=10) as http:
         paths: list[tuple[str | None, str]] = [(None, f"/apps/{APP}/sessions:stream")]
         for user in (ALICE, BOB):

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+import asyncpg
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -289,3 +290,38 @@ async def test_open_streams_are_bounded_per_worker(two_servers):
     assert refused.status_code == 503
     assert refused.json()["code"] == "too_many_streams"
     assert refused.headers["retry-after"]
+
+
+async def test_an_append_nobody_announced_reaches_streams_at_the_next_heartbeat(
+    database_url: str, app: Any
+):
+    """A worker that committed an append and died before telling the others: the streams
+    read it anyway, after a heartbeat's quiet."""
+    from app.config import Settings
+    from app.db import driver_dsn
+    from app.domain import SessionKey
+    from app.repositories import events as event_rows
+    from app.rules.events import prepare
+    from app.schemas import EventIn
+
+    process, base_url = start_server(database_url, env={"SESSIONARY_STREAM_HEARTBEAT": "0.5"})
+    try:
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+            await new_session(http, "quiet")
+        async with stream(base_url, f"{session_url('quiet')}/events:stream") as response:
+            await asyncio.sleep(0.3)
+            settings = Settings(database_url=database_url)
+            event = prepare(EventIn.model_validate(said("unannounced")), settings)
+            connection = await asyncpg.connect(driver_dsn(database_url))
+            try:
+                key = SessionKey(APP, USER, "quiet")
+                stored = await event_rows.append(
+                    connection, key, [event], None, 1 << 20, "english", announced=False
+                )
+            finally:
+                await connection.close()
+            assert stored == 0
+            (frame,) = await asyncio.wait_for(response.take(1), 5)
+        assert (frame.event, frame.id) == ("appended", 1)
+    finally:
+        stop_server(process)

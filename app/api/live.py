@@ -2,7 +2,7 @@
 user or an app."""
 
 import asyncio
-import contextlib
+import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
@@ -16,6 +16,8 @@ from app.errors import InvalidInput
 from app.rules.limits import INT64_MAX
 from app.services.auth import Need
 from app.services.live import Subscription
+
+logger = logging.getLogger("sessionary.live")
 
 router = APIRouter(
     tags=["live"],
@@ -42,21 +44,25 @@ class EventStreamResponse(Response):
         self.subscription = subscription
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        if scope.get("head_request"):  # the headers are the whole answer
-            await send({"type": "http.response.body", "body": b""})
-            await self.subscription.close()
-            return
-        sender = asyncio.ensure_future(self._send_frames(send))
-        self.subscription.stream.sender = sender
-        gone = asyncio.ensure_future(_disconnected(receive))
+        tasks: list[asyncio.Future[None]] = []
         try:
-            await asyncio.wait({sender, gone}, return_when=asyncio.FIRST_COMPLETED)
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            if scope.get("head_request"):  # the headers are the whole answer
+                await send({"type": "http.response.body", "body": b""})
+                return
+            sender = asyncio.ensure_future(self._send_frames(send))
+            self.subscription.stream.sender = sender
+            tasks = [sender, asyncio.ensure_future(_disconnected(receive))]
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (sender, gone):
+            for task in tasks:
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, OSError):
+                try:
                     await task
+                except (asyncio.CancelledError, OSError):
+                    pass  # dropped, or the client went away
+                except Exception:  # the answer has begun: a problem+json cannot follow
+                    logger.exception("a stream failed while sending; its client may resume")
             await self.subscription.close()
 
     async def _send_frames(self, send: Send) -> None:

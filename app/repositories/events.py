@@ -58,10 +58,11 @@ def event_filter(key: SessionKey) -> ColumnElement[bool]:
 # never lose each other's writes), only once the UPDATE has found the session at the version
 # asked for. `sessionary_checked_state` aborts the whole statement when a state would outgrow
 # the limit. Events are stored as readers get them, seq included, so reads return them as is.
-# Every worker hears of it at commit (`app.repositories.live`), with the version it took.
-APPEND = DriverStatement.compile(
-    text(
-        """
+# `APPEND_ANNOUNCED`, run inside a larger transaction, also tells every worker at commit
+# (`app.repositories.live`); a lone append's worker tells them once it has committed
+# (`Broker.announce_later`): a NOTIFY in the append's own commit would serialise it with every
+# other notifying commit, fsync included, and took a third of S1's throughput.
+_APPEND = """
 WITH bump AS (
     UPDATE sessions
     SET version = version + :count,
@@ -107,19 +108,31 @@ WITH bump AS (
              WITH ORDINALITY AS new(event, hash, tokens, calls, responses,
                                     prompt, candidates, total, position)
 )
-SELECT base_seq,
-       pg_notify(CHANNEL, json_build_object('k', 'appended', 'a', CAST(:app_name AS text),
-                                            'u', CAST(:user_id AS text),
-                                            's', CAST(:session_id AS text),
-                                            'v', base_seq + :count)::text)
+SELECT base_seq ANNOUNCE
 FROM bump
-""".replace("LIVE", LIVE_SQL).replace("CHANNEL", f"'{CHANNEL}'")
-    ).bindparams(
-        *(bindparam(name, type_=JSONB) for name in ("session_delta", "app_delta", "user_delta")),
-        bindparam("events", type_=JSONB),
-        bindparam("expected_version", type_=BigInteger),
+""".replace("LIVE", LIVE_SQL)
+_ANNOUNCE = f""",
+       pg_notify('{CHANNEL}', json_build_object('k', 'appended', 'a', CAST(:app_name AS text),
+                                                'u', CAST(:user_id AS text),
+                                                's', CAST(:session_id AS text),
+                                                'v', base_seq + :count)::text)"""
+
+
+def _append_statement(announce: str) -> DriverStatement:
+    return DriverStatement.compile(
+        text(_APPEND.replace("ANNOUNCE", announce)).bindparams(
+            *(
+                bindparam(name, type_=JSONB)
+                for name in ("session_delta", "app_delta", "user_delta")
+            ),
+            bindparam("events", type_=JSONB),
+            bindparam("expected_version", type_=BigInteger),
+        )
     )
-)
+
+
+APPEND = _append_statement("")
+APPEND_ANNOUNCED = _append_statement(_ANNOUNCE)
 
 
 def search_vector(config: str, event: ColumnElement[Any]) -> ColumnElement[Any]:
@@ -139,17 +152,21 @@ async def append(
     expected_version: int | None,
     max_state_bytes: int,
     search_config: str,
+    *,
+    announced: bool,
 ) -> int | None:
     """Append events in one statement; returns the seq before the first of them, or None when
     the session is absent, closed or not at `expected_version`. Their words are indexed for
-    search in the text-search configuration `search_config`.
+    search in the text-search configuration `search_config`; with `announced`, every worker
+    hears of the append when its transaction commits.
 
     Raises DuplicateEventId when an event id is already stored in the session, StateTooLarge
     when a state would outgrow `max_state_bytes`.
     """
     delta = merge_deltas([event.delta for event in events])
     used = sum((event.usage for event in events), NO_USAGE)
-    arguments = APPEND.arguments(
+    statement = APPEND_ANNOUNCED if announced else APPEND
+    arguments = statement.arguments(
         {
             **key.columns(),
             "prompt_tokens": used.prompt,
@@ -181,7 +198,7 @@ async def append(
         }
     )
     try:
-        base_seq: int | None = await connection.fetchval(APPEND.sql, *arguments)
+        base_seq: int | None = await connection.fetchval(statement.sql, *arguments)
     except asyncpg.UniqueViolationError as error:
         if error.constraint_name == EVENT_ID_CONSTRAINT:
             raise DuplicateEventId from error

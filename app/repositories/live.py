@@ -58,6 +58,20 @@ async def announce(db: AsyncConnection, change: Change) -> None:
     await db.execute(statement, {"channel": CHANNEL, "payload": payload(change)})
 
 
+# Many changes in one transaction of their own, committed without waiting for the disk: it
+# holds PostgreSQL's notification lock only briefly, and a notification lost in a crash
+# costs a stream nothing it does not catch up on (`Feed`).
+ANNOUNCE_MANY = (
+    "SELECT set_config('synchronous_commit', 'off', true), "
+    "(SELECT count(pg_notify($1, payload)) FROM unnest($2::text[]) AS payload)"
+)
+
+
+async def announce_many(connection: asyncpg.Connection, changes: list[Change]) -> None:
+    """Tell every worker of changes already committed."""
+    await connection.execute(ANNOUNCE_MANY, CHANNEL, [payload(change) for change in changes])
+
+
 # The session's version and status, and its events in a seq range, as the UTF-8 JSON
 # PostgreSQL renders: the first row carries the session (NULL seq when no event is in the
 # range); no row when there is no (live) session.

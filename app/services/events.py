@@ -1,6 +1,7 @@
 """Appending to and reading a session's event log: seq, If-Match, idempotent retries, limits."""
 
 import enum
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -9,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app import paging
 from app.config import Settings
 from app.db import DriverPool, driver
-from app.domain import EventQuery, NewEvent, Page, PageRequest, SessionKey
+from app.domain import Change, EventQuery, NewEvent, Page, PageRequest, SessionKey
 from app.errors import (
     Conflict,
     EventConflict,
@@ -35,10 +36,17 @@ class EventService:
     """Each public method is one unit of work on a connection of its own, committed before
     it returns, so a response never reports a write that did not happen."""
 
-    def __init__(self, engine: AsyncEngine, pool: DriverPool, settings: Settings) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        pool: DriverPool,
+        settings: Settings,
+        announce_later: Callable[[Change], None],
+    ) -> None:
         self.engine = engine
         self.pool = pool
         self.settings = settings
+        self.announce_later = announce_later  # tells every worker of a committed append
 
     async def append(
         self,
@@ -88,8 +96,11 @@ class EventService:
         pending = events
         async with self.pool.connection() as connection:
             for _ in range(3):  # a concurrent writer of the same ids may refuse us again
-                added = await self.append_prepared(connection, key, pending, expected_version)
+                added = await self.append_prepared(
+                    connection, key, pending, expected_version, announced=False
+                )
                 if added is not None:
+                    self.announce_later(Change("appended", key, added[-1]["seq"]))
                     break
                 found = await stored_identically(connection, key, pending)
                 already.update(found)
@@ -112,9 +123,13 @@ class EventService:
         key: SessionKey,
         events: list[NewEvent],
         expected_version: int | None,
+        *,
+        announced: bool = True,
     ) -> list[dict[str, Any]] | None:
         """Append in the connection's transaction, if one is open; None if nothing could be
         written: the session is absent, closed, at another version, or holds one of the ids.
+        `announced`: every worker hears of it when the transaction commits (else the caller
+        tells them, once it has).
         """
         try:
             base_seq = await event_rows.append(
@@ -124,6 +139,7 @@ class EventService:
                 expected_version,
                 self.settings.max_state_bytes,
                 self.settings.search_config,
+                announced=announced,
             )
         except event_rows.DuplicateEventId:
             return None

@@ -116,7 +116,13 @@ class Feed:
             self.position = found[0][0] if found else 0
             self.ready.set()
             while True:
-                await self.wake.wait()
+                try:
+                    await asyncio.wait_for(self.wake.wait(), self.broker.settings.stream_heartbeat)
+                except TimeoutError:
+                    # Quiet for a while: read what may have come without word (a worker that
+                    # committed an append and died before announcing it).
+                    await self._read_through(INT64_MAX, events_only=True)
+                    continue
                 self.wake.clear()
                 notices, self.notices = self.notices, []
                 await self._deliver(notices)
@@ -161,8 +167,10 @@ class Feed:
                 await self._read_through(change.version - 1)
                 await self._changed(change)
 
-    async def _read_through(self, version: int) -> None:
-        """Offer the events with seq in (position, version], read in pages."""
+    async def _read_through(self, version: int, *, events_only: bool = False) -> None:
+        """Offer the events with seq in (position, version], read in pages; the position
+        moves to `version` (with `events_only`, to the last event: a change other than an
+        append may be on its way, and must not be taken as sent)."""
         while self.position < version:
             async with self.broker.pool.connection() as connection:
                 found = await live_rows.events_between(
@@ -173,10 +181,12 @@ class Feed:
             (current, _, _), events = found
             for seq, event in events:
                 self._offer(seq, frame("appended", event, seq))
+            if events:
+                self.position = max(self.position, events[-1][0])
             if len(events) < PAGE:
-                self.position = max(self.position, min(version, current))
+                if not events_only:
+                    self.position = max(self.position, min(version, current))
                 return
-            self.position = events[-1][0]
 
     async def _changed(self, change: Change) -> None:
         kind, version, detail = change.kind, change.version, change.detail
@@ -225,6 +235,24 @@ class Broker:
         self.open = 0
         self.listening = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
+        self._later: list[Change] = []
+        self._announcer: asyncio.Task[None] | None = None
+
+    def announce_later(self, change: Change) -> None:
+        """Tell every worker of a change already committed, with the others that come in
+        meanwhile: one NOTIFY transaction for many appends, off their own commits."""
+        self._later.append(change)
+        if self._announcer is None or self._announcer.done():
+            self._announcer = asyncio.create_task(self._announce())
+
+    async def _announce(self) -> None:
+        while self._later:
+            changes, self._later = self._later, []
+            try:
+                async with self.pool.connection() as connection:
+                    await live_rows.announce_many(connection, changes)
+            except Exception:  # the streams catch up at their next heartbeat
+                logger.warning("could not announce %d changes", len(changes), exc_info=True)
 
     async def start(self) -> None:
         self._listener = asyncio.create_task(self._listen())

@@ -44,7 +44,8 @@ class Services:
 
     @classmethod
     def create(cls, engine: AsyncEngine, pool: DriverPool, settings: Settings) -> Self:
-        events = EventService(engine, pool, settings)
+        live = Broker(str(settings.database_url), pool, settings)
+        events = EventService(engine, pool, settings, live.announce_later)
         sessions = SessionService(engine, pool, settings, events)
         return cls(
             auth=AuthService(engine, GrantCache(settings.auth_cache_seconds)),
@@ -58,6 +59,6 @@ class Services:
             usage=UsageService(engine),
             retention=RetentionService(engine, settings),
             search=SearchService(engine, settings),
-            live=Broker(str(settings.database_url), pool, settings),
+            live=live,
             shared_state=SharedStateService(engine, settings),
         )
