@@ -104,6 +104,9 @@ async def test_a_closed_session_keeps_its_history_but_may_be_relabelled(client):
     assert_problem(
         await client.patch(session_url("s"), json={"stateDelta": {"k": 1}}), 409, "session_closed"
     )
+    both = await client.patch(session_url("s"), json={"labels": {"a": "b"}, "stateDelta": {"k": 1}})
+    assert_problem(both, 409, "session_closed")  # one write: the labels are not set either
+    assert (await client.get(session_url("s"))).json()["labels"] == {}
     relabelled = await client.patch(session_url("s"), json={"labels": {"archived": "yes"}})
     assert relabelled.status_code == 200 and relabelled.json()["labels"] == {"archived": "yes"}
 

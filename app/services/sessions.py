@@ -165,11 +165,10 @@ class SessionService:
             require_app_state_write(app_state_writable, [events[0].delta])
         changes = descriptor_changes(body)
         async with self.engine.begin() as db, driver(db) as connection:
+            # The descriptor first: its statement begins the transaction the append joins
+            # (a driver statement run first would commit on its own).
             written = True
-            if events:
-                added = await self.events.append_prepared(connection, key, events, expected_version)
-                written = added is not None
-            if written and changes:
+            if changes:
                 version = await session_rows.describe(
                     db,
                     key,
@@ -180,6 +179,9 @@ class SessionService:
                 written = version is not None
                 if version is not None and not events:  # else the append tells of it
                     await announce(db, Change("described", key, version))
+            if written and events:
+                added = await self.events.append_prepared(connection, key, events, expected_version)
+                written = added is not None
             if not written:
                 version = await require_session(connection, key, writable=bool(events))
                 if expected_version is None:  # it was there a moment ago: deleted or closed
