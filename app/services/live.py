@@ -58,10 +58,11 @@ class Stream:
     def __init__(self, capacity: int) -> None:
         self.buffer: asyncio.Queue[tuple[int | None, bytes] | None] = asyncio.Queue(capacity)
         self.dropped = False
+        self.replaying = False  # reading the log: what has a position, it reads there
         self.sender: asyncio.Task[Any] | None = None  # the task writing it to the client
 
     def offer(self, position: int | None, data: bytes) -> None:
-        if self.dropped:
+        if self.dropped or (self.replaying and position is not None):
             return
         try:
             self.buffer.put_nowait((position, data))
@@ -361,39 +362,46 @@ class Broker:
             )
         self._admit()
         stream = Stream(self.settings.stream_buffer)
+        # It joins the session's feed before its client hears a byte: what has no place in
+        # the log (a child's news, the session's deletion) reaches it from then on, and what
+        # has, it reads back (`replaying`: the feed keeps that out of its buffer meanwhile).
+        feed = self.feeds.get(key) or self._new_feed(key)
+        stream.replaying = True
+        feed.streams.add(stream)
+
+        def release() -> None:
+            feed.streams.discard(stream)
+            if not feed.streams:
+                feed.close()
+            self._released()
+
         cursor = Cursor(version if after is None else after)
-        return Subscription(stream, self._session_frames(key, stream, cursor), self._released)
+        return Subscription(stream, self._session_frames(key, stream, feed, cursor), release)
 
     async def _session_frames(
-        self, key: SessionKey, stream: Stream, cursor: "Cursor"
+        self, key: SessionKey, stream: Stream, feed: Feed, cursor: "Cursor"
     ) -> AsyncIterator[bytes]:
+        async for data in self._replay(key, cursor):
+            yield data
+        stream.replaying = False
+        if cursor.ended:
+            return
+        await feed.ready.wait()
+        # What was committed while the replay read, before the feed's buffer took it.
         async for data in self._replay(key, cursor):
             yield data
         if cursor.ended:
             return
-        feed = self.feeds.get(key) or self._new_feed(key)
-        feed.streams.add(stream)
-        try:
-            await feed.ready.wait()
-            # What was committed between the replay and joining the feed.
-            async for data in self._replay(key, cursor):
-                yield data
-            if cursor.ended:
+        while True:
+            item = await stream.next(self.settings.stream_heartbeat)
+            if item is None:
                 return
-            while True:
-                item = await stream.next(self.settings.stream_heartbeat)
-                if item is None:
-                    return
-                seen, data = item
-                if seen is not None:
-                    if seen <= cursor.position:
-                        continue  # sent already, by the replay
-                    cursor.position = seen
-                yield data
-        finally:
-            feed.streams.discard(stream)
-            if not feed.streams:
-                feed.close()
+            seen, data = item
+            if seen is not None:
+                if seen <= cursor.position:
+                    continue  # sent already, by the replay
+                cursor.position = seen
+            yield data
 
     async def _replay(self, key: SessionKey, cursor: "Cursor") -> AsyncIterator[bytes]:
         """The events after the cursor, read from the table page by page; a `resync` when

@@ -294,7 +294,7 @@ async def test_async_client_streams_a_session_until_it_closes(
     rest = [(change["event"], change["id"]) async for change in changes]  # ends at `closed`
     assert rest == [("appended", 2), ("closed", 3)]
     first = asyncio.ensure_future(anext(sessions))
-    await asyncio.sleep(0.5)  # connected: it tells what happens from now
+    await asyncio.sleep(1.5)  # connected (its request is served): it tells what happens from now
     await client.create_session(app_name, USER, session_id="next")
     created = await first
     assert (created["event"], created["data"]["sessionId"]) == ("created", "next")
