@@ -6,6 +6,8 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, PostgresDsn
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.rules.limits import MAX_LIFETIME, MIN_LIFETIME
+
 MiB = 1024 * 1024
 
 
@@ -120,7 +122,8 @@ class Settings(BaseSettings):
     )
     default_ttl: float | None = Field(
         default=None,
-        gt=0,
+        ge=MIN_LIFETIME,
+        le=MAX_LIFETIME,
         description="Seconds a new session lives (forks and children too) when its create "
         "gives neither `ttl` nor `expireTime`. Unset: sessions are kept until deleted.",
     )

@@ -21,6 +21,7 @@ from app.rules.limits import (
     LABEL_KEY_PATTERN,
     LABEL_VALUE_LENGTH,
     MAX_LABELS,
+    MAX_LIFETIME,
     MAX_TIMESTAMP,
     MIN_LIFETIME,
     MIN_TIMESTAMP,
@@ -207,9 +208,10 @@ Ttl = Annotated[
     float,
     Field(
         ge=MIN_LIFETIME,
-        le=MAX_TIMESTAMP,
+        le=MAX_LIFETIME,
         allow_inf_nan=False,
-        description="Seconds from now (at least 1) until the session expires: then it is gone "
+        description="Seconds from now (at least 1, at most a century) until the session "
+        "expires: then it is gone "
         "at once (404) and deleted by the sweeper soon after.",
     ),
 ]

@@ -54,6 +54,7 @@ async def test_ttl_and_expire_time_set_the_expiry(client):
         {"ttl": 60, "expireTime": 2e9},  # one moment, two ways: ambiguous
         {"ttl": 0},
         {"ttl": 0.5},  # under a second: it could expire before its create answers
+        {"ttl": 2.5e11},  # past year 9999: no time the wire could carry
         {"ttl": -5},
         {"ttl": "60"},
         {"expireTime": 1.0},  # in the past

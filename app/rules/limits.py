@@ -13,5 +13,6 @@ DISPLAY_NAME_LENGTH = 1024
 MAX_LABELS = 64
 LABEL_KEY_PATTERN = r"^[^:\x00-\x1f\x7f-\x9f]{1,63}$"
 LABEL_VALUE_LENGTH = 256
-# The shortest life a session may be given: its create must be able to read it back.
-MIN_LIFETIME = 1.0
+# The shortest life a session may be given (its create must be able to read it back), and
+# the longest (a century: now plus it stays a time Python and the wire can hold).
+MIN_LIFETIME, MAX_LIFETIME = 1.0, 100 * 365.25 * 86400

@@ -14,7 +14,7 @@ version its write took (an event's seq), so what came after it is read back from
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,8 +33,8 @@ logger = logging.getLogger("sessionary.live")
 
 HEARTBEAT = b": heartbeat\n\n"
 PAGE = 500  # events per read of the table
-# What a user's or an app's stream calls each change of a session.
-LIFECYCLE = {"created": "created", "closed": "closed", "deleted": "deleted"}
+# The changes a user's or an app's stream calls by their name; every other one is `updated`.
+LIFECYCLE = frozenset({"created", "closed", "deleted"})
 # Changes that take no version of their own: a session's end, its children's news.
 UNVERSIONED = frozenset({"deleted", "child"})
 BROKERS: set["Broker"] = set()  # this process's, started
@@ -314,7 +314,8 @@ class Broker:
         if feed is not None:
             feed.notice(change)
         if change.parent_id is not None and change.kind in LIFECYCLE:
-            parent = self.feeds.get(SessionKey(*change_parent(change)))
+            key = change.key
+            parent = self.feeds.get(SessionKey(key.app_name, key.user_id, change.parent_id))
             if parent is not None:
                 parent.notice(Change("child", parent.key, 0, detail=child_status(change)))
         self._tell_watchers(change)
@@ -328,7 +329,7 @@ class Broker:
         if not streams:
             return
         data = json_frame(
-            LIFECYCLE.get(change.kind, "updated"),
+            change.kind if change.kind in LIFECYCLE else "updated",
             {"userId": key.user_id, "sessionId": key.session_id, "version": change.version}
             | lifecycle_detail(change),
         )
@@ -380,7 +381,7 @@ class Broker:
 
     async def _session_frames(
         self, key: SessionKey, stream: Stream, feed: Feed, cursor: "Cursor"
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes]:
         async for data in self._replay(key, cursor):
             yield data
         stream.replaying = False
@@ -403,7 +404,7 @@ class Broker:
                 cursor.position = seen
             yield data
 
-    async def _replay(self, key: SessionKey, cursor: "Cursor") -> AsyncIterator[bytes]:
+    async def _replay(self, key: SessionKey, cursor: "Cursor") -> AsyncGenerator[bytes]:
         """The events after the cursor, read from the table page by page; a `resync` when
         other writes came after it too (the client may hold an event since removed or
         rewritten); `closed` or `deleted`, ending the stream, when the session is."""
@@ -451,7 +452,7 @@ class Broker:
 
     async def _lifecycle_frames(
         self, stream: Stream, where: tuple[str, str | None]
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes]:
         try:
             while True:
                 item = await stream.next(self.settings.stream_heartbeat)
@@ -479,24 +480,17 @@ class Subscription:
     among the worker's open streams, given back once by `close`."""
 
     def __init__(
-        self, stream: Stream, frames: AsyncIterator[bytes], release: Callable[[], None]
+        self, stream: Stream, frames: AsyncGenerator[bytes], release: Callable[[], None]
     ) -> None:
         self.stream = stream
         self.frames = frames
         self._release: Callable[[], None] | None = release
 
     async def close(self) -> None:
-        aclose = getattr(self.frames, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await self.frames.aclose()
         if self._release is not None:
             self._release()
             self._release = None
-
-
-def change_parent(change: Change) -> tuple[str, str, str]:
-    assert change.parent_id is not None
-    return change.key.app_name, change.key.user_id, change.parent_id
 
 
 def child_status(change: Change) -> dict[str, Any]:
