@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 from fastapi import FastAPI
-from sqlalchemy.engine import make_url
 
 from app import db, workers
 from app.config import Settings
@@ -21,6 +20,7 @@ from app.observability import log_config
 from app.protocol import capped_protocol
 from app.services.auth import AuthService, GrantCache
 from app.services.health import check_ready
+from app.services.live import listening_connector
 from app.services.retention import RetentionService
 
 OPENAPI_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
@@ -48,7 +48,12 @@ def serve(args: argparse.Namespace) -> None:
         # The embedded database is for development: no keys unless asked for explicitly.
         os.environ.setdefault("SESSIONARY_AUTH", "false")
     else:
-        _require_ready(str(settings.database_url), settings.db_connect_timeout)
+        connector = db.connector(str(settings.database_url), settings)
+        try:
+            listening_connector(connector, settings)
+        except ValueError as error:
+            sys.exit(f"sessionary serve: {error}")
+        _require_ready(connector)
     # Workers count metrics in files here, so a scrape of any worker sees them all.
     metrics_dir = None
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
@@ -81,21 +86,20 @@ def serve(args: argparse.Namespace) -> None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
-def _require_ready(dsn: str, timeout: float) -> None:
+def _require_ready(connector: db.Connector) -> None:
     """Refuse to start, saying what to do, rather than let every worker fail its start-up."""
 
     async def check() -> None:
-        engine = db.create_engine(dsn, pool_size=1, connect_timeout=timeout)
+        engine = db.create_engine(connector, pool_size=1)
         try:
-            await check_ready(engine, timeout)
+            await check_ready(engine, connector.connect_timeout)
         finally:
             await engine.dispose()
 
-    where = make_url(dsn).render_as_string(hide_password=True)
     try:
         asyncio.run(check())
     except (DatabaseUnavailable, SchemaBehind) as error:
-        sys.exit(f"sessionary serve: {where}: {error.detail}")
+        sys.exit(f"sessionary serve: {connector.where()}: {error.detail}")
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
@@ -113,12 +117,16 @@ def _database_url(command: str) -> str:
     return str(settings.database_url)
 
 
+def _connector(command: str) -> db.Connector:
+    return db.connector(_database_url(command), Settings())
+
+
 def keys(args: argparse.Namespace) -> None:
-    asyncio.run(_keys(args, _database_url("keys")))
+    asyncio.run(_keys(args, _connector("keys")))
 
 
-async def _keys(args: argparse.Namespace, dsn: str) -> None:
-    engine = db.create_engine(dsn, pool_size=1)
+async def _keys(args: argparse.Namespace, connector: db.Connector) -> None:
+    engine = db.create_engine(connector, pool_size=1)
     try:
         service = AuthService(engine, GrantCache(0))
         if args.action == "create":
@@ -149,11 +157,11 @@ async def _keys(args: argparse.Namespace, dsn: str) -> None:
 
 
 def sweep(args: argparse.Namespace) -> None:
-    asyncio.run(_sweep(_database_url("sweep")))
+    asyncio.run(_sweep(_connector("sweep")))
 
 
-async def _sweep(dsn: str) -> None:
-    engine = db.create_engine(dsn, pool_size=2)
+async def _sweep(connector: db.Connector) -> None:
+    engine = db.create_engine(connector, pool_size=2)
     try:
         swept = await RetentionService(engine, Settings()).sweep()
     finally:

@@ -21,6 +21,19 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DATABASE_URL", "SESSIONARY_DATABASE_URL"),
         description="PostgreSQL to use. Unset: `serve` starts an embedded PostgreSQL.",
     )
+    database_direct_url: PostgresDsn | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_DIRECT_URL", "SESSIONARY_DATABASE_DIRECT_URL"),
+        description="PostgreSQL itself, when DATABASE_URL goes through a transaction pooler: "
+        "each worker's one listening connection for live streams (LISTEN needs a connection "
+        "of its own). Unset: DATABASE_URL.",
+    )
+    db_transaction_pooling: bool = Field(
+        default=False,
+        description="DATABASE_URL goes through a transaction pooler (PgBouncer with "
+        "`pool_mode = transaction`): no prepared statement outlives its transaction. Needs "
+        "DATABASE_DIRECT_URL. `statement_cache_size=0` in DATABASE_URL also turns it on.",
+    )
     data_dir: Path = Field(
         default=Path(".sessionary"),
         description="Where the embedded PostgreSQL keeps its data (only without DATABASE_URL).",

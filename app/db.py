@@ -3,12 +3,14 @@ the driver statements, and the schema's migration state."""
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import asyncpg
 from alembic import command
@@ -18,9 +20,10 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import ClauseElement, Connection
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.compiler import SQLCompiler
+
+from app.config import Settings
 
 ALEMBIC_INI = Path(__file__).resolve().parent.parent / "alembic.ini"
 
@@ -62,18 +65,63 @@ def is_unavailable(error: BaseException) -> bool:
     return code is not None and code.startswith(UNAVAILABLE_SQLSTATE_CLASSES)
 
 
-def async_url(dsn: str) -> str:
-    """Accept any PostgreSQL DSN (postgres://, postgresql://, …) and speak asyncpg."""
-    url = make_url(dsn.replace("postgres://", "postgresql://", 1))
-    if url.get_backend_name() != "postgresql":
-        raise ValueError(f"Sessionary needs PostgreSQL, got a {url.get_backend_name()!r} URL")
-    return url.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+@dataclass(frozen=True)
+class Connector:
+    """How to open a connection to one PostgreSQL; every connection, the engine's too, is
+    opened here, by asyncpg from the DSN as given, so whatever libpq-style URL asyncpg takes
+    works: several hosts with `target_session_attrs=read-write` for failover, `sslmode`, ….
+
+    Behind a transaction pooler (PgBouncer with `pool_mode = transaction`), consecutive
+    transactions of one client connection run on different server connections, so a prepared
+    statement must not outlive its own exchange: `transaction_pooling` turns asyncpg's
+    statement cache off (each statement is parsed, bound and run in one round trip, unnamed)
+    and so SQLAlchemy's. It costs a parse per statement; straight to PostgreSQL, leave it off.
+    """
+
+    dsn: str
+    transaction_pooling: bool = False
+    connect_timeout: float = 5.0
+    command_timeout: float = 30.0
+
+    @classmethod
+    def of(cls, url: str, **options: Any) -> "Connector":
+        """Accept any PostgreSQL URL (postgres://, postgresql+asyncpg://, …) as asyncpg's DSN.
+        `statement_cache_size=0` in it, asyncpg's own switch for PgBouncer, turns
+        `transaction_pooling` on."""
+        scheme, colon, rest = url.partition("://")
+        if not colon or scheme.split("+")[0] not in ("postgres", "postgresql"):
+            raise ValueError(f"Sessionary needs a postgresql:// URL, got {scheme!r}")
+        base, _, query = rest.partition("?")
+        pairs = parse_qsl(query, keep_blank_values=True)
+        cache = [value for name, value in pairs if name == "statement_cache_size"]
+        if cache:
+            if cache != ["0"]:
+                raise ValueError("statement_cache_size may only be 0 (for a transaction pooler)")
+            options["transaction_pooling"] = True
+        kept = urlencode([pair for pair in pairs if pair[0] != "statement_cache_size"])
+        return cls(f"postgresql://{base}" + (f"?{kept}" if kept else ""), **options)
+
+    async def connect(self, **server_settings: str) -> asyncpg.Connection:
+        return await asyncpg.connect(
+            self.dsn,
+            timeout=self.connect_timeout,
+            command_timeout=self.command_timeout,
+            statement_cache_size=0 if self.transaction_pooling else 100,
+            server_settings=server_settings or None,
+        )
+
+    def where(self) -> str:
+        """The DSN without its password, for messages."""
+        return re.sub(r":[^:@/]*@", ":***@", self.dsn, count=1)
 
 
-def driver_dsn(dsn: str) -> str:
-    """The DSN as asyncpg takes it."""
-    return (
-        make_url(async_url(dsn)).set(drivername="postgresql").render_as_string(hide_password=False)
+def connector(url: str, settings: Settings) -> Connector:
+    """The connector to `url` with the settings' pooling mode and timeouts."""
+    return Connector.of(
+        url,
+        transaction_pooling=settings.db_transaction_pooling,
+        connect_timeout=settings.db_connect_timeout,
+        command_timeout=settings.db_command_timeout,
     )
 
 
@@ -101,24 +149,21 @@ class DriverPool:
     `acquire_timeout` (then 503). A broken connection is closed on release and replaced.
     """
 
-    def __init__(self, pool: asyncpg.Pool, acquire_timeout: float) -> None:
+    def __init__(self, pool: asyncpg.Pool, connector: Connector) -> None:
         self._pool = pool
-        self.acquire_timeout = acquire_timeout
+        self.connector = connector
+        self.acquire_timeout = connector.connect_timeout
 
     @classmethod
-    async def open(
-        cls, dsn: str, *, size: int, connect_timeout: float, command_timeout: float
-    ) -> "DriverPool":
+    async def open(cls, connector: Connector, *, size: int) -> "DriverPool":
         pool = await asyncpg.create_pool(
-            driver_dsn(dsn),
             min_size=1,
             max_size=size,
-            timeout=connect_timeout,
-            command_timeout=command_timeout,
+            connect=lambda *_, **__: connector.connect(),
             init=_decode_json,
             reset=_keep_session,
         )
-        return cls(pool, connect_timeout)
+        return cls(pool, connector)
 
     def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
         return self._pool.acquire(timeout=self.acquire_timeout)  # type: ignore[no-any-return]
@@ -143,12 +188,7 @@ def engine_pool_size(request_path_pool_size: int) -> int:
 
 
 def create_engine(
-    dsn: str,
-    *,
-    pool_size: int = 10,
-    max_overflow: int = 10,
-    connect_timeout: float = 5.0,
-    command_timeout: float = 30.0,
+    connector: Connector, *, pool_size: int = 10, max_overflow: int = 10
 ) -> AsyncEngine:
     """Every wait is bounded: a database that is down or stuck is a 503, never a hang.
 
@@ -156,15 +196,21 @@ def create_engine(
     `pool_use_lifo`: the connection used last is used next, so a quiet period is served by a
     few connections whose prepared statements and plans are warm, not by every connection in
     turn (a 20-event read took 2.4 ms instead of 1.3 ms after a burst had opened 16).
+    Behind a transaction pooler, SQLAlchemy prepares each statement unnamed, uncached.
     """
+    unprepared = {
+        "prepared_statement_cache_size": 0,
+        "prepared_statement_name_func": lambda: "",  # "": the unnamed statement
+    }
     return create_async_engine(
-        async_url(dsn),
+        "postgresql+asyncpg://",
+        async_creator=lambda: connector.connect(),
+        connect_args=unprepared if connector.transaction_pooling else {},
         hide_parameters=True,
         pool_size=pool_size,
         max_overflow=max_overflow,
-        pool_timeout=connect_timeout,
+        pool_timeout=connector.connect_timeout,
         pool_use_lifo=True,
-        connect_args={"timeout": connect_timeout, "command_timeout": command_timeout},
     )
 
 

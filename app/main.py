@@ -74,23 +74,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     if settings.database_url is None:
         raise RuntimeError("DATABASE_URL is not set; `sessionary serve` starts an embedded one.")
-    dsn = str(settings.database_url)
+    connector = db.connector(str(settings.database_url), settings)
     engine = db.create_engine(
-        dsn,
+        connector,
         pool_size=db.engine_pool_size(settings.db_pool_size),
         max_overflow=settings.db_max_overflow,
-        connect_timeout=settings.db_connect_timeout,
-        command_timeout=settings.db_command_timeout,
     )
     async with AsyncExitStack() as stack:
         stack.push_async_callback(engine.dispose)
         await check_ready(engine, settings.db_connect_timeout)
-        pool = await db.DriverPool.open(
-            dsn,
-            size=settings.db_pool_size,
-            connect_timeout=settings.db_connect_timeout,
-            command_timeout=settings.db_command_timeout,
-        )
+        pool = await db.DriverPool.open(connector, size=settings.db_pool_size)
         stack.push_async_callback(pool.close)
         if not settings.auth_enabled:
             logger.warning(

@@ -5,8 +5,8 @@ import asyncio
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from app.config import get_settings
-from app.db import create_engine
+from app.config import Settings
+from app.db import connector, create_engine
 from app.models import Base
 
 target_metadata = Base.metadata
@@ -19,10 +19,11 @@ def _run(connection: Connection) -> None:
 
 
 async def _run_online() -> None:
-    url = context.config.attributes.get("database_url") or get_settings().database_url
+    settings = Settings()  # not the cached one: `serve` sets DATABASE_URL after migrating
+    url = context.config.attributes.get("database_url") or settings.database_url
     if url is None:
         raise SystemExit("DATABASE_URL is not set: there is no database to migrate.")
-    engine = create_engine(str(url), pool_size=1)
+    engine = create_engine(connector(str(url), settings), pool_size=1)
     try:
         async with engine.connect() as connection:
             await connection.run_sync(_run)

@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+from pydantic import AliasChoices
+
 from app.config import Settings
 
 README = Path(__file__).parents[1] / "README.md"
@@ -15,10 +17,24 @@ def documented_settings() -> dict[str, str]:
     return {name: default.strip() for name, default in rows}
 
 
+def variables() -> dict[str, str]:
+    """Setting → its variable: the conventional name where it has one (`DATABASE_URL`), else
+    the prefixed one."""
+    names = {}
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        names[name] = (
+            str(alias.choices[0])
+            if isinstance(alias, AliasChoices)
+            else f"SESSIONARY_{name.upper()}"
+        )
+    return names
+
+
 def test_every_setting_is_in_the_readme_with_its_default() -> None:
     documented = documented_settings()
-    for name, field in Settings.model_fields.items():
-        variable = "DATABASE_URL" if name == "database_url" else f"SESSIONARY_{name.upper()}"
+    for name, variable in variables().items():
+        field = Settings.model_fields[name]
         assert variable in documented, f"{variable} is missing from the README"
         default = field.default
         shown = documented[variable]
@@ -29,5 +45,5 @@ def test_every_setting_is_in_the_readme_with_its_default() -> None:
             value = str(default).lower() if isinstance(default, bool) else str(default)
             value = value.removesuffix(".0")
             assert shown.split()[0].strip("`") == value, (variable, shown, default)
-    names = {"DATABASE_URL", *(f"SESSIONARY_{n.upper()}" for n in Settings.model_fields)}
-    assert set(documented) <= names, set(documented) - names
+    unknown = set(documented) - set(variables().values())
+    assert not unknown, unknown

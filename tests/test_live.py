@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-import asyncpg
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -298,7 +297,7 @@ async def test_an_append_nobody_announced_reaches_streams_at_the_next_heartbeat(
     """A worker that committed an append and died before telling the others: the streams
     read it anyway, after a heartbeat's quiet."""
     from app.config import Settings
-    from app.db import driver_dsn
+    from app.db import Connector
     from app.domain import SessionKey
     from app.repositories import events as event_rows
     from app.rules.events import prepare
@@ -312,7 +311,7 @@ async def test_an_append_nobody_announced_reaches_streams_at_the_next_heartbeat(
             await asyncio.sleep(0.3)
             settings = Settings(database_url=database_url)
             event = prepare(EventIn.model_validate(said("unannounced")), settings)
-            connection = await asyncpg.connect(driver_dsn(database_url))
+            connection = await Connector.of(database_url).connect()
             try:
                 key = SessionKey(APP, USER, "quiet")
                 stored = await event_rows.append(

@@ -22,7 +22,7 @@ import asyncpg
 
 from app import strict_json
 from app.config import Settings
-from app.db import DriverPool, driver_dsn
+from app.db import Connector, DriverPool
 from app.domain import Change, SessionKey
 from app.errors import InvalidInput, SessionNotFound, TooManyStreams
 from app.observability import STREAMS_DROPPED, STREAMS_OPEN
@@ -223,12 +223,26 @@ def end_streams() -> None:
         broker.end_streams()
 
 
+def listening_connector(pooled: Connector, settings: Settings) -> Connector:
+    """A connection that stays one server session, as LISTEN needs: DATABASE_DIRECT_URL when
+    set, else the pool's own, unless a transaction pooler stands in between."""
+    direct = settings.database_direct_url
+    if direct is not None:
+        return Connector.of(str(direct), connect_timeout=settings.db_connect_timeout)
+    if pooled.transaction_pooling:
+        raise ValueError(
+            "Behind a transaction pooler, live streams need DATABASE_DIRECT_URL: a URL of "
+            "PostgreSQL itself (or of PgBouncer in session mode) to LISTEN on."
+        )
+    return pooled
+
+
 class Broker:
     """One worker's end of the notifications: its listening connection, the feeds of the
     sessions streamed here, and the streams of users and apps."""
 
-    def __init__(self, dsn: str, pool: DriverPool, settings: Settings) -> None:
-        self.dsn = driver_dsn(dsn)
+    def __init__(self, pool: DriverPool, settings: Settings) -> None:
+        self.listen_to = listening_connector(pool.connector, settings)
         self.pool = pool
         self.settings = settings
         self.feeds: dict[SessionKey, Feed] = {}
@@ -283,11 +297,7 @@ class Broker:
         while True:
             lost = asyncio.Event()
             try:
-                connection = await asyncpg.connect(
-                    self.dsn,
-                    timeout=self.settings.db_connect_timeout,
-                    server_settings={"application_name": LISTENER_NAME},
-                )
+                connection = await self.listen_to.connect(application_name=LISTENER_NAME)
             except (OSError, asyncpg.PostgresError):
                 logger.warning("cannot listen for changes; retrying in 1 s", exc_info=True)
                 await asyncio.sleep(1)

@@ -44,7 +44,7 @@ class Services:
 
     @classmethod
     def create(cls, engine: AsyncEngine, pool: DriverPool, settings: Settings) -> Self:
-        live = Broker(str(settings.database_url), pool, settings)
+        live = Broker(pool, settings)
         events = EventService(engine, pool, settings, live.announce_later)
         sessions = SessionService(engine, pool, settings, events)
         return cls(
