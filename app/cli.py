@@ -1,28 +1,36 @@
-"""The `sessionary` command: serve, migrate, keys, sweep, openapi."""
+"""The `sessionary` command: serve, migrate, keys, sweep, export, import, openapi."""
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import signal
 import sys
 import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import BinaryIO, TypeVar
 
 from fastapi import FastAPI
 
 from app import db, workers
+from app.api import render
 from app.config import Settings
-from app.domain import ApiKey
+from app.domain import ApiKey, SessionHeader
 from app.errors import DatabaseUnavailable, NotFound, SchemaBehind
 from app.observability import log_config
 from app.protocol import capped_protocol
+from app.rules import portability as portability_format
 from app.services.auth import AuthService, GrantCache
 from app.services.health import check_ready
 from app.services.live import listening_connector
+from app.services.portability import ImportReport, PortabilityService
 from app.services.retention import RetentionService
 
+T = TypeVar("T")
 OPENAPI_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
 
 
@@ -172,6 +180,112 @@ async def _sweep(connector: db.Connector) -> None:
         print(f"swept {swept} expired sessions")
 
 
+def export(args: argparse.Namespace) -> None:
+    asyncio.run(_export(args, _connector("export")))
+
+
+async def _export(args: argparse.Namespace, connector: db.Connector) -> None:
+    progress = Progress()
+    sessions = events = shared = 0
+    async with _portability(connector) as service:
+        with _output(args.output) as out:
+            async for item in service.export_all(args.app, args.user):
+                out.write(render.export_line(item))
+                if isinstance(item, bytes):
+                    events += 1
+                elif isinstance(item, SessionHeader):
+                    sessions += 1
+                else:
+                    shared += 1
+                progress.show(f"{sessions:,} sessions, {events:,} events")
+    progress.done(
+        f"exported {sessions:,} sessions, {events:,} events and {shared:,} app or user states"
+    )
+
+
+def import_(args: argparse.Namespace) -> None:
+    report = asyncio.run(_import(args, _connector("import")))
+    if report.refused:
+        sys.exit(1)
+
+
+async def _import(args: argparse.Namespace, connector: db.Connector) -> ImportReport:
+    progress = Progress()
+
+    def tell(report: ImportReport) -> None:
+        done = report.created + report.unchanged
+        progress.show(f"{done:,} sessions, {report.events:,} events")
+
+    with _input(args.file) as source:
+        chunks = iter(lambda: source.read(1 << 16), b"")
+        async with _portability(connector) as service:
+            report = await service.import_all(_async(portability_format.numbered(chunks)), tell)
+    progress.done(
+        f"imported {report.created:,} sessions ({report.events:,} events), "
+        f"{report.unchanged:,} already there, {report.shared_states:,} app or user states; "
+        f"{len(report.refused):,} refused"
+    )
+    for what, why in report.refused:
+        print(f"  {what}: {why}", file=sys.stderr)
+    return report
+
+
+@contextlib.asynccontextmanager
+async def _portability(connector: db.Connector) -> AsyncIterator[PortabilityService]:
+    engine = db.create_engine(connector, pool_size=1)
+    pool = await db.DriverPool.open(connector, size=1)
+    try:
+        yield PortabilityService(engine, pool, Settings())
+    finally:
+        await pool.close()
+        await engine.dispose()
+
+
+@contextlib.contextmanager
+def _output(path: str) -> Iterator[BinaryIO]:
+    if path == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+    else:
+        with open(path, "wb") as file:
+            yield file
+
+
+@contextlib.contextmanager
+def _input(path: str) -> Iterator[BinaryIO]:
+    if path == "-":
+        yield sys.stdin.buffer
+    else:
+        with open(path, "rb") as file:
+            yield file
+
+
+async def _async(items: Iterator[T]) -> AsyncIterator[T]:
+    for item in items:
+        yield item
+
+
+class Progress:
+    """A line on stderr rewritten at most ten times a second, when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.shown = 0.0
+        self.live = sys.stderr.isatty()
+
+    def show(self, text: str) -> None:
+        now = time.monotonic()
+        if self.live and now - self.shown >= 0.1:
+            elapsed = now - self.start
+            print(f"\r{text} ({elapsed:.0f} s)", end="", file=sys.stderr, flush=True)
+            self.shown = now
+
+    def done(self, text: str) -> None:
+        if self.live:
+            print("\r\033[K", end="", file=sys.stderr)
+        print(f"{text} in {time.monotonic() - self.start:.1f} s", file=sys.stderr)
+
+
 def _scope(row: ApiKey) -> str:
     scope = "every app" if row.app_name is None else f"app {row.app_name!r}"
     if row.user_id is not None:
@@ -234,6 +348,20 @@ def main(argv: list[str] | None = None) -> None:
         "sweep", help="delete every expired session now (servers also do it, periodically)"
     )
     sweep_parser.set_defaults(run=sweep)
+
+    export_parser = commands.add_parser(
+        "export", help="write sessions as NDJSON, with their app and user state"
+    )
+    export_parser.add_argument("--app", help="only this app's (default: every app's)")
+    export_parser.add_argument("--user", help="only this user's (default: every user's)")
+    export_parser.add_argument("--output", "-o", default="-", help="a file (default: stdout)")
+    export_parser.set_defaults(run=export)
+
+    import_parser = commands.add_parser(
+        "import", help="store the sessions of an export; those stored already are skipped"
+    )
+    import_parser.add_argument("file", nargs="?", default="-", help="default: stdin")
+    import_parser.set_defaults(run=import_)
 
     openapi_parser = commands.add_parser("openapi", help="write the OpenAPI spec")
     openapi_parser.add_argument("--output", type=Path, default=OPENAPI_PATH)

@@ -207,6 +207,28 @@ class StoredSession:
 
 
 @dataclass(frozen=True)
+class SessionHeader:
+    """What a session's export says of it before its events (`schemas.SessionExport`)."""
+
+    session: StoredSession
+    base_state: dict[str, Any]  # its own state at `session.base_seq`
+    event_count: int
+
+
+@dataclass(frozen=True)
+class SharedState:
+    """An app's state (`user_id` None) or a user's, in a bulk export."""
+
+    app_name: str
+    user_id: str | None
+    state: dict[str, Any]
+
+
+# A line of an export: a header, or an event as the UTF-8 JSON PostgreSQL rendered.
+ExportItem = SessionHeader | SharedState | bytes
+
+
+@dataclass(frozen=True)
 class SessionRead:
     """A session with the events a read asked for, each the UTF-8 JSON PostgreSQL rendered."""
 

@@ -19,6 +19,7 @@ from app.api import (
     history,
     lineage,
     live,
+    portability,
     search,
     sessions,
     shared_state,
@@ -30,7 +31,7 @@ from app.api.responses import problem_responses
 from app.api.routing import unguarded_routes
 from app.config import Settings, get_settings
 from app.observability import RequestObserver, pool_gauges
-from app.schemas import Problem
+from app.schemas import Problem, SessionExport
 from app.services.health import check_ready
 from app.services.registry import Services
 
@@ -61,6 +62,11 @@ TAGS = [
         "committed, and the sessions of a user or an app as they change.",
     },
     {"name": "search", "description": "Full-text search over the text of an app's events."},
+    {
+        "name": "portability",
+        "description": "A session as NDJSON, exported and imported: between servers, into "
+        "backups, out of other stores.",
+    },
     {"name": "state", "description": "App and user state, shared by their sessions."},
     {"name": "operations", "description": "Health, readiness and metrics probes."},
 ]
@@ -141,6 +147,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         context,
         usage,
         search,
+        portability,
         live,
         shared_state,
         health,
@@ -161,9 +168,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for operations in schema["paths"].values():
                 for operation in operations.values():
                     operation["responses"].update(too_long)
-            problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
-            schema["components"]["schemas"].update(problem.pop("$defs"))
-            schema["components"]["schemas"]["Problem"] = problem
+            # Schemas no route's JSON names: problems (problem+json) and an export's header
+            # (a line of NDJSON), for the clients generated from the spec.
+            components = schema["components"]["schemas"]
+            for model in (Problem, SessionExport):
+                generated = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                for name, definition in generated.pop("$defs", {}).items():
+                    components.setdefault(name, definition)
+                components[model.__name__] = generated
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -13,6 +13,7 @@ Left out too: the live streams (`…:stream`), whose answer to a valid request n
 refusals (401, 403, 404, 422, 503) are tested in test_live.py and test_auth.py.
 """
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,7 @@ from urllib.parse import urlencode
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from app.cli import OPENAPI_PATH
@@ -29,6 +31,25 @@ from tests.fixtures import keys_command, start_server, stop_server
 pytestmark = pytest.mark.fuzz
 
 schema = schemathesis.openapi.from_path(OPENAPI_PATH).exclude(path_regex=r":stream$")
+
+# An import's body, NDJSON: lines of JSON objects (valid or not as exports), or any bytes.
+schemathesis.openapi.media_type(
+    "application/x-ndjson",
+    st.one_of(
+        st.binary(max_size=300),
+        st.lists(
+            st.dictionaries(st.text(max_size=12), st.integers() | st.text(max_size=12)),
+            max_size=4,
+        ).map(lambda lines: "\n".join(json.dumps(line) for line in lines).encode()),
+    ),
+)
+
+
+@schemathesis.deserializer("application/x-ndjson")
+def ndjson_as_text(context: object, response: Any) -> str:
+    """An export, as the spec has it: a string (its lines are checked in test_rendering.py)."""
+    return str(response.content.decode())
+
 
 FRAMING_HEADERS = {"content-length", "transfer-encoding", "host", "connection"}
 

@@ -25,6 +25,26 @@ EVENT = {
     "usageMetadata": {"totalTokenCount": 12},
 }
 
+# A session's export: its header, then its one event.
+EXPORT = {
+    "content": "\n".join(
+        json.dumps(line)
+        for line in (
+            {
+                "format": "sessionary.session.v1",
+                **{"id": "imported", "appName": APP, "userId": USER, "state": {"k": 1}},
+                **{"lastUpdateTime": 1700000000.5, "createTime": 1700000000.0, "version": 1},
+                **{"kind": "root", "parent": None, "status": "open", "outcome": None},
+                "usage": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
+                **{"displayName": None, "labels": {}, "expireTime": None},
+                **{"baseSeq": 0, "baseState": {}, "eventCount": 1},
+            },
+            {"id": "i1", "author": "user", "timestamp": 1700000000.5, "seq": 1},
+        )
+    ),
+    "headers": {"Content-Type": "application/x-ndjson"},
+}
+
 # (method, path template, request options, status expected): one call per JSON answer.
 CALLS: list[tuple[str, str, dict[str, Any], int]] = [
     ("POST", "/apps/{app_name}/users/{user_id}/sessions", {"json": {"sessionId": SESSION}}, 201),
@@ -67,6 +87,8 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
         {"json": {"sessionId": "f1", "atSeq": 1}},
         201,
     ),
+    ("POST", "/apps/{app_name}/users/{user_id}/sessions:import", EXPORT, 201),
+    ("POST", "/apps/{app_name}/users/{user_id}/sessions:import", EXPORT, 200),
     (
         "POST",
         "/apps/{app_name}/users/{user_id}/sessions/{session_id}/children",
@@ -190,3 +212,18 @@ async def test_a_large_float_in_state_reads_back_as_jsonb_renders_it(client: htt
     read = await client.get(f"{sessions}/{created.json()['id']}")
     assert read.status_code == 200, read.text
     assert read.json()["state"]["n"] == 88 * 10**141
+
+
+async def test_an_export_has_the_header_and_the_events_the_spec_describes(
+    client: httpx.AsyncClient,
+):
+    sessions = f"/apps/{APP}/users/{USER}/sessions"
+    assert (await client.post(sessions, json={"sessionId": "x", "events": [EVENT]})).is_success
+    exported = await client.get(f"{sessions}/x:export")
+    header, *events = [json.loads(line) for line in exported.text.splitlines()]
+    components = {"components": SPEC["components"]}
+    for line, schema in [(header, "SessionExport"), *((event, "Event") for event in events)]:
+        validating = {"$ref": f"#/components/schemas/{schema}", **components}
+        errors = [e.message for e in jsonschema.Draft202012Validator(validating).iter_errors(line)]
+        assert not errors, (schema, errors)
+    assert len(events) == header["eventCount"] == 1

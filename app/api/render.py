@@ -12,12 +12,15 @@ from app import strict_json
 from app.domain import (
     NO_USAGE,
     ContextRead,
+    ExportItem,
     Page,
     SearchHit,
+    SessionHeader,
     SessionRead,
     StoredSession,
     Usage,
 )
+from app.rules import portability
 from app.rules.scopes import merged_state
 from app.rules.search import as_html
 from app.rules.tool_calls import ToolCall
@@ -75,6 +78,36 @@ def _after_events(session: StoredSession) -> dict[str, Any]:
         "labels": session.labels,
         "expireTime": session.expire_time and session.expire_time.timestamp(),
     }
+
+
+def export_line(item: ExportItem) -> bytes:
+    """A line of an export (`app.rules.portability`): an event as stored, or a header."""
+    if isinstance(item, bytes):
+        return item + b"\n"
+    if isinstance(item, SessionHeader):
+        session = item.session
+        record = {
+            "format": portability.SESSION_FORMAT,
+            **_identity(session),
+            **_after_events(session),
+            "baseSeq": session.base_seq,
+            "baseState": item.base_state,
+            "eventCount": item.event_count,
+        }
+    elif item.user_id is None:
+        record = {
+            "format": portability.APP_STATE_FORMAT,
+            "appName": item.app_name,
+            "state": item.state,
+        }
+    else:
+        record = {
+            "format": portability.USER_STATE_FORMAT,
+            "appName": item.app_name,
+            "userId": item.user_id,
+            "state": item.state,
+        }
+    return dumps(record) + b"\n"
 
 
 def search_page(page: Page[SearchHit]) -> bytes:

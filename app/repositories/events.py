@@ -52,6 +52,46 @@ def event_filter(key: SessionKey) -> ColumnElement[bool]:
     )
 
 
+# The columns of each new event (`event_records`) in `:events`, and how they are stored.
+RECORD = (
+    "event jsonb, hash text, tokens integer, calls text[], responses text[], "
+    "prompt bigint, candidates bigint, total bigint"
+)
+
+
+def insert_events(seq: str, source: str) -> str:
+    """SQL inserting the events of `source` (rows of `RECORD` as `new`), each at the seq that
+    the expression `seq` gives it, with the columns derived from it."""
+    return f"""
+    INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
+                        timestamp, request_hash, event, tokens, calls, responses,
+                        prompt_tokens, candidates_tokens, total_tokens, search)
+    SELECT :app_name, :user_id, :session_id, {seq},
+           new.event ->> 'id', new.event ->> 'invocationId', new.event ->> 'author',
+           CAST(new.event -> 'timestamp' AS double precision), decode(new.hash, 'hex'),
+           new.event || jsonb_build_object('seq', {seq}),
+           new.tokens, new.calls, new.responses, new.prompt, new.candidates, new.total,
+           to_tsvector(CAST(:search_config AS regconfig), sessionary_event_text(new.event))
+    FROM {source}"""
+
+
+def event_records(events: Sequence[NewEvent]) -> list[dict[str, Any]]:
+    """The rows of `RECORD` for `events`."""
+    return [
+        {
+            "event": event.document,
+            "hash": event.request_hash.hex(),
+            "tokens": event.facts.tokens,
+            "calls": event.facts.calls,
+            "responses": event.facts.responses,
+            "prompt": event.usage.prompt,
+            "candidates": event.usage.candidates,
+            "total": event.usage.total,
+        }
+        for event in events
+    ]
+
+
 # One statement: one round trip, and its own transaction when no other is open. The UPDATE
 # hands out the seqs and, through its row lock, serialises appends to one session across every
 # API worker. App and user state merge with `||` (atomic: concurrent writers of different keys
@@ -92,21 +132,7 @@ WITH bump AS (
     SET state = sessionary_checked_state(shared.state || excluded.state, 'user', :max_state),
         update_time = now()
 ), inserted AS (
-    INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
-                        timestamp, request_hash, event, tokens, calls, responses,
-                        prompt_tokens, candidates_tokens, total_tokens, search)
-    SELECT :app_name, :user_id, :session_id, bump.base_seq + new.position,
-           new.event ->> 'id', new.event ->> 'invocationId', new.event ->> 'author',
-           CAST(new.event -> 'timestamp' AS double precision), decode(new.hash, 'hex'),
-           new.event || jsonb_build_object('seq', bump.base_seq + new.position),
-           new.tokens, new.calls, new.responses, new.prompt, new.candidates, new.total,
-           to_tsvector(CAST(:search_config AS regconfig), sessionary_event_text(new.event))
-    FROM bump,
-         ROWS FROM (jsonb_to_recordset(:events)
-                    AS (event jsonb, hash text, tokens integer, calls text[], responses text[],
-                        prompt bigint, candidates bigint, total bigint))
-             WITH ORDINALITY AS new(event, hash, tokens, calls, responses,
-                                    prompt, candidates, total, position)
+    INSERT_EVENTS
 )
 SELECT base_seq ANNOUNCE
 FROM bump
@@ -118,9 +144,19 @@ _ANNOUNCE = f""",
                                                 'v', base_seq + :count)::text)"""
 
 
+_NEW_EVENTS = insert_events(
+    "bump.base_seq + new.position",
+    f"""bump,
+         ROWS FROM (jsonb_to_recordset(:events) AS ({RECORD}))
+             WITH ORDINALITY AS new(event, hash, tokens, calls, responses,
+                                    prompt, candidates, total, position)""",
+)
+
+
 def _append_statement(announce: str) -> DriverStatement:
+    sql = _APPEND.replace("INSERT_EVENTS", _NEW_EVENTS).replace("ANNOUNCE", announce)
     return DriverStatement.compile(
-        text(_APPEND.replace("ANNOUNCE", announce)).bindparams(
+        text(sql).bindparams(
             *(
                 bindparam(name, type_=JSONB)
                 for name in ("session_delta", "app_delta", "user_delta")
@@ -178,21 +214,7 @@ async def append(
             "session_delta": _json_text(delta.session),
             "app_delta": _json_text(delta.app),
             "user_delta": _json_text(delta.user),
-            "events": _json_text(
-                [
-                    {
-                        "event": event.document,
-                        "hash": event.request_hash.hex(),
-                        "tokens": event.facts.tokens,
-                        "calls": event.facts.calls,
-                        "responses": event.facts.responses,
-                        "prompt": event.usage.prompt,
-                        "candidates": event.usage.candidates,
-                        "total": event.usage.total,
-                    }
-                    for event in events
-                ]
-            ),
+            "events": _json_text(event_records(events)),
             "max_state": max_state_bytes,
             "search_config": search_config,
         }

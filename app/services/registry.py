@@ -18,6 +18,7 @@ from app.services.history import HistoryService
 from app.services.lineage import LineageService
 from app.services.live import Broker
 from app.services.pending import PendingService
+from app.services.portability import PortabilityService
 from app.services.retention import RetentionService
 from app.services.search import SearchService
 from app.services.sessions import SessionService
@@ -36,6 +37,7 @@ class Services:
     context: ContextService
     tool_calls: ToolCallService
     pending: PendingService
+    portability: PortabilityService
     usage: UsageService
     retention: RetentionService
     live: Broker
@@ -56,6 +58,7 @@ class Services:
             context=ContextService(engine, pool, settings, events),
             tool_calls=ToolCallService(engine, pool, settings, events),
             pending=PendingService(engine, settings, events),
+            portability=PortabilityService(engine, pool, settings),
             usage=UsageService(engine),
             retention=RetentionService(engine, settings),
             search=SearchService(engine, settings),

@@ -1,0 +1,265 @@
+"""Sessions out and back in as NDJSON (`app.rules.portability`): one session over HTTP, or
+every session of an app, a user or the whole store from the command line, in constant memory.
+"""
+
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.config import Settings
+from app.db import DriverPool, driver
+from app.domain import (
+    Change,
+    ExportItem,
+    NewEvent,
+    SessionKey,
+    SessionRead,
+    SharedState,
+)
+from app.errors import InvalidInput, SessionAlreadyExists, SessionaryError, SessionNotFound
+from app.observability import EVENTS_APPENDED
+from app.repositories import portability as rows
+from app.repositories import shared_state as state_rows
+from app.repositories.live import announce
+from app.rules import portability as format
+from app.rules.events import canonical_json, prepare
+from app.rules.scopes import split_delta
+from app.schemas import AppStateExport, SessionExport, UserStateExport
+from app.services.auth import require_app_state_write
+from app.services.sessions import read_session
+
+# Events read per round trip by an export, and written per statement by an import.
+BATCH = 1000
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import did: `created`, or found the same session stored (`unchanged`)."""
+
+    created: bool
+    session: SessionRead
+
+
+@dataclass
+class ImportReport:
+    """What a bulk import has done so far."""
+
+    created: int = 0
+    unchanged: int = 0
+    events: int = 0  # of the sessions created
+    shared_states: int = 0
+    refused: list[tuple[str, str]] = field(default_factory=list)  # what, and why
+
+
+class PortabilityService:
+    def __init__(self, engine: AsyncEngine, pool: DriverPool, settings: Settings) -> None:
+        self.engine = engine
+        self.pool = pool
+        self.settings = settings
+
+    async def export(self, key: SessionKey) -> AsyncIterator[ExportItem]:
+        """The session's export from one snapshot: its header first (or 404 before anything
+        is sent), then its events, each the UTF-8 JSON PostgreSQL renders."""
+        async with (
+            self.pool.connection() as connection,
+            connection.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            async for item in _session_lines(connection, key):
+                yield item
+
+    async def export_all(
+        self, app_name: str | None = None, user_id: str | None = None
+    ) -> AsyncIterator[ExportItem]:
+        """Every app and user state, then every live session with its events, of one app
+        (or all), one user (or all), from one snapshot."""
+        async with (
+            self.pool.connection() as connection,
+            connection.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            apps, users = await rows.shared_states(connection, app_name, user_id)
+            for app, state in apps:
+                yield SharedState(app, None, state)
+            for app, user, state in users:
+                yield SharedState(app, user, state)
+            async for key in rows.session_keys(connection, app_name, user_id, BATCH):
+                async for item in _session_lines(connection, key):
+                    yield item
+
+    async def import_session(
+        self,
+        header: SessionExport,
+        events: AsyncIterator[list[tuple[int, dict[str, Any]]]],
+        *,
+        key: SessionKey | None = None,
+        app_state_writable: bool,
+    ) -> Imported:
+        """Store the session of `header` (under `key`, else the header's own) with its events,
+        all or nothing: `events` yields them in batches, each with its line number. The same
+        session stored already is no write at all (`created` False); a different one under
+        the id is a 409."""
+        key = key or SessionKey(header.app_name, header.user_id, header.id)
+        now = time.time()
+        if header.expire_time is not None and header.expire_time <= now:
+            raise InvalidInput(
+                f"Session {header.id!r} expired at {header.expire_time}.", field="expireTime"
+            )
+        delta = split_delta(header.state)
+        require_app_state_write(app_state_writable, [delta])
+        limit = self.settings.max_state_bytes
+        async with self.engine.begin() as db, driver(db) as connection:
+            created = await rows.insert_exact(db, key, header, delta.session, limit)
+            if created:
+                count = await self._store(connection, key, header, events)
+                if delta.app:
+                    await state_rows.merge_app(db, key.app_name, delta.app, limit)
+                if delta.user:
+                    await state_rows.merge_user(db, key.app_name, key.user_id, delta.user, limit)
+                parent = None if header.parent is None else header.parent.session_id
+                await announce(
+                    db, Change("created", key, header.version, parent, {"kind": header.kind})
+                )
+            else:
+                count = await self._compare(connection, key, header, delta.session, events)
+            if count != header.event_count:
+                raise InvalidInput(
+                    f"The header announces {header.event_count} events; {count} follow it.",
+                    field="eventCount",
+                )
+            read = await read_session(connection, key, num_recent_events=0)
+        if created:
+            EVENTS_APPENDED.inc(count)
+        return Imported(created, read)
+
+    async def import_all(
+        self,
+        numbered: AsyncIterator[tuple[int, bytes]],
+        progress: Callable[[ImportReport], None],
+    ) -> ImportReport:
+        """Import a bulk export, each session in a transaction of its own; a session refused
+        (a conflict, a bad line) is reported and skipped, the others go on. `progress` is told
+        after each record. `numbered` holds the file's lines, each with its number."""
+        report = ImportReport()
+        max_depth = self.settings.max_json_depth
+        async for number, text in numbered:
+            try:
+                record = format.record(format.decode(text, number, max_depth), number)
+            except InvalidInput as error:
+                report.refused.append((f"line {number}", error.detail))
+                continue
+            if not isinstance(record, SessionExport):
+                await self.import_shared(record)
+                report.shared_states += 1
+                progress(report)
+                continue
+            left = record.event_count
+
+            async def batches() -> AsyncIterator[list[tuple[int, Any]]]:
+                nonlocal left
+                while left:
+                    batch = []
+                    async for number, text in numbered:
+                        batch.append((number, format.decode(text, number, max_depth)))
+                        left -= 1
+                        if not left or len(batch) == BATCH:
+                            break
+                    if not batch:
+                        return  # the file ended early: the count check says so
+                    yield batch
+
+            try:
+                imported = await self.import_session(record, batches(), app_state_writable=True)
+            except SessionaryError as error:
+                where = f"{record.app_name}/{record.user_id}/{record.id}"
+                report.refused.append((f"session {where}", error.detail))
+            else:
+                if imported.created:
+                    report.created += 1
+                    report.events += record.event_count
+                else:
+                    report.unchanged += 1
+            while left > 0 and await anext(numbered, None) is not None:
+                left -= 1  # what a refused session left unread
+            progress(report)
+        return report
+
+    async def import_shared(self, record: AppStateExport | UserStateExport) -> None:
+        """Merge a bulk export's app or user state into what is stored (its keys win)."""
+        limit = self.settings.max_state_bytes
+        async with self.engine.begin() as db:
+            if isinstance(record, AppStateExport):
+                await state_rows.merge_app(db, record.app_name, record.state, limit)
+            else:
+                await state_rows.merge_user(
+                    db, record.app_name, record.user_id, record.state, limit
+                )
+
+    async def _store(
+        self,
+        connection: asyncpg.Connection,
+        key: SessionKey,
+        header: SessionExport,
+        events: AsyncIterator[list[tuple[int, dict[str, Any]]]],
+    ) -> int:
+        count, previous = 0, header.base_seq
+        async for batch in events:
+            prepared = [self._prepared(event, number) for number, event in batch]
+            previous = format.check_seqs(
+                header, previous, [seq for seq, _ in prepared], batch[0][0]
+            )
+            await rows.store_events(connection, key, prepared, self.settings.search_config)
+            count += len(batch)
+        return count
+
+    def _prepared(self, event: dict[str, Any], number: int) -> tuple[int, NewEvent]:
+        """An event line as an append would store it, at its seq."""
+        stored = format.event(event, number)
+        return stored.seq, prepare(stored, self.settings)
+
+    async def _compare(
+        self,
+        connection: asyncpg.Connection,
+        key: SessionKey,
+        header: SessionExport,
+        state: dict[str, Any],
+        events: AsyncIterator[list[tuple[int, dict[str, Any]]]],
+    ) -> int:
+        """The number of events, once each is found as stored; 409 at the first difference
+        (the session's own state counts, not the shared keys of the time)."""
+        found = await rows.header(connection, key)
+        assert found is not None  # the insert found it, in this transaction
+        if not format.same_session(header, state, found):
+            raise _different(key)
+        count = 0
+        async for batch in events:
+            given = [self._prepared(event, number) for number, event in batch]
+            kept = await rows.events_between(connection, key, given[0][0], given[-1][0])
+            if [(seq, canonical_json(event)) for seq, event in kept] != [
+                (seq, canonical_json({**new.document, "seq": seq})) for seq, new in given
+            ]:
+                raise _different(key)
+            count += len(batch)
+        return count
+
+
+def _different(key: SessionKey) -> SessionAlreadyExists:
+    error = SessionAlreadyExists(key.session_id)
+    error.detail = (
+        f"Session {key.session_id!r} already exists with different content; an import of "
+        "the same export again changes nothing, a different one under a taken id is refused."
+    )
+    return error
+
+
+async def _session_lines(
+    connection: asyncpg.Connection, key: SessionKey
+) -> AsyncIterator[ExportItem]:
+    found = await rows.header(connection, key)
+    if found is None:
+        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+    yield found
+    async for event in rows.events(connection, key, BATCH):
+        yield event
