@@ -41,6 +41,10 @@ ROWS = (
     Row("s10_watched_eps", "S10 S1 on one worker, 100 of its sessions streamed", "events/s"),
     Row("s11_common_ms", "S11 search 1M events, two common words, first 20 hits", "ms"),
     Row("s11_rare_ms", "S11 search 1M events, two rarer words, first 20 hits", "ms"),
+    Row("s12_export_eps", "S12 `sessionary export` of S11's events", "events/s"),
+    Row("s12_export_rss", "S12 `sessionary export` of S11's events", "peak RSS MB"),
+    Row("s12_import_eps", "S12 `sessionary import` of them", "events/s"),
+    Row("s12_import_rss", "S12 `sessionary import` of them", "peak RSS MB"),
 )
 
 
@@ -181,6 +185,11 @@ def targets(results: Results) -> list[Target]:
             "S11 two-word search p50 < 50 ms",
             max(r("s11_common_ms"), r("s11_rare_ms")) < 50,
             f"{r('s11_common_ms'):.1f} ms (common words), {r('s11_rare_ms'):.1f} ms (rarer)",
+        ),
+        Target(
+            "S12 export and import each under 300 MB of memory",
+            max(r("s12_export_rss"), r("s12_import_rss")) < 300,
+            f"{r('s12_export_rss'):.0f} MB (export), {r('s12_import_rss'):.0f} MB (import)",
         ),
         Target(
             "S10 appends with 100 streams open within 1.2x of none",

@@ -21,7 +21,7 @@ if __package__ in (None, ""):  # run as `python bench/run.py`: make `bench` impo
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.config import Settings
-from bench import databases, live, loadgen, scenarios, server, wrk
+from bench import databases, live, loadgen, portability, scenarios, server, wrk
 from bench.adk_side import Adk, context_ms
 from bench.databases import Databases, Schema, seeded_key
 from bench.floor import Floor
@@ -340,6 +340,7 @@ async def bench(args: argparse.Namespace) -> str:
             results.notes.append("S10 not run: it needs wrk (`apt install wrk`).")
 
         await run_search(dbs, sessionary, sizes, results)
+        await run_portability(dbs, sizes, results)
 
         if not args.skip_growth:
             log(f"S6: loading {sizes.growth_events:,} events into each database")
@@ -428,6 +429,19 @@ async def run_search(
         f"queries {SEARCH_QUERIES}; the search index (GIN, every event of the database) "
         f"is {index / 1024 / 1024:.0f} MB."
     )
+
+
+async def run_portability(dbs: Databases, sizes: Sizes, results: Results) -> None:
+    """S12: S11's events exported by `sessionary export`, imported into the floor's database
+    (the same schema, none of that app) by `sessionary import`."""
+    log(f"S12: sessionary export and import of S11's {sizes.search_events:,} events")
+    exported, imported, moved = await asyncio.to_thread(
+        portability.export_import, dbs.sessionary, dbs.floor, SEARCH_APP
+    )
+    for name, run in (("export", exported), ("import", imported)):
+        results.put(f"s12_{name}_eps", "Sessionary", moved / run.seconds)
+        results.put(f"s12_{name}_rss", "Sessionary", run.peak_rss_mb)
+    results.notes.append(f"S12: {exported.summary}; {imported.summary}.")
 
 
 def header() -> str:
