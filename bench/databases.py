@@ -335,7 +335,9 @@ _SEARCH_SQL = """
     INSERT INTO events (app_name, user_id, session_id, seq, id, timestamp, request_hash, event,
                         search)
     SELECT $1, 'u' || (s % 100), 's' || s, n, 'e' || s || '-' || n, $5::float8 + n, '\\x00',
-           jsonb_build_object('author', 'user',
+           -- As the service stores an event: with its id, timestamp and seq.
+           jsonb_build_object('id', 'e' || s || '-' || n, 'author', 'user',
+                              'timestamp', $5::float8 + n, 'seq', n,
                               'content', jsonb_build_object('role', 'user', 'parts',
                                   jsonb_build_array(jsonb_build_object('text', said.text)))),
            to_tsvector(CAST($7 AS regconfig), said.text)
