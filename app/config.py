@@ -28,6 +28,13 @@ class Settings(BaseSettings):
         "each worker's one listening connection for live streams (LISTEN needs a connection "
         "of its own). Unset: DATABASE_URL.",
     )
+    database_read_url: PostgresDsn | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_READ_URL", "SESSIONARY_DATABASE_READ_URL"),
+        description="A read replica of DATABASE_URL for session reads (`GET …/sessions/{id}` "
+        "and its events' pages); a read with `minVersion` falls back to the primary while the "
+        "replica lacks that version. Unset: every read goes to DATABASE_URL.",
+    )
     db_transaction_pooling: bool = Field(
         default=False,
         description="DATABASE_URL goes through a transaction pooler (PgBouncer with "

@@ -35,6 +35,9 @@ DISCONNECTED = (
     asyncpg.InterfaceError,
     asyncpg.PostgresConnectionError,
     asyncpg.OperatorInterventionError,
+    # No host of a multi-host URL takes writes (`target_session_attrs=read-write`): during a
+    # failover, before the standby is promoted.
+    asyncpg.exceptions.TargetServerAttributeNotMatched,
 )
 UNAVAILABLE = (
     *DISCONNECTED,
@@ -155,9 +158,9 @@ class DriverPool:
         self.acquire_timeout = connector.connect_timeout
 
     @classmethod
-    async def open(cls, connector: Connector, *, size: int) -> "DriverPool":
+    async def open(cls, connector: Connector, *, size: int, min_size: int = 1) -> "DriverPool":
         pool = await asyncpg.create_pool(
-            min_size=1,
+            min_size=min_size,
             max_size=size,
             connect=lambda *_, **__: connector.connect(),
             init=_decode_json,
@@ -237,6 +240,15 @@ class DriverStatement:
 
     def arguments(self, values: Mapping[str, Any]) -> list[Any]:
         return [values[name] for name in self.names]
+
+
+def driver_call(statement: ClauseElement) -> tuple[str, list[Any]]:
+    """A Core statement whose shape varies from call to call (its filters), with its values,
+    compiled for asyncpg: the SQL and the positional arguments."""
+    compiled = statement.compile(dialect=PGDialect_asyncpg())  # type: ignore[no-untyped-call]
+    assert isinstance(compiled, SQLCompiler)
+    values = compiled.construct_params()
+    return compiled.string, [values[name] for name in compiled.positiontup or ()]
 
 
 @asynccontextmanager

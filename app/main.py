@@ -91,6 +91,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await check_ready(engine, settings.db_connect_timeout)
         pool = await db.DriverPool.open(connector, size=settings.db_pool_size)
         stack.push_async_callback(pool.close)
+        replica = None
+        if settings.database_read_url is not None:
+            # Opened empty: a replica down at start-up hands its reads to the primary.
+            replica_connector = db.connector(str(settings.database_read_url), settings)
+            replica = await db.DriverPool.open(
+                replica_connector, size=settings.db_pool_size, min_size=0
+            )
+            stack.push_async_callback(replica.close)
         if not settings.auth_enabled:
             logger.warning(
                 "AUTH IS OFF: anyone who can reach this port can read and write every session. "
@@ -98,7 +106,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             )
         await stack.enter_async_context(pool_gauges(engine, pool))
         app.state.engine = engine
-        services = Services.create(engine, pool, settings)
+        services = Services.create(engine, pool, settings, replica)
         app.state.services = services
         await services.live.start()
         stack.push_async_callback(services.live.close)

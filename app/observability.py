@@ -51,6 +51,13 @@ LATENCY = Histogram(
 EVENTS_APPENDED = Counter(
     "sessionary_events_appended_total", "Events stored (not retries, not partial events)."
 )
+SESSION_READS = Counter(
+    "sessionary_session_reads_total",
+    "Reads of a session (`GET …/sessions/{id}`, its events' pages) with DATABASE_READ_URL "
+    "set, by who answered: `replica`, or `primary` when the replica lacked the version asked "
+    "for (`minVersion`) or could not be reached.",
+    ["served_by"],
+)
 SESSIONS_SWEPT = Counter(
     "sessionary_sessions_swept_total", "Expired sessions deleted by the sweeper."
 )

@@ -154,6 +154,20 @@ EventFilters = Annotated[EventQuery, Depends(event_query)]
 _VERSION_TAG = re.compile(r'^\s*(?:"(\d{1,18})"|(\d{1,18}))\s*$')
 
 
+# A plain parameter, not a dependency: the session read keeps its fast handler (`routing`).
+MinVersion = Annotated[
+    int | None,
+    Query(
+        alias="minVersion",
+        ge=0,
+        le=INT64_MAX,
+        description="With a read replica (DATABASE_READ_URL): read from it only if it holds "
+        "at least this version of the session, the version of your last write; else from "
+        "the primary. Without it, the replica may answer with an older version (or a 404 "
+        "for a session it has not received yet). No effect without a replica.",
+    ),
+]
+
 IfMatch = Annotated[
     str | None,
     Header(

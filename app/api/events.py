@@ -13,6 +13,7 @@ from app.api.deps import (
     ExpectedVersion,
     IfMatch,
     Key,
+    MinVersion,
     PageOf,
     SessionId,
     UserId,
@@ -120,7 +121,8 @@ async def list_events(
     events: Events,
     page: PageOf,
     query: EventFilters,
+    min_version: MinVersion = None,
 ) -> Response:
     """Page through a session's events by `seq`."""
-    listed = await events.page(key, query, page)
+    listed = await events.page(key, query, page, min_version)
     return respond(render.event_page(listed))

@@ -11,6 +11,7 @@ from app.api.deps import (
     AppStateWritable,
     ExpectedVersion,
     Key,
+    MinVersion,
     PageOf,
     SessionId,
     Sessions,
@@ -150,6 +151,7 @@ async def get_session(
             "state then (`app:` and `user:` keys, shared, as they are now). 422 past the end.",
         ),
     ] = None,
+    min_version: MinVersion = None,
 ) -> Response:
     """A session with its merged state and events in append order.
 
@@ -162,6 +164,7 @@ async def get_session(
         num_recent_events=num_recent_events,
         after_timestamp=after_timestamp,
         until_seq=until_seq,
+        min_version=min_version,
     )
     return respond(render.session(read), version=read.session.version)
 

@@ -18,11 +18,10 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from app import strict_json
-from app.db import DriverStatement
+from app.db import DriverStatement, driver_call
 from app.domain import NO_USAGE, EventQuery, NewEvent, Order, SessionKey
 from app.models import LIVE_SQL, StorageEvent
 from app.repositories.live import CHANNEL
@@ -252,7 +251,7 @@ async def find_by_ids(
 
 
 async def select_events(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     key: SessionKey,
     query: EventQuery,
     *,
@@ -274,5 +273,5 @@ async def select_events(
     if query.before_timestamp is not None:
         statement = statement.where(StorageEvent.timestamp < query.before_timestamp)
     order = StorageEvent.seq.desc() if newest_first else StorageEvent.seq
-    rows = await db.execute(statement.order_by(order).limit(limit))
-    return [(seq, event) for seq, event in rows]
+    sql, arguments = driver_call(statement.order_by(order).limit(limit))
+    return [(row[0], row[1]) for row in await connection.fetch(sql, *arguments)]

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import paging
 from app.config import Settings
-from app.db import DriverPool, driver
+from app.db import DriverPool
 from app.domain import Change, EventQuery, NewEvent, Page, PageRequest, SessionKey
 from app.errors import (
     Conflict,
@@ -24,6 +24,7 @@ from app.repositories import sessions as session_rows
 from app.rules.events import is_resent, prepare, prepare_batch
 from app.schemas import EventIn
 from app.services.auth import require_app_state_write
+from app.services.reads import Reads
 
 
 class Appended(enum.Enum):
@@ -42,9 +43,11 @@ class EventService:
         pool: DriverPool,
         settings: Settings,
         announce_later: Callable[[Change], None],
+        reads: Reads,
     ) -> None:
         self.engine = engine
         self.pool = pool
+        self.reads = reads
         self.settings = settings
         self.announce_later = announce_later  # tells every worker of a committed append
 
@@ -150,15 +153,26 @@ class EventService:
             for position, event in enumerate(events, start=1)
         ]
 
-    async def page(self, key: SessionKey, query: EventQuery, page: PageRequest) -> Page[bytes]:
-        """A page of events, each the UTF-8 JSON PostgreSQL rendered."""
+    async def page(
+        self,
+        key: SessionKey,
+        query: EventQuery,
+        page: PageRequest,
+        min_version: int | None = None,
+    ) -> Page[bytes]:
+        """A page of events, each the UTF-8 JSON PostgreSQL rendered; from the read replica
+        when there is one that holds `min_version` of the session (`Reads`)."""
         listing = paging.listing("events", key, query)
         last_seq = paging.decode(page.token, listing, (int,))[0] if page.token else None
-        async with self.engine.connect() as db, driver(db) as connection:
-            await require_session(connection, key)
+
+        async def read(connection: asyncpg.Connection) -> tuple[int, list[tuple[int, bytes]]]:
+            version = await require_session(connection, key)
             rows = await event_rows.select_events(
-                db, key, query, after_page_seq=last_seq, limit=page.size + 1
+                connection, key, query, after_page_seq=last_seq, limit=page.size + 1
             )
+            return version, rows
+
+        rows = await self.reads.run(read, min_version)
         rows, next_token = paging.cut(rows, page.size, listing, lambda row: [row[0]])
         return Page([event for _, event in rows], next_token)
 

@@ -22,7 +22,7 @@ import asyncpg
 
 from app import strict_json
 from app.config import Settings
-from app.db import Connector, DriverPool
+from app.db import DISCONNECTED, Connector, DriverPool
 from app.domain import Change, SessionKey
 from app.errors import InvalidInput, SessionNotFound, TooManyStreams
 from app.observability import STREAMS_DROPPED, STREAMS_OPEN
@@ -298,7 +298,7 @@ class Broker:
             lost = asyncio.Event()
             try:
                 connection = await self.listen_to.connect(application_name=LISTENER_NAME)
-            except (OSError, asyncpg.PostgresError):
+            except (*DISCONNECTED, asyncpg.PostgresError):
                 logger.warning("cannot listen for changes; retrying in 1 s", exc_info=True)
                 await asyncio.sleep(1)
                 continue

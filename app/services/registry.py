@@ -19,6 +19,7 @@ from app.services.lineage import LineageService
 from app.services.live import Broker
 from app.services.pending import PendingService
 from app.services.portability import PortabilityService
+from app.services.reads import Reads
 from app.services.retention import RetentionService
 from app.services.search import SearchService
 from app.services.sessions import SessionService
@@ -45,9 +46,16 @@ class Services:
     shared_state: SharedStateService
 
     @classmethod
-    def create(cls, engine: AsyncEngine, pool: DriverPool, settings: Settings) -> Self:
+    def create(
+        cls,
+        engine: AsyncEngine,
+        pool: DriverPool,
+        settings: Settings,
+        replica: DriverPool | None = None,
+    ) -> Self:
+        """`replica`: the read replica's pool (DATABASE_READ_URL), if there is one."""
         live = Broker(pool, settings)
-        events = EventService(engine, pool, settings, live.announce_later)
+        events = EventService(engine, pool, settings, live.announce_later, Reads(pool, replica))
         sessions = SessionService(engine, pool, settings, events)
         return cls(
             auth=AuthService(engine, GrantCache(settings.auth_cache_seconds)),

@@ -105,15 +105,21 @@ class SessionService:
         num_recent_events: int | None,
         after_timestamp: float | None,
         until_seq: int | None = None,
+        min_version: int | None = None,
     ) -> SessionRead:
-        async with self.pool.connection() as connection:
-            return await read_session(
+        """From the read replica when there is one that holds `min_version` (`Reads`)."""
+
+        async def read(connection: asyncpg.Connection) -> tuple[int, SessionRead]:
+            found = await read_session(
                 connection,
                 key,
                 num_recent_events=num_recent_events,
                 after_timestamp=after_timestamp,
                 until_seq=until_seq,
             )
+            return found.session.version, found
+
+        return await self.events.reads.run(read, min_version)
 
     async def list(self, query: SessionQuery, page: PageRequest) -> Page[StoredSession]:
         listing = paging.listing("sessions", query)

@@ -19,6 +19,7 @@ from sessionary_client._core import (
     Params,
     RetryPolicy,
     Unset,
+    WrittenVersions,
     default_headers,
     if_match_header,
     label_filters,
@@ -83,6 +84,7 @@ class AsyncSessionaryClient:
     ) -> None:
         """`http` replaces the connection pool (its own base URL, transport, timeouts, auth)."""
         self._retry = RetryPolicy(retries=retries, backoff=backoff)
+        self._written = WrittenVersions()
         self._http = http or httpx.AsyncClient(
             base_url=base_url, timeout=timeout, headers=default_headers(api_key, headers)
         )
@@ -131,6 +133,7 @@ class AsyncSessionaryClient:
                     raise outcome
                 if outcome.is_error:
                     raise error_for(outcome)
+                self._written.saw(method, path, outcome)
                 return outcome
             await asyncio.sleep(delay)
             attempt += 1
@@ -172,10 +175,14 @@ class AsyncSessionaryClient:
         after_timestamp: float | None = None,
         until_seq: int | None = None,
     ) -> Session:
-        """The session; with `until_seq`, as it was at that seq (events and session state)."""
+        """The session; with `until_seq`, as it was at that seq (events and session state).
+        It holds every write this client made to it, even from a lagging read replica."""
         path = sessions_path(app_name, user_id, session_id)
         params = query(
-            numRecentEvents=num_recent_events, afterTimestamp=after_timestamp, untilSeq=until_seq
+            numRecentEvents=num_recent_events,
+            afterTimestamp=after_timestamp,
+            untilSeq=until_seq,
+            minVersion=self._written.of(app_name, user_id, session_id),
         )
         response = await self._send("GET", path, params=params, idempotent=True)
         return cast(Session, response.json())
@@ -530,6 +537,7 @@ class AsyncSessionaryClient:
     async def delete_session(self, app_name: str, user_id: str, session_id: str) -> None:
         # Not resent after a lost answer: for the caller, the resend would answer 404.
         await self._send("DELETE", sessions_path(app_name, user_id, session_id))
+        self._written.forget(app_name, user_id, session_id)  # a new one may take the id
 
     async def update_session_state(
         self,
@@ -645,6 +653,7 @@ class AsyncSessionaryClient:
             afterTimestamp=after_timestamp,
             beforeTimestamp=before_timestamp,
             order=order,
+            minVersion=self._written.of(app_name, user_id, session_id),
         )
         response = await self._send("GET", path, params=params, idempotent=True)
         return cast(EventPage, response.json())

@@ -3,8 +3,9 @@
 import json
 import random
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import httpx
 
@@ -67,6 +68,54 @@ def stream_event(lines: list[str]) -> StreamEvent | None:
         "id": None if position is None else int(position),
         "data": json.loads(fields.get("data", "null")),
     }
+
+
+SessionKey = tuple[str, str, str]
+# The verbs a session's path may end in (`…/sessions/{id}:fork`).
+SESSION_VERBS = frozenset({"fork", "close", "rewind", "trim", "reset", "compact", "heal", "export"})
+
+
+def session_of(path: str) -> SessionKey | None:
+    """The session a path is about, if any: `/apps/{app}/users/{user}/sessions/{id}…`."""
+    segments = [unquote(segment) for segment in path.split("/")[1:]]
+    if len(segments) < 6 or segments[0:5:2] != ["apps", "users", "sessions"]:
+        return None
+    head, colon, verb = segments[5].rpartition(":")
+    return segments[1], segments[3], head if colon and verb in SESSION_VERBS else segments[5]
+
+
+class WrittenVersions:
+    """The version each session was at after this client's last write to it (its ETag), so
+    that a read can ask for it (`minVersion`): with a read replica, the server then answers
+    from the primary until the replica has the write. The most recent `size` sessions."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self.size = size
+        self._versions: OrderedDict[SessionKey, int] = OrderedDict()
+
+    def of(self, app_name: str, user_id: str, session_id: str) -> int | None:
+        return self._versions.get((app_name, user_id, session_id))
+
+    def saw(self, method: str, path: str, response: httpx.Response) -> None:
+        """Note the version a successful write answered with. The session is the one the
+        answer is (a create, a fork, a child), else the one of the path."""
+        etag = response.headers.get("etag", "").strip('"')
+        if method in ("GET", "HEAD") or not etag.isdecimal():
+            return
+        body = response.json() if response.content else None
+        if isinstance(body, dict) and {"appName", "userId", "id"} <= body.keys():
+            key: SessionKey | None = (body["appName"], body["userId"], body["id"])
+        else:
+            key = session_of(path)
+        if key is None:
+            return
+        self._versions[key] = max(int(etag), self._versions.get(key, 0))
+        self._versions.move_to_end(key)
+        while len(self._versions) > self.size:
+            self._versions.popitem(last=False)
+
+    def forget(self, app_name: str, user_id: str, session_id: str) -> None:
+        self._versions.pop((app_name, user_id, session_id), None)
 
 
 def if_match_header(version: int | None) -> dict[str, str] | None:

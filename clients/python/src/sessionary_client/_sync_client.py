@@ -17,6 +17,7 @@ from sessionary_client._core import (
     Params,
     RetryPolicy,
     Unset,
+    WrittenVersions,
     default_headers,
     if_match_header,
     label_filters,
@@ -81,6 +82,7 @@ class SessionaryClient:
     ) -> None:
         """`http` replaces the connection pool (its own base URL, transport, timeouts, auth)."""
         self._retry = RetryPolicy(retries=retries, backoff=backoff)
+        self._written = WrittenVersions()
         self._http = http or httpx.Client(
             base_url=base_url, timeout=timeout, headers=default_headers(api_key, headers)
         )
@@ -129,6 +131,7 @@ class SessionaryClient:
                     raise outcome
                 if outcome.is_error:
                     raise error_for(outcome)
+                self._written.saw(method, path, outcome)
                 return outcome
             time.sleep(delay)
             attempt += 1
@@ -170,10 +173,14 @@ class SessionaryClient:
         after_timestamp: float | None = None,
         until_seq: int | None = None,
     ) -> Session:
-        """The session; with `until_seq`, as it was at that seq (events and session state)."""
+        """The session; with `until_seq`, as it was at that seq (events and session state).
+        It holds every write this client made to it, even from a lagging read replica."""
         path = sessions_path(app_name, user_id, session_id)
         params = query(
-            numRecentEvents=num_recent_events, afterTimestamp=after_timestamp, untilSeq=until_seq
+            numRecentEvents=num_recent_events,
+            afterTimestamp=after_timestamp,
+            untilSeq=until_seq,
+            minVersion=self._written.of(app_name, user_id, session_id),
         )
         response = self._send("GET", path, params=params, idempotent=True)
         return cast(Session, response.json())
@@ -525,6 +532,7 @@ class SessionaryClient:
     def delete_session(self, app_name: str, user_id: str, session_id: str) -> None:
         # Not resent after a lost answer: for the caller, the resend would answer 404.
         self._send("DELETE", sessions_path(app_name, user_id, session_id))
+        self._written.forget(app_name, user_id, session_id)  # a new one may take the id
 
     def update_session_state(
         self,
@@ -640,6 +648,7 @@ class SessionaryClient:
             afterTimestamp=after_timestamp,
             beforeTimestamp=before_timestamp,
             order=order,
+            minVersion=self._written.of(app_name, user_id, session_id),
         )
         response = self._send("GET", path, params=params, idempotent=True)
         return cast(EventPage, response.json())

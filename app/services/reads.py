@@ -1,0 +1,49 @@
+"""Where a session read goes: to the read replica (DATABASE_READ_URL) when there is one and it
+holds what the reader needs, else to the primary."""
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import asyncpg
+
+from app.db import DriverPool, is_unavailable
+from app.errors import SessionNotFound
+from app.observability import SESSION_READS
+
+logger = logging.getLogger("sessionary")
+Result = TypeVar("Result")
+# A read on one connection: the session's version as read, and what the caller wants.
+Read = Callable[[asyncpg.Connection], Awaitable[tuple[int, Result]]]
+
+
+class Reads:
+    """A replica lags its primary: a read asking `min_version` (the version of the reader's
+    last write: read-your-writes) is served by the replica only if the session is there at
+    that version or later, else by the primary. Without `min_version`, the replica answers
+    whatever it holds, a 404 for a session it has not received yet included. A replica that
+    cannot be reached hands its reads to the primary."""
+
+    def __init__(self, primary: DriverPool, replica: DriverPool | None) -> None:
+        self.primary = primary
+        self.replica = replica
+
+    async def run(self, read: "Read[Result]", min_version: int | None) -> Result:
+        if self.replica is not None:
+            try:
+                async with self.replica.connection() as connection:
+                    version, result = await read(connection)
+                if min_version is None or version >= min_version:
+                    SESSION_READS.labels("replica").inc()
+                    return result
+            except SessionNotFound:
+                if min_version is None:
+                    SESSION_READS.labels("replica").inc()
+                    raise
+            except Exception as error:
+                if not is_unavailable(error):
+                    raise
+                logger.warning("the read replica cannot serve (%s); reading the primary", error)
+            SESSION_READS.labels("primary").inc()
+        async with self.primary.connection() as connection:
+            return (await read(connection))[1]

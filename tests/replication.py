@@ -1,0 +1,104 @@
+"""Real PostgreSQL replication for the tests: a primary of their own and a streaming standby
+made from it with `pg_basebackup`, both from the embedded PostgreSQL's binaries."""
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import asyncpg
+
+from app.embedded import EmbeddedPostgres
+
+
+class Standby(EmbeddedPostgres):
+    """A server whose data folder starts as a base backup of `primary_port`'s, following it
+    (`-R`: `standby.signal` and `primary_conninfo` written)."""
+
+    def __init__(self, data_dir: Path, primary_port: int) -> None:
+        super().__init__(data_dir)
+        self.primary_port = primary_port
+
+    def _init(self) -> None:
+        if (self.pgdata / "PG_VERSION").exists():
+            return
+        self.pgdata.mkdir(parents=True, mode=0o700, exist_ok=True)
+        if self._user is not None:
+            os.chown(self.pgdata, self._user.pw_uid, self._user.pw_gid)
+        self._run(
+            "pg_basebackup",
+            *("-h", "127.0.0.1", "-p", str(self.primary_port), "-U", "postgres"),
+            *("-D", str(self.pgdata), "-R", "-X", "stream", "--checkpoint=fast"),
+        )
+
+    def promote(self) -> None:
+        """Make it the primary, as an HA manager would: it inherited the old primary's
+        `synchronous_standby_names` with the base backup, and alone it must not wait for a
+        standby it does not have (every commit would hang)."""
+        self._run("pg_ctl", "promote", "-D", str(self.pgdata), "-w", "-t", "60")
+        run(
+            self.dsn(),
+            "ALTER SYSTEM RESET synchronous_standby_names",
+            "SELECT pg_reload_conf()",
+        )
+
+
+def _folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="sessionary-replication-"))
+    folder.chmod(0o755)  # under root the servers run as `nobody`, which must reach their data
+    return folder
+
+
+@contextmanager
+def primary_and_standby(*, synchronous: bool = False) -> Iterator[tuple[EmbeddedPostgres, Standby]]:
+    """Two servers on free loopback ports; with `synchronous`, a commit on the primary waits
+    until the standby has it on disk (`synchronous_standby_names`)."""
+    folder = _folder()
+    primary = EmbeddedPostgres(folder / "primary")
+    standby: Standby | None = None
+    try:
+        primary.start()
+        assert primary.port is not None
+        if synchronous:
+            run(primary.dsn(), "ALTER SYSTEM SET synchronous_standby_names = '*'")
+            run(primary.dsn(), "SELECT pg_reload_conf()")
+        standby = Standby(folder / "standby", primary.port)
+        standby.start()
+        yield primary, standby
+    finally:
+        if standby is not None:
+            standby.stop("immediate")
+        primary.stop("immediate")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run(dsn: str, *statements: str) -> list[asyncpg.Record]:
+    """Run statements on one connection; the last one's rows."""
+
+    async def go() -> list[asyncpg.Record]:
+        connection = await asyncpg.connect(dsn)
+        try:
+            rows: list[asyncpg.Record] = []
+            for statement in statements:
+                rows = await connection.fetch(statement)
+            return rows
+        finally:
+            await connection.close()
+
+    return asyncio.run(go())
+
+
+def wait_caught_up(primary_dsn: str, standby_dsn: str, timeout: float = 30) -> None:
+    """Until the standby has replayed everything the primary had written when this began."""
+    (target,) = run(primary_dsn, "SELECT pg_current_wal_lsn()::text")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        (caught_up,) = run(standby_dsn, f"SELECT pg_last_wal_replay_lsn() >= '{target[0]}'::pg_lsn")
+        if caught_up[0]:
+            return
+        time.sleep(0.05)
+    raise TimeoutError("the standby did not catch up")
