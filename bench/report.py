@@ -45,6 +45,9 @@ ROWS = (
     Row("s12_export_rss", "S12 `sessionary export` of S11's events", "peak RSS MB"),
     Row("s12_import_eps", "S12 `sessionary import` of them", "events/s"),
     Row("s12_import_rss", "S12 `sessionary import` of them", "peak RSS MB"),
+    Row("s13_s3_ms", "S13 S3 through PgBouncer (transaction pooling)", "ms"),
+    Row("s13_s1_eps", "S13 S1 through PgBouncer (transaction pooling)", "events/s"),
+    Row("s13_s1_p99", "S13 S1 through PgBouncer (transaction pooling)", "p99 ms"),
 )
 
 

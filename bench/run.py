@@ -21,7 +21,16 @@ if __package__ in (None, ""):  # run as `python bench/run.py`: make `bench` impo
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.config import Settings
-from bench import databases, live, loadgen, portability, scenarios, server, wrk
+from bench import (
+    databases,
+    live,
+    loadgen,
+    pgbouncer,
+    portability,
+    scenarios,
+    server,
+    wrk,
+)
 from bench.adk_side import Adk, context_ms
 from bench.databases import Databases, Schema, seeded_key
 from bench.floor import Floor
@@ -341,6 +350,7 @@ async def bench(args: argparse.Namespace) -> str:
 
         await run_search(dbs, sessionary, sizes, results)
         await run_portability(dbs, sizes, results)
+        await run_pooled(dbs, args.workers, sizes, results, server_env)
 
         if not args.skip_growth:
             log(f"S6: loading {sizes.growth_events:,} events into each database")
@@ -442,6 +452,32 @@ async def run_portability(dbs: Databases, sizes: Sizes, results: Results) -> Non
         results.put(f"s12_{name}_eps", "Sessionary", moved / run.seconds)
         results.put(f"s12_{name}_rss", "Sessionary", run.peak_rss_mb)
     results.notes.append(f"S12: {exported.summary}; {imported.summary}.")
+
+
+async def run_pooled(
+    dbs: Databases, workers: int, sizes: Sizes, results: Results, server_env: dict[str, str]
+) -> None:
+    """S13: S3 and S1 of a server whose every statement goes through PgBouncer in
+    transaction mode, as deployed (one server connection per client), next to the direct
+    server's S3 and S1 of this run."""
+    if not pgbouncer.available():
+        results.notes.append("S13 not run: it needs PgBouncer (`apt install pgbouncer`).")
+        return
+    pooling = {"SESSIONARY_DB_TRANSACTION_POOLING": "true", "DATABASE_DIRECT_URL": dbs.sessionary}
+    with (
+        pgbouncer.pgbouncer(dbs.sessionary, pool_size=sizes.clients, strict=False) as url,
+        server.Server(url, workers, {**server_env, **pooling}) as serve,
+    ):
+        pooled = Sessionary(serve.host, serve.port)
+        log("S13: S3 and S1 through PgBouncer (transaction pooling)")
+        results.put("s13_s3_ms", "Sessionary", await scenarios.read(pooled, sizes, READ_KEY, None))
+        put_burst(results, "s13_s1", "Sessionary", await append(pooled, sizes, "s13"))
+    appends = results.get("s13_s1_eps") / results.get("s1_eps")
+    reads = results.get("s13_s3_ms") / results.get("s3_ms")
+    results.notes.append(
+        f"S13: through PgBouncer, S1 at {appends:.0%} of the direct server's events/s, S3 in "
+        f"{reads:.2f}x its time; PgBouncer itself is one process, on the same two cores."
+    )
 
 
 def header() -> str:
