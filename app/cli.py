@@ -1,4 +1,5 @@
-"""The `sessionary` command: serve, migrate, keys, sweep, export, import, openapi."""
+"""The `sessionary` command: serve, migrate, keys, sweep, export, import, import-adk,
+openapi."""
 
 import argparse
 import asyncio
@@ -220,6 +221,34 @@ async def _import(args: argparse.Namespace, connector: db.Connector) -> ImportRe
         chunks = iter(lambda: source.read(1 << 16), b"")
         async with _portability(connector) as service:
             report = await service.import_all(_async(portability_format.numbered(chunks)), tell)
+    _summarise(progress, report)
+    return report
+
+
+def import_adk(args: argparse.Namespace) -> None:
+    report = asyncio.run(_import_adk(args, _connector("import-adk")))
+    if report.refused:
+        sys.exit(1)
+
+
+async def _import_adk(args: argparse.Namespace, connector: db.Connector) -> ImportReport:
+    try:  # ADK is read by ADK itself, through the client's adapter: its one dependant here
+        from sessionary_client.adk import read_adk_database
+    except ImportError:
+        sys.exit("sessionary import-adk: needs google-adk: pip install 'sessionary-client[adk]'")
+    progress = Progress()
+
+    def tell(report: ImportReport) -> None:
+        done = report.created + report.unchanged + len(report.refused)
+        progress.show(f"{done:,} sessions, {report.events:,} events")
+
+    async with _portability(connector) as service:
+        report = await service.import_records(read_adk_database(args.source), tell)
+    _summarise(progress, report)
+    return report
+
+
+def _summarise(progress: "Progress", report: ImportReport) -> None:
     progress.done(
         f"imported {report.created:,} sessions ({report.events:,} events), "
         f"{report.unchanged:,} already there, {report.shared_states:,} app or user states; "
@@ -227,7 +256,6 @@ async def _import(args: argparse.Namespace, connector: db.Connector) -> ImportRe
     )
     for what, why in report.refused:
         print(f"  {what}: {why}", file=sys.stderr)
-    return report
 
 
 @contextlib.asynccontextmanager
@@ -362,6 +390,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     import_parser.add_argument("file", nargs="?", default="-", help="default: stdin")
     import_parser.set_defaults(run=import_)
+
+    adk_parser = commands.add_parser(
+        "import-adk",
+        help="store every session of a google-adk DatabaseSessionService database; those "
+        "stored already are skipped, so it may be run again to resume",
+    )
+    adk_parser.add_argument(
+        "--from", dest="source", required=True, metavar="DSN", help="the ADK database's URL"
+    )
+    adk_parser.set_defaults(run=import_adk)
 
     openapi_parser = commands.add_parser("openapi", help="write the OpenAPI spec")
     openapi_parser.add_argument("--output", type=Path, default=OPENAPI_PATH)

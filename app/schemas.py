@@ -404,7 +404,9 @@ class SessionExport(ControlBody):
     parent: Parent | None
     status: Status
     outcome: Outcome | None
-    usage: Usage
+    usage: Usage | None = Field(
+        default=None, description="Left out: summed from the events' `usageMetadata`."
+    )
     display_name: DisplayName | None
     labels: Labels
     expire_time: EpochSeconds | None

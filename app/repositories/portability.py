@@ -16,6 +16,7 @@ from sqlalchemy import (
     literal_column,
     select,
     text,
+    update,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -23,12 +24,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app import strict_json
 from app.db import DriverStatement
 from app.domain import NewEvent, SessionHeader, SessionKey
+from app.domain import Usage as UsageCounts
 from app.errors import InvalidInput
 from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState, live
 from app.repositories import sessions as session_rows
 from app.repositories.events import EVENT_ID_CONSTRAINT, RECORD, event_records, insert_events
 from app.repositories.shared_state import checked_state
-from app.schemas import SessionExport
+from app.schemas import SessionExport, Usage
 
 _KEY = {name: bindparam(name, type_=String) for name in ("app_name", "user_id", "session_id")}
 
@@ -108,7 +110,7 @@ async def insert_exact(
 ) -> bool:
     """The session's row with every column as `record` has it (its session-scoped `state`);
     False if the id is taken by a live session. An expired one under the id is deleted."""
-    parent = record.parent
+    parent, usage = record.parent, record.usage
     update_time = func.to_timestamp(record.last_update_time)
     statement = (
         insert(StorageSession)
@@ -129,9 +131,7 @@ async def insert_exact(
             outcome=record.outcome,
             base_seq=record.base_seq,
             base_state=checked_state(literal(record.base_state, JSONB), "session", max_state_bytes),
-            prompt_tokens=record.usage.prompt_token_count,
-            candidates_tokens=record.usage.candidates_token_count,
-            total_tokens=record.usage.total_token_count,
+            **({} if usage is None else _usage_columns(usage)),
             display_name=record.display_name,
             labels=literal(record.labels, JSONB),
             expire_time=session_rows.epoch_time(record.expire_time),
@@ -144,6 +144,27 @@ async def insert_exact(
     if await session_rows.delete_expired(db, key):
         return await insert_exact(db, key, record, state, max_state_bytes)
     return False
+
+
+def _usage_columns(usage: Usage | UsageCounts) -> dict[str, int]:
+    if isinstance(usage, UsageCounts):
+        return {
+            "prompt_tokens": usage.prompt or 0,
+            "candidates_tokens": usage.candidates or 0,
+            "total_tokens": usage.total or 0,
+        }
+    return {
+        "prompt_tokens": usage.prompt_token_count,
+        "candidates_tokens": usage.candidates_token_count,
+        "total_tokens": usage.total_token_count,
+    }
+
+
+async def set_usage(db: AsyncConnection, key: SessionKey, usage: UsageCounts) -> None:
+    """The session's token counts, summed from the events an import stored."""
+    await db.execute(
+        update(StorageSession).where(session_rows.row_filter(key)).values(**_usage_columns(usage))
+    )
 
 
 # The events at the seqs they had, with the columns an append derives from them.

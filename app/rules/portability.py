@@ -96,8 +96,11 @@ def same_session(header: SessionExport, state: dict[str, Any], stored: SessionHe
             session.parent
             and (session.parent.session_id, session.parent.seq, session.parent.function_call_id)
         )
-        and (usage.prompt_token_count, usage.candidates_token_count, usage.total_token_count)
-        == (session.usage.prompt, session.usage.candidates, session.usage.total)
+        and (
+            usage is None  # derived from the events, which are compared one by one
+            or (usage.prompt_token_count, usage.candidates_token_count, usage.total_token_count)
+            == (session.usage.prompt, session.usage.candidates, session.usage.total)
+        )
         and header.display_name == session.display_name
         and _same_time(header.create_time, session.create_time)
         and _same_time(header.last_update_time, session.update_time)

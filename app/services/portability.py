@@ -13,12 +13,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.config import Settings
 from app.db import DriverPool, driver
 from app.domain import (
+    NO_USAGE,
     Change,
     ExportItem,
     NewEvent,
     SessionKey,
     SessionRead,
     SharedState,
+    Usage,
 )
 from app.errors import InvalidInput, SessionAlreadyExists, SessionaryError, SessionNotFound
 from app.observability import EVENTS_APPENDED
@@ -113,7 +115,9 @@ class PortabilityService:
         async with self.engine.begin() as db, driver(db) as connection:
             created = await rows.insert_exact(db, key, header, delta.session, limit)
             if created:
-                count = await self._store(connection, key, header, events)
+                count, used = await self._store(connection, key, header, events)
+                if header.usage is None:
+                    await rows.set_usage(db, key, used)
                 if delta.app:
                     await state_rows.merge_app(db, key.app_name, delta.app, limit)
                 if delta.user:
@@ -170,21 +174,59 @@ class PortabilityService:
                         return  # the file ended early: the count check says so
                     yield batch
 
-            try:
-                imported = await self.import_session(record, batches(), app_state_writable=True)
-            except SessionaryError as error:
-                where = f"{record.app_name}/{record.user_id}/{record.id}"
-                report.refused.append((f"session {where}", error.detail))
-            else:
-                if imported.created:
-                    report.created += 1
-                    report.events += record.event_count
-                else:
-                    report.unchanged += 1
+            await self._import_one(report, record, batches())
             while left > 0 and await anext(numbered, None) is not None:
                 left -= 1  # what a refused session left unread
             progress(report)
         return report
+
+    async def import_records(
+        self,
+        sessions: AsyncIterator[tuple[dict[str, Any], list[dict[str, Any]]]],
+        progress: Callable[[ImportReport], None],
+    ) -> ImportReport:
+        """As `import_all`, from records already decoded: each session's header and events
+        (`sessionary import-adk`). A record's "line" in an error is its place in the session's
+        export: 1 for the header, 2 for its first event."""
+        report = ImportReport()
+        async for header, events in sessions:
+            try:
+                record = format.record(header, 1)
+            except InvalidInput as error:
+                report.refused.append((f"session {header.get('id')!r}", error.detail))
+                continue
+            assert isinstance(record, SessionExport)
+
+            async def batches(
+                events: list[dict[str, Any]] = events,
+            ) -> AsyncIterator[list[tuple[int, Any]]]:
+                for start in range(0, len(events), BATCH):
+                    chunk = events[start : start + BATCH]
+                    yield [(start + offset + 2, event) for offset, event in enumerate(chunk)]
+
+            await self._import_one(report, record, batches())
+            progress(report)
+        return report
+
+    async def _import_one(
+        self,
+        report: ImportReport,
+        record: SessionExport,
+        batches: AsyncIterator[list[tuple[int, Any]]],
+    ) -> None:
+        """Import one session of a bulk import, counting it in `report` as created, found
+        there already, or refused (and why)."""
+        try:
+            imported = await self.import_session(record, batches, app_state_writable=True)
+        except SessionaryError as error:
+            where = f"{record.app_name}/{record.user_id}/{record.id}"
+            report.refused.append((f"session {where}", error.detail))
+        else:
+            if imported.created:
+                report.created += 1
+                report.events += record.event_count
+            else:
+                report.unchanged += 1
 
     async def import_shared(self, record: AppStateExport | UserStateExport) -> None:
         """Merge a bulk export's app or user state into what is stored (its keys win)."""
@@ -203,8 +245,9 @@ class PortabilityService:
         key: SessionKey,
         header: SessionExport,
         events: AsyncIterator[list[tuple[int, dict[str, Any]]]],
-    ) -> int:
-        count, previous = 0, header.base_seq
+    ) -> tuple[int, Usage]:
+        """The events stored, and the sum of their token counts."""
+        count, previous, used = 0, header.base_seq, NO_USAGE
         async for batch in events:
             prepared = [self._prepared(event, number) for number, event in batch]
             previous = format.check_seqs(
@@ -212,7 +255,8 @@ class PortabilityService:
             )
             await rows.store_events(connection, key, prepared, self.settings.search_config)
             count += len(batch)
-        return count
+            used = sum((new.usage for _, new in prepared), used)
+        return count, used
 
     def _prepared(self, event: dict[str, Any], number: int) -> tuple[int, NewEvent]:
         """An event line as an append would store it, at its seq."""

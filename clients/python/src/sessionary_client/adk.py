@@ -11,6 +11,8 @@ on the server since it was loaded (the append carries the loaded version as If-M
 """
 
 import weakref
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -179,3 +181,72 @@ class SessionaryService(BaseSessionService):
         self._versions.set(session, stored["seq"])
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
+
+
+async def read_adk_database(
+    db_url: str,
+) -> AsyncIterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Every session of a google-adk `DatabaseSessionService` database, read by ADK itself
+    (whichever of its schemas the database has: ADK reads both), as Sessionary's export of it:
+    a header and its events, as `POST …/sessions:import` and `sessionary import-adk` take them.
+
+    What ADK keeps is carried exactly: ids, events (as ADK dumps them over the wire) and the
+    state a read merges (`app:` and `user:` keys included). What it does not keep is made up
+    the plain way: seqs 1, 2, 3, … in ADK's event order, version the number of events, and
+    the state before the first event (`baseState`) the session's own keys that no event set.
+    """
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+    from sqlalchemy import text
+
+    scheme, _, rest = db_url.partition("://")
+    if scheme in ("postgres", "postgresql"):  # ADK's service needs an async driver
+        db_url = f"postgresql+asyncpg://{rest}"
+    service = DatabaseSessionService(db_url=db_url)
+    try:
+        async with service.db_engine.connect() as connection:
+            keys = await connection.stream(
+                text("SELECT app_name, user_id, id, create_time FROM sessions ORDER BY 1, 2, 3")
+            )
+            async for app_name, user_id, session_id, created in keys:
+                session = await service.get_session(
+                    app_name=app_name, user_id=user_id, session_id=session_id
+                )
+                if session is not None:  # deleted meanwhile
+                    yield _export_of(session, created)
+    finally:
+        await service.close()
+
+
+def _export_of(session: Session, created: datetime) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    events = [
+        {**event.model_dump(mode="json", by_alias=True, exclude_none=True), "seq": seq}
+        for seq, event in enumerate(session.events, 1)
+    ]
+    touched = {key for event in session.events for key in event.actions.state_delta}
+    shared = ("app:", "user:", "temp:")
+    header = {
+        "format": "sessionary.session.v1",
+        "id": session.id,
+        "appName": session.app_name,
+        "userId": session.user_id,
+        "state": session.state,
+        "lastUpdateTime": session.last_update_time,
+        # ADK keeps it naive, in UTC.
+        "createTime": (created if created.tzinfo else created.replace(tzinfo=UTC)).timestamp(),
+        "version": len(events),
+        "kind": "root",
+        "parent": None,
+        "status": "open",
+        "outcome": None,
+        "displayName": None,
+        "labels": {},
+        "expireTime": None,
+        "baseSeq": 0,
+        "baseState": {
+            key: value
+            for key, value in session.state.items()
+            if not key.startswith(shared) and key not in touched
+        },
+        "eventCount": len(events),
+    }
+    return header, events
