@@ -33,12 +33,14 @@ Schema = Literal["sessionary", "adk"]
 
 @dataclass(frozen=True)
 class Databases:
-    """DSNs (postgresql://) of the three bench databases on the server of DATABASE_URL."""
+    """DSNs (postgresql://) of the bench databases on the server of DATABASE_URL: one per
+    system, and an empty one that S14 imports the ADK database into."""
 
     admin: str
     sessionary: str
     adk: str
     floor: str
+    adopted: str
 
     @classmethod
     def on(cls, database_url: str, prefix: str) -> "Databases":
@@ -54,10 +56,11 @@ class Databases:
             sessionary=named(prefix),
             adk=named(f"{prefix}_adk"),
             floor=named(f"{prefix}_floor"),
+            adopted=named(f"{prefix}_adopted"),
         )
 
     def all(self) -> Iterator[str]:
-        yield from (self.sessionary, self.adk, self.floor)
+        yield from (self.sessionary, self.adk, self.floor, self.adopted)
 
 
 def database_name(dsn: str) -> str:

@@ -48,6 +48,12 @@ ROWS = (
     Row("s13_s3_ms", "S13 S3 through PgBouncer (transaction pooling)", "ms"),
     Row("s13_s1_eps", "S13 S1 through PgBouncer (transaction pooling)", "events/s"),
     Row("s13_s1_p99", "S13 S1 through PgBouncer (transaction pooling)", "p99 ms"),
+    Row(
+        "s14_eps",
+        "S14 `sessionary import-adk` of ADK's database (ADK: its own reads of it)",
+        "events/s",
+    ),
+    Row("s14_rss", "S14 `sessionary import-adk`", "peak RSS MB"),
 )
 
 

@@ -282,6 +282,7 @@ async def bench(args: argparse.Namespace) -> str:
     await databases.recreate(dbs)
     databases.migrate(dbs.sessionary)
     databases.migrate(dbs.floor)
+    databases.migrate(dbs.adopted)
     adk = None if args.skip_adk else Adk(dbs.adk, pool=sizes.clients)
     if adk is not None:
         await adk.prepare()
@@ -351,6 +352,8 @@ async def bench(args: argparse.Namespace) -> str:
         await run_search(dbs, sessionary, sizes, results)
         await run_portability(dbs, sizes, results)
         await run_pooled(dbs, args.workers, sizes, results, server_env)
+        if adk is not None:
+            await run_adoption(dbs, results)
 
         if not args.skip_growth:
             log(f"S6: loading {sizes.growth_events:,} events into each database")
@@ -478,6 +481,22 @@ async def run_pooled(
         f"S13: through PgBouncer, S1 at {appends:.0%} of the direct server's events/s, S3 in "
         f"{reads:.2f}x its time; PgBouncer itself is one process, on the same two cores."
     )
+
+
+async def run_adoption(dbs: Databases, results: Results) -> None:
+    """S14: `sessionary import-adk` of the ADK database as the small scenarios left it, next
+    to ADK reading the same sessions itself (what the import reads them with)."""
+    log("S14: ADK's own reads of its database, then sessionary import-adk of it")
+    started = time.monotonic()
+    read = await portability.adk_reads(dbs.adk)
+    results.put("s14_eps", "ADK", read / (time.monotonic() - started))
+    run = await asyncio.to_thread(portability.command, dbs.adopted, "import-adk", "--from", dbs.adk)
+    imported = portability.events_in(run.summary)
+    if imported != read:
+        raise RuntimeError(f"import-adk stored other than ADK read: {run.summary}")
+    results.put("s14_eps", "Sessionary", imported / run.seconds)
+    results.put("s14_rss", "Sessionary", run.peak_rss_mb)
+    results.notes.append(f"S14: {read:,} events read by ADK; import-adk {run.summary}.")
 
 
 def header() -> str:
