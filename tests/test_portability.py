@@ -238,6 +238,19 @@ async def test_a_bad_file_is_refused_whole_with_the_line_it_failed_at(client):
     }
 
 
+async def test_what_a_create_refuses_an_import_refuses_too(client):
+    await conversation(client)
+    header, *events = lines(await export(client, "talk"))
+    too_big = {**header, "id": "big", "state": {"blob": "x" * (5 * 1024 * 1024)}}
+    assert_problem(await import_(client, ndjson([too_big, *events])), 413, "payload_too_large")
+    child = {"sessionId": "talk", "seq": 2, "functionCallId": "c9"}
+    first = {**header, "id": "child-1", "kind": "child", "parent": child}
+    assert (await import_(client, ndjson([first, *events]))).status_code == 201
+    second = {**first, "id": "child-2"}  # a second child for the same call
+    assert_problem(await import_(client, ndjson([second, *events])), 409, "conflict")
+    assert (await client.get(session_url("big"))).status_code == 404
+
+
 def lines_text(header: dict[str, Any], events: list[dict[str, Any]]) -> bytes:
     return ndjson([header, *events])
 

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app import strict_json
 from app.db import DriverStatement
-from app.domain import NewEvent, SessionHeader, SessionKey
+from app.domain import NewEvent, ParentLink, SessionHeader, SessionKey
 from app.domain import Usage as UsageCounts
 from app.errors import InvalidInput
 from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState, live
@@ -139,8 +139,14 @@ async def insert_exact(
         .on_conflict_do_nothing(index_elements=["app_name", "user_id", "id"])
         .returning(StorageSession.version)
     )
-    if await db.scalar(statement) is not None:
-        return True
+    link = (
+        None
+        if parent is None
+        else ParentLink(parent.session_id, parent.seq, parent.function_call_id)
+    )
+    async with session_rows.refusals(link, max_state_bytes):
+        if await db.scalar(statement) is not None:
+            return True
     if await session_rows.delete_expired(db, key):
         return await insert_exact(db, key, record, state, max_state_bytes)
     return False

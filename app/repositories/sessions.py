@@ -1,6 +1,7 @@
 """SQL for session rows, read together with the app and user state they share."""
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -201,8 +202,19 @@ async def insert_new(
         .on_conflict_do_nothing(index_elements=["app_name", "user_id", "id"])
         .returning(StorageSession.version)
     )
-    try:
+    async with refusals(parent, max_state_bytes):
         created_row = await db.scalar(statement)
+    if created_row is None and await delete_expired(db, key):
+        return await insert_new(db, key, state, created, max_state_bytes, origin, descriptor)
+    return created_row is not None
+
+
+@asynccontextmanager
+async def refusals(parent: ParentLink | None, max_state_bytes: int) -> AsyncIterator[None]:
+    """A new session's row refused for what it holds: a state over the limit (413), a second
+    child for one function call (409)."""
+    try:
+        yield
     except IntegrityError as error:
         if parent is None or sqlstate(error) != UNIQUE_VIOLATION:
             raise
@@ -214,9 +226,6 @@ async def insert_new(
         if is_state_too_large(error):
             raise state_too_large(error, max_state_bytes) from error
         raise
-    if created_row is None and await delete_expired(db, key):
-        return await insert_new(db, key, state, created, max_state_bytes, origin, descriptor)
-    return created_row is not None
 
 
 async def delete_expired(db: AsyncConnection, key: SessionKey) -> bool:
