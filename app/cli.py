@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from fastapi import FastAPI
+from sqlalchemy.exc import SQLAlchemyError
 
 from app import db, workers
 from app.api import render
@@ -243,7 +244,10 @@ async def _import_adk(args: argparse.Namespace, connector: db.Connector) -> Impo
         progress.show(f"{done:,} sessions, {report.events:,} events")
 
     async with _portability(connector) as service:
-        report = await service.import_records(read_adk_database(args.source), tell)
+        try:
+            report = await service.import_records(read_adk_database(args.source), tell)
+        except (ValueError, OSError, SQLAlchemyError) as error:
+            sys.exit(f"sessionary import-adk: cannot read {db.redacted(args.source)}: {error}")
     _summarise(progress, report)
     return report
 

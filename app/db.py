@@ -101,8 +101,8 @@ class Connector:
             if cache != ["0"]:
                 raise ValueError("statement_cache_size may only be 0 (for a transaction pooler)")
             options["transaction_pooling"] = True
-        kept = urlencode([pair for pair in pairs if pair[0] != "statement_cache_size"])
-        return cls(f"postgresql://{base}" + (f"?{kept}" if kept else ""), **options)
+            query = urlencode([pair for pair in pairs if pair[0] != "statement_cache_size"])
+        return cls(f"postgresql://{base}" + (f"?{query}" if query else ""), **options)
 
     async def connect(self, **server_settings: str) -> asyncpg.Connection:
         return await asyncpg.connect(
@@ -114,8 +114,12 @@ class Connector:
         )
 
     def where(self) -> str:
-        """The DSN without its password, for messages."""
-        return re.sub(r":[^:@/]*@", ":***@", self.dsn, count=1)
+        return redacted(self.dsn)
+
+
+def redacted(dsn: str) -> str:
+    """A DSN without its password, for messages."""
+    return re.sub(r":[^:@/]*@", ":***@", dsn, count=1)
 
 
 def connector(url: str, settings: Settings) -> Connector:

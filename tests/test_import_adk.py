@@ -144,3 +144,15 @@ def test_every_session_reads_back_as_adk_reads_it(new_database: Callable[[], str
         assert (first["topic"], first["step"]) == ("weather", 1)  # earlier states rebuilt
     finally:
         stop_server(process)
+
+
+def test_a_database_that_is_not_adks_is_refused_and_left_alone(database_url: str, new_database):
+    target = new_database()
+    assert sessionary(target, "migrate").returncode == 0
+    refused = sessionary(target, "import-adk", "--from", database_url)  # Sessionary's own
+    assert refused.returncode == 1
+    assert "not a google-adk DatabaseSessionService database" in refused.stderr
+    made = (
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'adk_internal_metadata'"
+    )
+    assert run(database_url, made)[0][0] == 0  # ADK made no table of its own there

@@ -97,18 +97,15 @@ class WrittenVersions:
         return self._versions.get((app_name, user_id, session_id))
 
     def saw(self, method: str, path: str, response: httpx.Response) -> None:
-        """Note the version a successful write answered with. The session is the one the
-        answer is (a create, a fork, a child), else the one of the path."""
+        """Note the version a successful write answered with. The session is the one of the
+        path, or the new one the answer is (a create, an import, a fork, a child)."""
         etag = response.headers.get("etag", "").strip('"')
         if method in ("GET", "HEAD") or not etag.isdecimal():
             return
-        body = response.json() if response.content else None
-        if isinstance(body, dict) and {"appName", "userId", "id"} <= body.keys():
-            key: SessionKey | None = (body["appName"], body["userId"], body["id"])
-        else:
-            key = session_of(path)
-        if key is None:
-            return
+        key = session_of(path)
+        if key is None or path.endswith((":fork", "/children")):  # a new session: the body's
+            body = response.json()
+            key = (body["appName"], body["userId"], body["id"])
         self._versions[key] = max(int(etag), self._versions.get(key, 0))
         self._versions.move_to_end(key)
         while len(self._versions) > self.size:

@@ -204,6 +204,13 @@ async def read_adk_database(
     service = DatabaseSessionService(db_url=db_url)
     try:
         async with service.db_engine.connect() as connection:
+            # ADK makes its tables where they are missing: never in a database not its own.
+            found = await connection.scalar(text(_ADK_TABLES))
+            if not found:
+                raise ValueError(
+                    "not a google-adk DatabaseSessionService database (no adk_internal_metadata "
+                    "table, no events.actions column)"
+                )
             keys = await connection.stream(
                 text("SELECT app_name, user_id, id, create_time FROM sessions ORDER BY 1, 2, 3")
             )
@@ -215,6 +222,16 @@ async def read_adk_database(
                     yield _export_of(session, created)
     finally:
         await service.close()
+
+
+# Either schema of ADK's: the current one records its version, ADK 1.x's pickles `actions`.
+_ADK_TABLES = """
+SELECT EXISTS (SELECT FROM information_schema.tables
+               WHERE table_schema = current_schema() AND table_name = 'adk_internal_metadata')
+    OR EXISTS (SELECT FROM information_schema.columns
+               WHERE table_schema = current_schema() AND table_name = 'events'
+                 AND column_name = 'actions')
+"""
 
 
 def _export_of(session: Session, created: datetime) -> tuple[dict[str, Any], list[dict[str, Any]]]:
