@@ -120,12 +120,16 @@ class EmbeddedPostgres:
                 )
             return returncode
 
-    def _init(self) -> None:
-        if (self.pgdata / "PG_VERSION").exists():
-            return
+    def _new_pgdata(self) -> None:
+        """The data folder, empty, owned by the user the server runs as."""
         self.pgdata.mkdir(parents=True, mode=0o700, exist_ok=True)
         if self._user is not None:
             os.chown(self.pgdata, self._user.pw_uid, self._user.pw_gid)
+
+    def _init(self) -> None:
+        if (self.pgdata / "PG_VERSION").exists():
+            return
+        self._new_pgdata()
         try:
             self._run(
                 "initdb",

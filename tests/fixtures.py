@@ -163,6 +163,20 @@ def start_server(
             time.sleep(0.2)
 
 
+def sessionary(
+    database_url: str, *args: str, stdin: bytes = b"", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """The real `sessionary …` command on `database_url`, run to its end: its exit status
+    and output (bytes: an export is compared byte for byte)."""
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("sessionary")), *args],
+        env={**os.environ, **(env or {}), "DATABASE_URL": database_url},
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+    )
+
+
 def keys_command(database_url: str, *args: str) -> str:
     """Run the real `sessionary keys …` command; returns what it printed (a new key, a list)."""
     result = subprocess.run(

@@ -2,7 +2,6 @@
 made from it with `pg_basebackup`, both from the embedded PostgreSQL's binaries."""
 
 import asyncio
-import os
 import shutil
 import tempfile
 import time
@@ -26,9 +25,7 @@ class Standby(EmbeddedPostgres):
     def _init(self) -> None:
         if (self.pgdata / "PG_VERSION").exists():
             return
-        self.pgdata.mkdir(parents=True, mode=0o700, exist_ok=True)
-        if self._user is not None:
-            os.chown(self.pgdata, self._user.pw_uid, self._user.pw_gid)
+        self._new_pgdata()
         self._run(
             "pg_basebackup",
             *("-h", "127.0.0.1", "-p", str(self.primary_port), "-U", "postgres"),

@@ -3,11 +3,7 @@
 through `SessionaryService`: every session equal to what ADK itself reads."""
 
 import asyncio
-import os
-import subprocess
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx
 import pytest
@@ -18,7 +14,7 @@ from google.adk.sessions.schemas.v0 import Base as LegacyBase
 from google.genai import types
 from sessionary_client.adk import SessionaryService
 
-from tests.fixtures import start_server, stop_server
+from tests.fixtures import sessionary, start_server, stop_server
 from tests.replication import run
 
 APPS, USERS = ("weather", "travel"), ("ada", "bob")
@@ -87,16 +83,6 @@ async def fill(database_url: str, schema: str) -> list[tuple[str, str, str]]:
     return keys
 
 
-def sessionary(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("sessionary")), *args],
-        env={**os.environ, "DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 @pytest.mark.parametrize("schema", ["v1", "v0"])
 def test_every_session_reads_back_as_adk_reads_it(new_database: Callable[[], str], schema: str):
     """ADK's current schema, and the pickled one of ADK 1.x (ADK reads both)."""
@@ -108,9 +94,9 @@ def test_every_session_reads_back_as_adk_reads_it(new_database: Callable[[], str
 
     imported = sessionary(target, "import-adk", "--from", source)
     assert imported.returncode == 0, imported.stderr
-    assert "imported 8 sessions (32 events), 0 already there" in imported.stderr
+    assert "imported 8 sessions (32 events), 0 already there" in imported.stderr.decode()
     again = sessionary(target, "import-adk", "--from", source)
-    assert "imported 0 sessions (0 events), 8 already there" in again.stderr  # resumable
+    assert "imported 0 sessions (0 events), 8 already there" in again.stderr.decode()  # resumable
 
     process, base_url = start_server(target)
     try:
@@ -151,7 +137,7 @@ def test_a_database_that_is_not_adks_is_refused_and_left_alone(database_url: str
     assert sessionary(target, "migrate").returncode == 0
     refused = sessionary(target, "import-adk", "--from", database_url)  # Sessionary's own
     assert refused.returncode == 1
-    assert "not a google-adk DatabaseSessionService database" in refused.stderr
+    assert "not a google-adk DatabaseSessionService database" in refused.stderr.decode()
     made = (
         "SELECT count(*) FROM information_schema.tables WHERE table_name = 'adk_internal_metadata'"
     )

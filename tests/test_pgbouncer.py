@@ -2,33 +2,19 @@
 server's appends and reads with their concurrency guarantees, and live streams."""
 
 import asyncio
-import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from app import db
-from tests.fixtures import start_server, stop_server
+from tests.fixtures import sessionary, start_server, stop_server
 from tests.helpers import APP, USER, delta_event, session_url
 from tests.pgbouncer import pgbouncer
 from tests.sse import Reader
 
 SESSIONS = f"/apps/{APP}/users/{USER}/sessions"
 POOLING = {"SESSIONARY_DB_TRANSACTION_POOLING": "true"}
-
-
-def sessionary(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("sessionary")), *args],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +33,7 @@ def pooled_url(direct_url: str) -> Iterator[str]:
 def server(direct_url: str, pooled_url: str) -> Iterator[str]:
     """Two workers whose every request goes through PgBouncer (four server connections for
     their forty), migrated through it too; streams listen on the direct URL."""
-    migrated = sessionary("migrate", env={"DATABASE_URL": pooled_url, **POOLING})
+    migrated = sessionary(pooled_url, "migrate", env=POOLING)
     assert migrated.returncode == 0, migrated.stderr
     process, base_url = start_server(
         pooled_url, "--workers", "2", env={**POOLING, "DATABASE_DIRECT_URL": direct_url}
@@ -124,13 +110,13 @@ async def test_a_stream_hears_appends_made_through_the_pooler(http, server):
 
 
 def test_keys_are_made_and_checked_through_the_pooler(pooled_url, direct_url):
-    made = sessionary("keys", "create", "--app", APP, env={"DATABASE_URL": pooled_url, **POOLING})
+    made = sessionary(pooled_url, "keys", "create", "--app", APP, env=POOLING)
     assert made.returncode == 0, made.stderr
     process, base_url = start_server(
         pooled_url, env={**POOLING, "DATABASE_DIRECT_URL": direct_url, "SESSIONARY_AUTH": "true"}
     )
     try:
-        headers = {"Authorization": f"Bearer {made.stdout.strip()}"}
+        headers = {"Authorization": f"Bearer {made.stdout.decode().strip()}"}
         assert httpx.get(f"{base_url}{SESSIONS}", headers=headers).status_code == 200
         assert httpx.get(f"{base_url}{SESSIONS}").status_code == 401
     finally:
@@ -160,6 +146,6 @@ def test_statement_cache_size_0_in_the_url_is_the_same_switch(pooled_url):
 
 
 def test_serve_says_what_streams_need_behind_a_transaction_pooler(pooled_url):
-    refused = sessionary("serve", env={"DATABASE_URL": pooled_url, **POOLING})
+    refused = sessionary(pooled_url, "serve", env=POOLING)
     assert refused.returncode != 0
-    assert "need DATABASE_DIRECT_URL" in refused.stderr
+    assert b"need DATABASE_DIRECT_URL" in refused.stderr

@@ -3,14 +3,11 @@ exactly, once; bad files refused whole."""
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
 
+from tests.fixtures import sessionary
 from tests.helpers import (
     APP,
     SESSIONS,
@@ -266,18 +263,6 @@ async def test_an_import_must_say_it_is_ndjson(client):
 
 async def test_exporting_an_absent_session_is_a_404(client):
     assert_problem(await client.get(f"{session_url('nope')}:export"), 404, "session_not_found")
-
-
-def sessionary(
-    database_url: str, *args: str, stdin: bytes = b""
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("sessionary")), *args],
-        env={**os.environ, "DATABASE_URL": database_url},
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-    )
 
 
 async def test_the_commands_move_every_session_and_shared_state_to_another_database(
