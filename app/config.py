@@ -1,10 +1,12 @@
 """Settings: every knob of the service, read once from the environment."""
 
+import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import AliasChoices, Field, PostgresDsn
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, PostgresDsn, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.rules.limits import MAX_LIFETIME, MIN_LIFETIME
 
@@ -174,6 +176,24 @@ class Settings(BaseSettings):
         "is stored. The default counts the UTF-8 bytes of text, function calls and responses, "
         "over 4.",
     )
+
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default=[],
+        description="Browser origins allowed to call the API (CORS), comma-separated, e.g. "
+        "`https://app.example.com,http://localhost:5173`; `*` for any. Empty: CORS is off and "
+        "browsers refuse cross-origin calls.",
+    )
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [origin.strip() for origin in value.split(",") if origin.strip()]
+        for origin in value if isinstance(value, list) else ():
+            # A browser sends `Origin: https://host[:port]`, never a path or a trailing slash.
+            if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", str(origin)):
+                raise ValueError(f"{origin!r} is not an origin like https://app.example.com")
+        return value
 
     @property
     def auth_enabled(self) -> bool:

@@ -9,6 +9,7 @@ from importlib.metadata import version
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
 from app import db
@@ -44,6 +45,16 @@ keys are shared across an app's and a user's sessions, `temp:` keys are never st
 
 Errors are `application/problem+json` with a stable `code`.
 """
+
+# What a browser page may send, and read of an answer, across origins (CORS).
+CORS_REQUEST_HEADERS = [
+    "Authorization",
+    "Content-Type",
+    "If-Match",
+    "Last-Event-ID",
+    "X-Request-ID",
+]
+CORS_EXPOSED_HEADERS = ["ETag", "X-Request-ID", "Retry-After", "WWW-Authenticate"]
 
 # The order the docs show them in; the routes are matched in another (see create_app).
 TAGS = [
@@ -142,6 +153,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(PathGuardMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
+    if settings.cors_origins:
+        # Outside the guards, so that a preflight (OPTIONS) is answered here, and inside the
+        # observer, so that it is logged and counted like any request.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "HEAD", "POST", "PATCH", "DELETE"],
+            allow_headers=CORS_REQUEST_HEADERS,
+            expose_headers=CORS_EXPOSED_HEADERS,
+            max_age=600,
+        )
     app.add_middleware(RequestObserver)  # added last, so outermost: it sees every answer
     install_error_handlers(app)
     # Events first: a request is matched against the routes in order, each test costing some

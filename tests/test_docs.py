@@ -40,6 +40,8 @@ def test_every_setting_is_in_the_readme_with_its_default() -> None:
         shown = documented[variable]
         if default is None:
             assert shown == "unset", (variable, shown)
+        elif default == []:
+            assert shown == "empty", (variable, shown)
         else:
             # As one sets it in the environment: `false`, `2`, not `False`, `2.0`.
             value = str(default).lower() if isinstance(default, bool) else str(default)
