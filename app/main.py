@@ -14,6 +14,7 @@ from fastapi.openapi.utils import get_openapi
 
 from app import db
 from app.api import (
+    adk_server,
     context,
     events,
     health,
@@ -181,6 +182,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         live,
         shared_state,
         health,
+        adk_server,
     ):
         app.include_router(module.router)
 

@@ -6,6 +6,7 @@ stored JSONB, is spliced between the parts Python renders itself. A body is buil
 one copy: a second copy of a large body costs more than the join itself, in fresh pages.
 """
 
+import json
 from typing import Any
 
 from app import strict_json
@@ -55,13 +56,15 @@ def _identity(session: StoredSession) -> dict[str, Any]:
     }
 
 
+def _last_update(session: StoredSession) -> float:
+    if session.last_event_time is None:
+        return session.update_time.timestamp()
+    return session.last_event_time
+
+
 def _after_events(session: StoredSession) -> dict[str, Any]:
     return {
-        "lastUpdateTime": (
-            session.update_time.timestamp()
-            if session.last_event_time is None
-            else session.last_event_time
-        ),
+        "lastUpdateTime": _last_update(session),
         "createTime": session.create_time.timestamp(),
         "version": session.version,
         "kind": session.kind,
@@ -164,6 +167,28 @@ def session_page(page: Page[StoredSession]) -> bytes:
 def session_list(sessions: list[StoredSession]) -> bytes:
     """A `SessionList`."""
     return dumps({"sessions": [_listed(item) for item in sessions]})
+
+
+def adk_session(read: SessionRead) -> bytes:
+    """A session as ADK's own API server answers: ADK's fields only (its `Session` model
+    refuses any other), and events without their `seq` (ADK's `Event` has none)."""
+    events = [dumps(_without_seq(json.loads(item))) for item in read.events]
+    return with_array(
+        _identity(read.session), "events", events, {"lastUpdateTime": _last_update(read.session)}
+    )
+
+
+def _without_seq(document: dict[str, Any]) -> dict[str, Any]:
+    document.pop("seq", None)
+    return document
+
+
+def adk_session_list(sessions: list[StoredSession]) -> bytes:
+    """Sessions as ADK's own API server lists them: a bare array, without events."""
+    listed = [
+        {**_identity(item), "events": [], "lastUpdateTime": _last_update(item)} for item in sessions
+    ]
+    return strict_json.dumps(listed)
 
 
 def event(document: dict[str, Any]) -> bytes:
