@@ -28,6 +28,7 @@ HEADER = f'''\
 # where `ruff format` (`async for` in a plain `def` does not parse) or mypy reports it.
 REWRITES = [
     (r"\bAsyncSessionaryClient\b", "SessionaryClient"),
+    (r"\bAsyncSessionHandle\b", "SessionHandle"),
     (r"\bhttpx\.AsyncClient\b", "httpx.Client"),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\bimport asyncio\b", "import time"),
@@ -52,14 +53,18 @@ def generate() -> str:
     code = DOCSTRING.sub("", SOURCE.read_text(), count=1)
     for pattern, replacement in REWRITES:
         code = re.sub(pattern, replacement, code)
-    formatted = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(TARGET), "-"],
-        input=HEADER + code,
-        stdout=subprocess.PIPE,
-        text=True,
-        check=True,
-    )
-    return formatted.stdout
+    code = HEADER + code
+    # Imports sorted again (`AsyncIterator, Callable` became `Iterator, Callable`), then
+    # formatted.
+    for fix in (["check", "--select", "I", "--fix", "--quiet"], ["format"]):
+        code = subprocess.run(
+            [sys.executable, "-m", "ruff", *fix, "--stdin-filename", str(TARGET), "-"],
+            input=code,
+            stdout=subprocess.PIPE,
+            text=True,
+            check=True,
+        ).stdout
+    return code
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ import asyncio
 import httpx
 import pytest
 from sessionary_client import (
+    APIConnectionError,
     APIError,
+    APITimeoutError,
     AsyncSessionaryClient,
     EventConflictError,
     InvalidRequestError,
@@ -13,6 +15,7 @@ from sessionary_client import (
     ServiceUnavailableError,
     SessionAlreadyExistsError,
     SessionaryClient,
+    SessionaryError,
     SessionClosedError,
     SessionNotFoundError,
     StaleSessionError,
@@ -432,8 +435,9 @@ async def test_a_create_whose_answer_was_lost_is_not_resent(
 ) -> None:
     transport = LoseFirstAnswer()
     async with flaky(live_server, transport) as retrying:
-        with pytest.raises(httpx.ReadTimeout):
+        with pytest.raises(APITimeoutError) as timed_out:
             await retrying.create_session(app_name, USER)
+    assert isinstance(timed_out.value.__cause__, httpx.ReadTimeout)
     assert transport.requests == 1
 
 
@@ -461,8 +465,10 @@ async def test_retries_give_up_after_the_configured_number(live_server: str) -> 
     transport = RefuseEveryConnection()
     http = httpx.AsyncClient(base_url=live_server, transport=transport)
     async with AsyncSessionaryClient(live_server, http=http, retries=3, backoff=0.01) as down:
-        with pytest.raises(httpx.ConnectError):
+        with pytest.raises(APIConnectionError) as refused:
             await down.get_app_state("any")
+    assert isinstance(refused.value, SessionaryError)
+    assert isinstance(refused.value.__cause__, httpx.ConnectError)
     assert transport.requests == 4
 
 

@@ -1,11 +1,14 @@
 """sessionary-client: typed sync and async clients for the Sessionary session store."""
 
-from sessionary_client._async_client import AsyncSessionaryClient
-from sessionary_client._sync_client import SessionaryClient
+from sessionary_client._async_client import AsyncSessionaryClient, AsyncSessionHandle
+from sessionary_client._sync_client import SessionaryClient, SessionHandle
 from sessionary_client.errors import (
+    APIConnectionError,
     APIError,
+    APITimeoutError,
     ConflictError,
     EventConflictError,
+    ForbiddenError,
     InvalidRequestError,
     NotFoundError,
     PayloadTooLargeError,
@@ -17,8 +20,10 @@ from sessionary_client.errors import (
     StaleSessionError,
     ToolCallsPendingError,
     ToolPairViolationError,
+    UnauthorizedError,
 )
 from sessionary_client.models import (
+    Appended,
     ContextView,
     Event,
     EventPage,
@@ -34,13 +39,18 @@ from sessionary_client.models import (
 )
 
 __all__ = [
+    "APIConnectionError",
     "APIError",
+    "APITimeoutError",
+    "Appended",
+    "AsyncSessionHandle",
     "AsyncSessionaryClient",
     "ConflictError",
     "ContextView",
     "Event",
     "EventConflictError",
     "EventPage",
+    "ForbiddenError",
     "InvalidRequestError",
     "NotFoundError",
     "Order",
@@ -52,6 +62,7 @@ __all__ = [
     "Session",
     "SessionAlreadyExistsError",
     "SessionClosedError",
+    "SessionHandle",
     "SessionNotFoundError",
     "SessionPage",
     "SessionaryClient",
@@ -62,4 +73,5 @@ __all__ = [
     "ToolCall",
     "ToolCallsPendingError",
     "ToolPairViolationError",
+    "UnauthorizedError",
 ]

@@ -1,7 +1,9 @@
 """What both clients share that does no I/O: paths, query strings, headers, the retry rule."""
 
 import json
+import os
 import random
+import re
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -16,8 +18,18 @@ DEFAULT_TIMEOUT = 10.0
 Params = dict[str, str | int | float | list[str]]
 
 
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+def base_url_or_default(base_url: str | None) -> str:
+    """The base URL given, else SESSIONARY_URL, else a local server's."""
+    return base_url or os.environ.get("SESSIONARY_URL") or DEFAULT_URL
+
+
 def default_headers(api_key: str | None, headers: dict[str, str] | None) -> dict[str, str]:
-    credentials = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+    """The key given, else SESSIONARY_API_KEY, as a bearer token; then `headers`."""
+    key = api_key if api_key is not None else os.environ.get("SESSIONARY_API_KEY")
+    credentials = {"Authorization": f"Bearer {key}"} if key else {}
     return {**credentials, **(headers or {})}
 
 
@@ -115,8 +127,20 @@ class WrittenVersions:
         self._versions.pop((app_name, user_id, session_id), None)
 
 
-def if_match_header(version: int | None) -> dict[str, str] | None:
-    return None if version is None else {"If-Match": f'"{version}"'}
+# What `if_match` takes: a session's `version`, or its `ETag` as read (`'"7"'`), or `*`
+# (any version, but the session must exist).
+IfMatch = int | str | None
+
+
+def if_match_header(version: IfMatch) -> dict[str, str] | None:
+    if version is None:
+        return None
+    tag = str(version).strip()
+    if tag.isdecimal():
+        tag = f'"{tag}"'
+    if tag != "*" and not re.fullmatch(r'"\d+"', tag):
+        raise ValueError(f"if_match takes a version, its ETag ('\"7\"') or '*', not {version!r}")
+    return {"If-Match": tag}
 
 
 def with_id(event: Event) -> Event:

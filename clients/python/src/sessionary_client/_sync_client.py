@@ -3,9 +3,9 @@
 """`SessionaryClient`: the blocking twin of `AsyncSessionaryClient`, generated from it."""
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import Self, cast
+from typing import Concatenate, Literal, ParamSpec, Self, TypeVar, cast
 
 import httpx
 
@@ -14,10 +14,12 @@ from sessionary_client._core import (
     FINAL_EVENTS,
     STREAM_READ_TIMEOUT,
     UNSET,
+    IfMatch,
     Params,
     RetryPolicy,
     Unset,
     WrittenVersions,
+    base_url_or_default,
     default_headers,
     if_match_header,
     label_filters,
@@ -27,8 +29,9 @@ from sessionary_client._core import (
     stream_event,
     with_id,
 )
-from sessionary_client.errors import error_for
+from sessionary_client.errors import connection_error, error_for
 from sessionary_client.models import (
+    Appended,
     AppUsage,
     CompactionStrategy,
     ContextView,
@@ -54,6 +57,12 @@ from sessionary_client.models import (
     Trimmed,
 )
 
+_APPEND_OUTCOMES: dict[int, Literal["stored", "replayed", "acknowledged"]] = {
+    201: "stored",
+    200: "replayed",
+    202: "acknowledged",
+}
+
 
 def _present(**fields: object) -> dict[str, object]:
     """A request body of the fields given (not None)."""
@@ -63,7 +72,10 @@ def _present(**fields: object) -> dict[str, object]:
 class SessionaryClient:
     """Every Sessionary endpoint, one method each.
 
-    Errors are `sessionary_client.errors` exceptions, keyed by `code`.
+    `base_url` defaults to SESSIONARY_URL, else http://127.0.0.1:8000; `api_key` to
+    SESSIONARY_API_KEY. Errors are `sessionary_client.errors` exceptions, keyed by `code`; a
+    request that gets no answer raises `APIConnectionError`. `if_match` takes a session's
+    `version`, its `ETag` as read, or `*`.
 
     Retries: requests that never reached the server are resent; reads, appends (each event
     carries its id) and app/user state merges are also resent after a lost answer or a 502-504.
@@ -71,7 +83,7 @@ class SessionaryClient:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None = None,
         *,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         retries: int = 2,
@@ -84,7 +96,9 @@ class SessionaryClient:
         self._retry = RetryPolicy(retries=retries, backoff=backoff)
         self._written = WrittenVersions()
         self._http = http or httpx.Client(
-            base_url=base_url, timeout=timeout, headers=default_headers(api_key, headers)
+            base_url=base_url_or_default(base_url),
+            timeout=timeout,
+            headers=default_headers(api_key, headers),
         )
 
     def close(self) -> None:
@@ -127,8 +141,8 @@ class SessionaryClient:
                 outcome = error
             delay = self._retry.delay(idempotent, attempt, outcome)
             if delay is None:
-                if isinstance(outcome, Exception):
-                    raise outcome
+                if isinstance(outcome, httpx.TransportError):
+                    raise connection_error(outcome) from outcome
                 if outcome.is_error:
                     raise error_for(outcome)
                 self._written.saw(method, path, outcome)
@@ -290,7 +304,7 @@ class SessionaryClient:
         outcome: Outcome,
         *,
         result: object = None,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> Session:
         """Close the session to writes; a child made for a function call answers it with
         `{outcome, result}`."""
@@ -331,7 +345,7 @@ class SessionaryClient:
         session_id: str,
         before_invocation_id: str,
         *,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> Event:
         """ADK's rewind: appends the event that undoes `before_invocation_id` and everything
         after it (state included); returns that event."""
@@ -351,7 +365,7 @@ class SessionaryClient:
         session_id: str,
         keep_last: int,
         *,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> Trimmed:
         """Remove all but the newest `keep_last` events (and answers to removed calls)."""
         response = self._send(
@@ -363,7 +377,7 @@ class SessionaryClient:
         return cast(Trimmed, response.json())
 
     def reset_session(
-        self, app_name: str, user_id: str, session_id: str, *, if_match: int | None = None
+        self, app_name: str, user_id: str, session_id: str, *, if_match: IfMatch = None
     ) -> Trimmed:
         """Remove every event and the session's own state."""
         response = self._send(
@@ -380,7 +394,7 @@ class SessionaryClient:
         session_id: str,
         event_id: str,
         *,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> EventsRemoved:
         """Remove an event and the events answering its function calls."""
         response = self._send(
@@ -398,7 +412,7 @@ class SessionaryClient:
         event_id: str,
         content: dict[str, object],
         *,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> Event:
         """Replace an event's `content` (a redaction, say); returns the event as stored."""
         response = self._send(
@@ -429,7 +443,7 @@ class SessionaryClient:
         keep_last: int = 0,
         summary: str | None = None,
         tool_output_max_chars: int | None = None,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> Event:
         """Append one compaction event over the live events older than the newest
         `keep_last`: `summary` (your text replaces them), `truncate`, or `observationMask`
@@ -472,7 +486,7 @@ class SessionaryClient:
         session_id: str,
         *,
         timeout_seconds: float | None = None,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> Healed:
         """Answer each orphaned call with an error response. A second heal answers nothing,
         so it is resent after a lost answer (but for one with `if_match`, which would be a
@@ -515,7 +529,7 @@ class SessionaryClient:
         session_id: str,
         *,
         force: bool = False,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> list[Event]:
         """Append every queued event, in order, in one transaction; the events as stored
         (empty when none was queued). `ToolCallsPendingError` while a function call is
@@ -529,9 +543,16 @@ class SessionaryClient:
         )
         return cast(list[Event], response.json()["events"])
 
-    def delete_session(self, app_name: str, user_id: str, session_id: str) -> None:
+    def delete_session(
+        self, app_name: str, user_id: str, session_id: str, *, if_match: IfMatch = None
+    ) -> None:
+        """Delete the session and its events; with `if_match`, only at that version."""
         # Not resent after a lost answer: for the caller, the resend would answer 404.
-        self._send("DELETE", sessions_path(app_name, user_id, session_id))
+        self._send(
+            "DELETE",
+            sessions_path(app_name, user_id, session_id),
+            headers=if_match_header(if_match),
+        )
         self._written.forget(app_name, user_id, session_id)  # a new one may take the id
 
     def update_session_state(
@@ -541,7 +562,7 @@ class SessionaryClient:
         session_id: str,
         state_delta: State,
         *,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> Session:
         """Record `state_delta` as an event authored by `user`; returns the session."""
         # Not resent after a lost answer: each PATCH records an event with a server-chosen id.
@@ -564,7 +585,7 @@ class SessionaryClient:
         labels: dict[str, str] | None = None,
         ttl: float | None = None,
         expire_time: float | Unset | None = UNSET,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> Session:
         """Change what is given, in one write: `state_delta` (recorded as an event, like
         `update_session_state`), the display name (None clears it), every label (`{}` clears
@@ -589,13 +610,30 @@ class SessionaryClient:
         session_id: str,
         event: Event,
         *,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> Event:
         """Store `event` (given an `id` if it has none); returns it as stored, with `seq`.
 
         `if_match` is a session `version`: the append fails with `StaleSessionError` if another
         event was appended since. A `partial` event is echoed back without `seq`, not stored.
+        `append_event_outcome` tells, besides, whether this call stored it.
         """
+        appended = self.append_event_outcome(
+            app_name, user_id, session_id, event, if_match=if_match
+        )
+        return appended.event
+
+    def append_event_outcome(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: Event,
+        *,
+        if_match: IfMatch = None,
+    ) -> Appended:
+        """As `append_event`, and whether the event was stored now, or was stored before
+        (a retry, after an answer was lost: nothing written), or is a partial one."""
         # Safe to resend because the event carries its id: the server answers a resend of a
         # stored event with that event (200), even when If-Match has moved on since.
         response = self._send(
@@ -605,7 +643,8 @@ class SessionaryClient:
             headers=if_match_header(if_match),
             idempotent=True,
         )
-        return cast(Event, response.json())
+        outcome = _APPEND_OUTCOMES[response.status_code]
+        return Appended(cast(Event, response.json()), outcome)
 
     def append_events(
         self,
@@ -614,7 +653,7 @@ class SessionaryClient:
         session_id: str,
         events: list[Event],
         *,
-        if_match: int | None = None,
+        if_match: IfMatch = None,
     ) -> list[Event]:
         """Store `events` at consecutive seqs, all or none; `partial` ones are skipped."""
         # Safe to resend for the same reason as one append: every event carries its id.
@@ -753,7 +792,7 @@ class SessionaryClient:
             except httpx.TransportError as error:
                 delay = self._retry.delay(True, attempt, error)
                 if delay is None:
-                    raise
+                    raise connection_error(error) from error
                 time.sleep(delay)
                 attempt += 1
 
@@ -824,3 +863,70 @@ class SessionaryClient:
         """The database answers, at the expected schema (`/readyz`); else a 503 error."""
         response = self._send("GET", "/readyz", idempotent=True)
         return cast(Readiness, response.json())
+
+    def session(self, app_name: str, user_id: str, session_id: str) -> "SessionHandle":
+        """One session's methods without its app, user and id: `session.append_event(e)`."""
+        return SessionHandle(self, app_name, user_id, session_id)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _bound(
+    method: Callable[Concatenate[SessionaryClient, str, str, str, P], R],
+) -> Callable[Concatenate["SessionHandle", P], R]:
+    """The client's method, called with the handle's app, user and session id."""
+
+    def call(handle: "SessionHandle", /, *args: P.args, **kwargs: P.kwargs) -> R:
+        key = (handle.app_name, handle.user_id, handle.session_id)
+        return method(handle.client, *key, *args, **kwargs)
+
+    call.__doc__ = method.__doc__
+    return call
+
+
+class SessionHandle:
+    """A session of `client`, so that calls stop repeating its app, user and id. Each method
+    is the client's of the same meaning (`get` is `get_session`, `append_event` is
+    `append_event`), with the same arguments after those three."""
+
+    def __init__(
+        self, client: SessionaryClient, app_name: str, user_id: str, session_id: str
+    ) -> None:
+        self.client = client
+        self.app_name = app_name
+        self.user_id = user_id
+        self.session_id = session_id
+
+    def __repr__(self) -> str:
+        return f"<session {self.session_id!r} of {self.user_id!r} in {self.app_name!r}>"
+
+    get = _bound(SessionaryClient.get_session)
+    update = _bound(SessionaryClient.update_session)
+    update_state = _bound(SessionaryClient.update_session_state)
+    delete = _bound(SessionaryClient.delete_session)
+    append_event = _bound(SessionaryClient.append_event)
+    append_event_outcome = _bound(SessionaryClient.append_event_outcome)
+    append_events = _bound(SessionaryClient.append_events)
+    list_events = _bound(SessionaryClient.list_events)
+    iter_events = _bound(SessionaryClient.iter_events)
+    stream_events = _bound(SessionaryClient.stream_events)
+    fork = _bound(SessionaryClient.fork_session)
+    create_child = _bound(SessionaryClient.create_child_session)
+    close = _bound(SessionaryClient.close_session)
+    get_lineage = _bound(SessionaryClient.get_lineage)
+    list_children = _bound(SessionaryClient.list_children)
+    rewind = _bound(SessionaryClient.rewind_session)
+    trim = _bound(SessionaryClient.trim_session)
+    reset = _bound(SessionaryClient.reset_session)
+    remove_event = _bound(SessionaryClient.remove_event)
+    rewrite_event = _bound(SessionaryClient.rewrite_event)
+    get_context = _bound(SessionaryClient.get_context)
+    compact = _bound(SessionaryClient.compact_session)
+    list_tool_calls = _bound(SessionaryClient.list_tool_calls)
+    heal = _bound(SessionaryClient.heal_session)
+    queue_event = _bound(SessionaryClient.queue_event)
+    list_pending = _bound(SessionaryClient.list_pending)
+    clear_pending = _bound(SessionaryClient.clear_pending)
+    promote_pending = _bound(SessionaryClient.promote_pending)

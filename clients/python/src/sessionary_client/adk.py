@@ -69,7 +69,7 @@ class SessionaryService(BaseSessionService):
 
     def __init__(
         self,
-        base_url: str = "http://127.0.0.1:8000",
+        base_url: str | None = None,
         *,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         retries: int = 2,

@@ -1,7 +1,11 @@
 """The client's error tree: every problem+json answer becomes the exception named by its `code`.
 
     SessionaryError                          anything this package raises on purpose
+    ├── APIConnectionError                   no answer: refused, reset, DNS (after the retries)
+    │   └── APITimeoutError                  no answer in time
     └── APIError                             the server answered with an error status
+        ├── UnauthorizedError                401 unauthorized: no key, or not a valid one
+        ├── ForbiddenError                   403 forbidden: outside the key's scope
         ├── NotFoundError                    404
         │   └── SessionNotFoundError         404 session_not_found
         ├── ConflictError                    409
@@ -15,7 +19,7 @@
         ├── InvalidRequestError              422 validation_error (has `errors`)
         └── ServiceUnavailableError          503 database_unavailable, schema_behind
 
-Network failures stay httpx's own (`httpx.TransportError`), after the client's retries.
+A connection error keeps httpx's as its `__cause__`.
 """
 
 from typing import Any
@@ -27,6 +31,20 @@ class SessionaryError(Exception):
     """Base of every error this package raises on purpose."""
 
 
+class APIConnectionError(SessionaryError):
+    """The request got no answer (after the client's retries): the server is down or
+    unreachable, or the connection broke. `__cause__` is httpx's error."""
+
+
+class APITimeoutError(APIConnectionError):
+    """The server did not answer within the client's timeout."""
+
+
+def connection_error(error: httpx.TransportError) -> APIConnectionError:
+    kind = APITimeoutError if isinstance(error, httpx.TimeoutException) else APIConnectionError
+    return kind(f"{type(error).__name__}: {error}")
+
+
 class APIError(SessionaryError):
     """An error answer. `problem` is the RFC 9457 body (synthesised when the body was not one)."""
 
@@ -36,6 +54,14 @@ class APIError(SessionaryError):
         self.code: str = str(problem.get("code", "http_error"))
         self.detail: str = str(problem.get("detail", ""))
         super().__init__(f"{status} {self.code}: {self.detail}")
+
+
+class UnauthorizedError(APIError):
+    """No API key was sent, or it is unknown or revoked (`api_key=` or SESSIONARY_API_KEY)."""
+
+
+class ForbiddenError(APIError):
+    """The key is valid, but this app, user or write is outside its scope."""
 
 
 class NotFoundError(APIError):
@@ -113,6 +139,8 @@ _BY_CODE: dict[str, type[APIError]] = {
 }
 # For codes this client does not know yet (newer servers) and for non-problem bodies.
 _BY_STATUS: dict[int, type[APIError]] = {
+    401: UnauthorizedError,
+    403: ForbiddenError,
     404: NotFoundError,
     409: ConflictError,
     412: StaleSessionError,

@@ -1,5 +1,6 @@
 """The wire types, as typed dicts of the server's camelCase JSON (no parsing layer, no copies)."""
 
+from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 State = dict[str, Any]
@@ -183,3 +184,18 @@ class Health(TypedDict):
 class Readiness(TypedDict):
     status: Literal["ready"]
     schemaRevision: str
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What an append did with an event: `stored` it now (201, it has its `seq`), found it
+    `replayed` (200: this id was stored before with the same content, a retry; nothing was
+    written), or `acknowledged` a `partial` one (202: echoed, never stored)."""
+
+    event: Event
+    outcome: Literal["stored", "replayed", "acknowledged"]
+
+    @property
+    def stored(self) -> bool:
+        """This call wrote the event (not a retry of an earlier write, not a partial one)."""
+        return self.outcome == "stored"
