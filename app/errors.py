@@ -211,3 +211,22 @@ class SchemaBehind(SessionaryError):
             f"The database schema is {at}; this code needs revision {head}: "
             "run `sessionary migrate`."
         )
+
+
+# What HTTP itself refuses before any route runs (no route, no such method, a body that
+# Starlette cannot take), by status; any other status is `http_error`.
+HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def _codes(kind: type[SessionaryError]) -> set[str]:
+    return {kind.code}.union(*(_codes(sub) for sub in kind.__subclasses__()))
+
+
+# Every `code` a problem can carry: the spec lists them (`Problem.code`).
+PROBLEM_CODES = tuple(sorted(_codes(SessionaryError) | set(HTTP_CODES.values()) | {"http_error"}))

@@ -47,6 +47,10 @@ keys are shared across an app's and a user's sessions, `temp:` keys are never st
 Errors are `application/problem+json` with a stable `code`.
 """
 
+# Relative: the docs served by a server (`/docs`) send their requests to that server.
+SERVERS = [{"url": "/", "description": "The server that serves this description."}]
+LICENSE = {"name": "Apache-2.0", "identifier": "Apache-2.0"}
+
 # What a browser page may send, and read of an answer, across origins (CORS).
 CORS_REQUEST_HEADERS = [
     "Authorization",
@@ -194,6 +198,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 description=app.description,
                 routes=app.routes,
                 tags=app.openapi_tags,
+                servers=SERVERS,
+                license_info=LICENSE,
             )
             # Any request may be refused before routing for a request line or header too long.
             too_long = problem_responses(431)

@@ -13,6 +13,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypeAliasType
 
+from app.errors import PROBLEM_CODES
 from app.rules.limits import (
     DISPLAY_NAME_LENGTH,
     ID_LENGTH,
@@ -295,6 +296,22 @@ class EventList(WireModel):
     events: list[Event]
 
 
+class PartialEvent(EventIn):
+    """A `partial` event (a streaming fragment), echoed as it was sent: acknowledged, never
+    stored, so without `seq` (and without `id` or `timestamp` unless it was sent with them)."""
+
+
+class PartialEventList(WireModel):
+    events: list[PartialEvent]
+
+
+class QueuedEvent(EventIn):
+    """An event waiting in a session's queue, apart from its log: its `id` is set; its
+    `timestamp` only if it was sent with one (else it is set when the event is promoted)."""
+
+    id: str
+
+
 class StateDelta(ControlBody):
     state_delta: State = Field(description="Keys to set; `null` values are stored as null.")
 
@@ -573,7 +590,7 @@ class SessionCompact(ControlBody):
 
 
 class PendingList(WireModel):
-    events: list[EventIn] = Field(description="Queued, in the order they came.")
+    events: list[QueuedEvent] = Field(description="Queued, in the order they came.")
 
 
 class PendingPromote(ControlBody):
@@ -677,9 +694,8 @@ class Problem(BaseModel):
     status: int
     detail: str = Field(description="What went wrong with this request, for people.")
     code: str = Field(
-        description="Stable, machine-readable: `session_not_found`, `session_already_exists`, "
-        "`stale_session`, `event_conflict`, `payload_too_large`, `validation_error`, "
-        "`database_unavailable`, `not_found`, `internal_error`, …"
+        description="Stable, machine-readable: what went wrong, for code to act on.",
+        json_schema_extra={"enum": list(PROBLEM_CODES)},
     )
     instance: str | None = Field(
         default=None,
@@ -688,6 +704,17 @@ class Problem(BaseModel):
     )
     errors: list[ValidationErrorItem] | None = Field(
         default=None, description="For `validation_error`: each invalid field."
+    )
+    current_version: int | None = Field(
+        default=None,
+        alias="currentVersion",
+        description="For `stale_session`: the session's version now (reload it, then retry "
+        "with this version in `If-Match`).",
+    )
+    call_ids: list[str] | None = Field(
+        default=None,
+        alias="callIds",
+        description="For `tool_calls_pending`: the function calls still unanswered.",
     )
 
 

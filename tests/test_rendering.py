@@ -1,4 +1,5 @@
-"""Every body the API renders matches the schema the committed spec declares for its answer.
+"""Every body the API renders matches the schema the committed spec declares for its answer,
+and every ETag it sends is declared there.
 
 The bodies are built by hand (`app.api.render`, with events spliced in as PostgreSQL rendered
 them), not by FastAPI from the response models, so nothing else checks them against the spec.
@@ -67,6 +68,12 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
         "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events:batch",
         {"json": {"events": [{"id": "e2", "author": "user"}]}},
         200,
+    ),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events:batch",
+        {"json": {"events": [{"author": "model", "partial": True}]}},
+        202,
     ),
     (
         "PATCH",
@@ -196,6 +203,13 @@ async def test_every_rendered_body_matches_the_schema_of_its_answer(client: http
         response = await client.request(method, path.format(**PATHS), **options)
         assert response.status_code == status, (method, path, response.text)
         assert response.headers["content-type"] == "application/json"
+        # The spec names the ETag exactly where the answer carries one.
+        answer = SPEC["paths"][path][method.lower()]["responses"][str(status)]
+        assert ("etag" in response.headers) == ("ETag" in answer.get("headers", {})), (
+            method,
+            path,
+            status,
+        )
         body = response.json()
         errors = [error.message for error in validator(method, path, status).iter_errors(body)]
         assert not errors, (method, path, status, errors)

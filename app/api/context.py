@@ -16,7 +16,7 @@ from app.api.deps import (
     ToolCalls,
     authorized,
 )
-from app.api.responses import problem_responses, respond
+from app.api.responses import etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.rules.limits import INT64_MAX
 from app.schemas import (
@@ -27,6 +27,7 @@ from app.schemas import (
     Healed,
     PendingList,
     PendingPromote,
+    QueuedEvent,
     SessionCompact,
     SessionHeal,
     ToolCallList,
@@ -54,7 +55,11 @@ TokenBudget = Annotated[
 ]
 
 
-@router.get("/context", response_model=ContextView, responses=problem_responses(404, 422, 503))
+@router.get(
+    "/context",
+    response_model=ContextView,
+    responses=problem_responses(404, 422, 503) | etag(200),
+)
 async def get_context(key: Key, context: Context, token_budget: TokenBudget = None) -> Response:
     """What a model should see next, built as ADK's own context assembly builds it: the live
     events (those rewinds leave, as ADK's `_apply_rewinds`), each standing compaction's
@@ -74,7 +79,7 @@ async def get_context(key: Key, context: Context, token_budget: TokenBudget = No
     ":compact",
     status_code=status.HTTP_201_CREATED,
     response_model=Event,
-    responses=problem_responses(404, 409, 412, 413, 415, 422, 503),
+    responses=problem_responses(404, 409, 412, 413, 415, 422, 503) | etag(201),
 )
 async def compact_session(
     key: Key, body: SessionCompact, context: Context, expected_version: ExpectedVersion
@@ -107,7 +112,11 @@ TimeoutQuery = Annotated[
 StatusQuery = Annotated[ToolCallStatus | None, Query(description="Only the calls in this state.")]
 
 
-@router.get("/toolCalls", response_model=ToolCallList, responses=problem_responses(404, 422, 503))
+@router.get(
+    "/toolCalls",
+    response_model=ToolCallList,
+    responses=problem_responses(404, 422, 503) | etag(200),
+)
 async def list_tool_calls(
     key: Key,
     tool_calls: ToolCalls,
@@ -123,7 +132,9 @@ async def list_tool_calls(
 
 
 @router.post(
-    ":heal", response_model=Healed, responses=problem_responses(404, 409, 412, 415, 422, 503)
+    ":heal",
+    response_model=Healed,
+    responses=problem_responses(404, 409, 412, 415, 422, 503) | etag(200),
 )
 async def heal_session(
     key: Key,
@@ -142,7 +153,7 @@ async def heal_session(
 @router.post(
     "/pending",
     status_code=status.HTTP_202_ACCEPTED,
-    response_model=EventIn,
+    response_model=QueuedEvent,
     responses=problem_responses(404, 409, 413, 415, 422, 503),
 )
 async def queue_event(
@@ -181,6 +192,7 @@ async def clear_pending(key: Key, pending: Pending) -> Response:
     responses={
         200: {"description": "Nothing was queued: nothing appended.", "model": EventList},
         **problem_responses(404, 409, 412, 413, 415, 422, 503),
+        **etag(201),
     },
 )
 async def promote_pending(

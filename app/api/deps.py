@@ -171,8 +171,10 @@ MinVersion = Annotated[
 IfMatch = Annotated[
     str | None,
     Header(
-        description='Only if the session is still at this version (its ETag, `"7"`); '
-        "otherwise 412 `stale_session` and nothing is changed.",
+        description="Only if the session is still at this version: its `ETag` as read, quoted "
+        '(`"7"`), or `*` for any version of the existing session; otherwise 412 '
+        "`stale_session` and nothing is changed.",
+        json_schema_extra={"pattern": r'^(\*|"[0-9]+")$', "examples": ['"7"', "*"]},
     ),
 ]
 

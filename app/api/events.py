@@ -22,10 +22,18 @@ from app.api.deps import (
     events_of,
     expected_version,
 )
-from app.api.responses import problem_responses, respond
+from app.api.responses import ETAG, etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import SessionKey
-from app.schemas import Event, EventBatch, EventIn, EventList, EventPage
+from app.schemas import (
+    Event,
+    EventBatch,
+    EventIn,
+    EventList,
+    EventPage,
+    PartialEvent,
+    PartialEventList,
+)
 from app.services.auth import Need
 from app.services.events import Appended
 
@@ -49,9 +57,11 @@ Timestamp = Annotated[float | None, Query(allow_inf_nan=False)]
             "model": Event,
             "description": "This event id was already stored with the same "
             "content (a retry): the stored event, nothing written.",
+            "headers": ETAG,
         },
-        202: {"model": EventIn, "description": "A `partial` event: acknowledged, not stored."},
+        202: {"model": PartialEvent, "description": "A `partial` event: echoed, not stored."},
         **problem_responses(404, 409, 412, 413, 415, 422, 503),
+        **etag(201),
     },
 )
 async def append_event(
@@ -90,8 +100,14 @@ async def append_event(
             "model": EventList,
             "description": "Every event of the batch was already stored "
             "with the same content (a retry): the stored events, nothing written.",
+            "headers": ETAG,
+        },
+        202: {
+            "model": PartialEventList,
+            "description": "Every event of the batch is `partial`: echoed, none stored.",
         },
         **problem_responses(404, 409, 412, 413, 415, 422, 503),
+        **etag(201),
     },
 )
 async def append_events(

@@ -1,5 +1,7 @@
 """Operations: `/healthz` (the process answers), `/readyz` (it can serve), `/metrics`."""
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 
 from app.api.deps import PUBLIC
@@ -8,16 +10,23 @@ from app.observability import metrics_text
 from app.schemas import Health, Readiness
 from app.services.health import check_ready
 
+# `security: []`: the probes need no key, even when keys are on.
 router = APIRouter(tags=["operations"], dependencies=[PUBLIC])
+PUBLIC_OPERATION: dict[str, Any] = {"security": []}
 
 
-@router.get("/healthz", response_model=Health)
+@router.get("/healthz", response_model=Health, openapi_extra=PUBLIC_OPERATION)
 async def healthz() -> Health:
     """The process is up. Touches nothing else, so it stays cheap under any load."""
     return Health(status="ok")
 
 
-@router.get("/readyz", response_model=Readiness, responses=problem_responses(503))
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    responses=problem_responses(503),
+    openapi_extra=PUBLIC_OPERATION,
+)
 async def readyz(request: Request) -> Readiness:
     """The database answers within `SESSIONARY_READY_TIMEOUT` and its schema is at this code's
     migration head; else 503."""
@@ -28,7 +37,13 @@ async def readyz(request: Request) -> Readiness:
 @router.get(
     "/metrics",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format."}},
+    responses={
+        200: {
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+            "description": "Prometheus text format.",
+        }
+    },
+    openapi_extra=PUBLIC_OPERATION,
 )
 async def metrics() -> Response:
     """Prometheus metrics of every worker: requests and latency by route template and status,

@@ -6,7 +6,7 @@ from fastapi.responses import Response
 
 from app.api import render
 from app.api.deps import EventId, ExpectedVersion, History, Key, authorized
-from app.api.responses import problem_responses, respond
+from app.api.responses import etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.schemas import (
     Event,
@@ -31,7 +31,7 @@ router = APIRouter(
     ":rewind",
     status_code=status.HTTP_201_CREATED,
     response_model=Event,
-    responses=problem_responses(404, 409, 412, 415, 422, 503),
+    responses=problem_responses(404, 409, 412, 415, 422, 503) | etag(201),
 )
 async def rewind_session(
     key: Key, body: SessionRewind, history: History, expected_version: ExpectedVersion
@@ -49,7 +49,9 @@ async def rewind_session(
 
 
 @router.post(
-    ":trim", response_model=Trimmed, responses=problem_responses(404, 409, 412, 415, 422, 503)
+    ":trim",
+    response_model=Trimmed,
+    responses=problem_responses(404, 409, 412, 415, 422, 503) | etag(200),
 )
 async def trim_session(
     key: Key, body: SessionTrim, history: History, expected_version: ExpectedVersion
@@ -62,7 +64,11 @@ async def trim_session(
     return respond(render.trimmed(removed, kept, version), version=version)
 
 
-@router.post(":reset", response_model=Trimmed, responses=problem_responses(404, 409, 412, 422, 503))
+@router.post(
+    ":reset",
+    response_model=Trimmed,
+    responses=problem_responses(404, 409, 412, 422, 503) | etag(200),
+)
 async def reset_session(key: Key, history: History, expected_version: ExpectedVersion) -> Response:
     """For operators: remove every event and the session's own state (`app:` and `user:`
     state is shared and stays). Seqs are never reused."""
@@ -73,7 +79,7 @@ async def reset_session(key: Key, history: History, expected_version: ExpectedVe
 @router.delete(
     "/events/{event_id}",
     response_model=EventsRemoved,
-    responses=problem_responses(404, 409, 412, 422, 503),
+    responses=problem_responses(404, 409, 412, 422, 503) | etag(200),
 )
 async def remove_event(
     key: Key, event_id: EventId, history: History, expected_version: ExpectedVersion
@@ -89,7 +95,7 @@ async def remove_event(
 @router.patch(
     "/events/{event_id}",
     response_model=Event,
-    responses=problem_responses(404, 409, 412, 413, 415, 422, 503),
+    responses=problem_responses(404, 409, 412, 413, 415, 422, 503) | etag(200),
 )
 async def rewrite_event(
     key: Key,

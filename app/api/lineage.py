@@ -14,7 +14,7 @@ from app.api.deps import (
     PageOf,
     authorized,
 )
-from app.api.responses import problem_responses, respond
+from app.api.responses import etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.schemas import ChildCreate, Session, SessionClose, SessionFork, SessionList, SessionPage
 from app.services.auth import Need
@@ -32,7 +32,7 @@ router = APIRouter(
     ":fork",
     status_code=status.HTTP_201_CREATED,
     response_model=Session,
-    responses=problem_responses(404, 409, 415, 422, 503),
+    responses=problem_responses(404, 409, 415, 422, 503) | etag(201),
 )
 async def fork_session(
     key: Key, lineage: Lineage, body: Annotated[SessionFork | None, Body()] = None
@@ -55,7 +55,7 @@ async def fork_session(
     "/children",
     status_code=status.HTTP_201_CREATED,
     response_model=Session,
-    responses=problem_responses(404, 409, 413, 415, 422, 503),
+    responses=problem_responses(404, 409, 413, 415, 422, 503) | etag(201),
 )
 async def create_child_session(
     key: Key,
@@ -78,7 +78,7 @@ async def create_child_session(
 @router.post(
     ":close",
     response_model=Session,
-    responses=problem_responses(404, 409, 412, 415, 422, 503),
+    responses=problem_responses(404, 409, 412, 415, 422, 503) | etag(200),
 )
 async def close_session(
     key: Key, lineage: Lineage, body: SessionClose, expected_version: ExpectedVersion

@@ -8,7 +8,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from app.api import render
 from app.api.deps import AppName, AppStateWritable, Key, UserId, authorized, services
-from app.api.responses import problem_responses, respond
+from app.api.responses import ETAG, etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import ExportItem, SessionHeader, SessionKey
 from app.errors import InvalidInput, UnsupportedMediaType
@@ -29,6 +29,14 @@ LINES = (
     "read shows it, without events, with `eventCount`, `baseSeq` and `baseState`), then "
     "`eventCount` events as stored (`Event`, with `seq`), in seq order."
 )
+# The schema of one line (NDJSON has no schema of the whole).
+EXPORT_LINE = {
+    "anyOf": [
+        {"$ref": "#/components/schemas/SessionExport"},
+        {"$ref": "#/components/schemas/Event"},
+    ],
+    "description": "One line: the header first, then the events.",
+}
 
 
 @router.get(
@@ -37,8 +45,8 @@ LINES = (
     responses={
         200: {
             "description": LINES,
-            "headers": {"ETag": {"description": "The session's version, quoted."}},
-            "content": {NDJSON: {"schema": {"type": "string"}}},
+            "headers": ETAG,
+            "content": {NDJSON: {"schema": EXPORT_LINE}},
         },
         **problem_responses(404, 422, 503),
     },
@@ -66,14 +74,19 @@ async def _lines(first: ExportItem, rest: AsyncIterator[ExportItem]) -> AsyncIte
     status_code=status.HTTP_201_CREATED,
     response_model=Session,
     responses={
-        200: {"model": Session, "description": "The same session was stored already."},
+        200: {
+            "model": Session,
+            "description": "The same session was stored already.",
+            "headers": ETAG,
+        },
         **problem_responses(403, 409, 413, 415, 422, 503),
+        **etag(201),
     },
     openapi_extra={
         "requestBody": {
             "required": True,
             "description": LINES + " As `…:export` sends it.",
-            "content": {NDJSON: {"schema": {"type": "string"}}},
+            "content": {NDJSON: {"schema": EXPORT_LINE}},
         }
     },
 )

@@ -13,17 +13,9 @@ from starlette.exceptions import HTTPException
 
 from app import db
 from app.api.responses import PROBLEM_JSON
-from app.errors import DatabaseUnavailable, InvalidInput, SessionaryError
+from app.errors import HTTP_CODES, DatabaseUnavailable, InvalidInput, SessionaryError
 
 logger = logging.getLogger("sessionary")
-
-HTTP_CODES = {
-    400: "bad_request",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "payload_too_large",
-    415: "unsupported_media_type",
-}
 
 
 def problem_body(

@@ -19,6 +19,20 @@ def respond(body: bytes, status_code: int = 200, version: int | None = None) -> 
     )
 
 
+ETAG = {
+    "ETag": {
+        "description": 'The session\'s version after this request, quoted (`"7"`): send it '
+        "back as `If-Match` to write only if nothing was written since.",
+        "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+    }
+}
+
+
+def etag(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries saying that these answers carry the session's version as `ETag`."""
+    return {status: {"headers": ETAG} for status in statuses}
+
+
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI entries for the problem+json errors a route can answer with."""
     return {
@@ -38,11 +52,13 @@ DESCRIPTIONS = {
     404: "The session does not exist (`session_not_found`).",
     409: "Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session "
     "is closed to writes), `tool_pair_violation` or `tool_calls_pending`.",
-    412: "If-Match named another version (`stale_session`); nothing was written.",
+    412: "If-Match named another version (`stale_session`); nothing was written. "
+    "`currentVersion` is the session's version now.",
     413: "Too large (`payload_too_large`): body, event, batch or resulting state.",
     415: "The body is not JSON (`unsupported_media_type`).",
     431: "The request line or a header is too long (`headers_too_large`).",
     422: "Invalid input (`validation_error`).",
-    503: "The database cannot be reached (`database_unavailable`); on a stream, the worker "
-    "has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). Retry after `Retry-After`.",
+    503: "Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), "
+    "or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on "
+    "a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`).",
 }

@@ -19,7 +19,7 @@ from app.api.deps import (
     authorized,
     sessions_of,
 )
-from app.api.responses import problem_responses, respond
+from app.api.responses import etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import Order, SessionKey, SessionQuery
 from app.errors import InvalidInput
@@ -97,7 +97,7 @@ ListFilters = Annotated[Filters, Depends(list_filters)]
     dependencies=USER,
     status_code=status.HTTP_201_CREATED,
     response_model=Session,
-    responses=problem_responses(409, 413, 415, 422, 503),
+    responses=problem_responses(409, 413, 415, 422, 503) | etag(201),
 )
 async def create_session(
     app_name: AppName,
@@ -117,7 +117,7 @@ async def create_session(
     SESSION_PATH.removeprefix("/apps/{app_name}"),
     dependencies=USER,
     response_model=Session,
-    responses=problem_responses(404, 422, 503),
+    responses=problem_responses(404, 422, 503) | etag(200),
 )
 async def get_session(
     request: Request,
@@ -224,7 +224,7 @@ async def delete_session(
     SESSION_PATH.removeprefix("/apps/{app_name}"),
     dependencies=USER,
     response_model=Session,
-    responses=problem_responses(404, 412, 413, 415, 422, 503),
+    responses=problem_responses(404, 412, 413, 415, 422, 503) | etag(200),
 )
 async def update_session_state(
     key: Key,
