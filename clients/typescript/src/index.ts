@@ -1,0 +1,237 @@
+/**
+ * A typed client for Sessionary. The client itself is openapi-fetch's, typed for every endpoint
+ * by `schema.ts` (generated from openapi/openapi.json); this file adds what generation cannot:
+ * error answers thrown as typed exceptions, the ETag / If-Match pair, and paging iterators.
+ */
+import createClient, { type Client, type ClientOptions, type Middleware } from "openapi-fetch";
+import type { components, operations, paths } from "./schema.js";
+
+export type { components, operations, paths };
+export type Schemas = components["schemas"];
+export type Session = Schemas["Session"];
+export type SessionPage = Schemas["SessionPage"];
+export type Event = Schemas["Event"];
+export type EventIn = Schemas["EventIn"];
+export type EventPage = Schemas["EventPage"];
+export type Problem = Schemas["Problem"];
+export type ProblemCode = Problem["code"];
+export type SessionaryClient = Client<paths>;
+
+export const DEFAULT_URL = "http://127.0.0.1:8000";
+
+export interface SessionaryOptions extends ClientOptions {
+  /** Sent as `Authorization: Bearer …`. Default: SESSIONARY_API_KEY, where there is an environment. */
+  apiKey?: string;
+}
+
+/** Reads SESSIONARY_URL / SESSIONARY_API_KEY under Node; in a browser there is no environment. */
+function environment(name: string): string | undefined {
+  const process = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
+  return process?.env?.[name] || undefined;
+}
+
+/**
+ * The client. `baseUrl` defaults to SESSIONARY_URL, else a local server's. Every method is
+ * openapi-fetch's (`client.GET(path, {params})`, `client.POST(path, {params, body})`, …), and
+ * an error answer is thrown as the `APIError` subclass its `code` names; a request that gets no
+ * answer rejects with fetch's own `TypeError`.
+ */
+export function createSessionaryClient(options: SessionaryOptions = {}): SessionaryClient {
+  const { apiKey = environment("SESSIONARY_API_KEY"), headers, ...rest } = options;
+  const client = createClient<paths>({
+    baseUrl: environment("SESSIONARY_URL") ?? DEFAULT_URL,
+    ...rest,
+    headers: { ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}), ...headers },
+  });
+  client.use(throwProblems);
+  return client;
+}
+
+/** The data of a successful answer: with `createSessionaryClient`, any other was thrown. */
+export async function ok<R extends { data?: unknown; response: Response }>(
+  answer: Promise<R>,
+): Promise<NonNullable<R["data"]>> {
+  return (await answer).data as NonNullable<R["data"]>;
+}
+
+// --- Errors ---------------------------------------------------------------------------------
+
+/** Base of every error this package throws on purpose. */
+export class SessionaryError extends Error {
+  override name = this.constructor.name;
+}
+
+/** An error answer: `problem` is its RFC 9457 body (made up when the body was not one). */
+export class APIError extends SessionaryError {
+  readonly status: number;
+  readonly code: string;
+  readonly detail: string;
+
+  constructor(
+    readonly problem: Problem,
+    readonly response: Response,
+  ) {
+    super(`${response.status} ${problem.code}: ${problem.detail}`);
+    this.status = response.status;
+    this.code = problem.code;
+    this.detail = problem.detail;
+  }
+}
+
+export class UnauthorizedError extends APIError {}
+export class ForbiddenError extends APIError {}
+export class NotFoundError extends APIError {}
+export class SessionNotFoundError extends NotFoundError {}
+export class ConflictError extends APIError {}
+export class SessionAlreadyExistsError extends ConflictError {}
+export class SessionClosedError extends ConflictError {}
+export class EventConflictError extends ConflictError {}
+export class ToolPairViolationError extends ConflictError {}
+export class ToolCallsPendingError extends ConflictError {
+  /** The function calls still unanswered. */
+  get callIds(): string[] {
+    return this.problem.callIds ?? [];
+  }
+}
+/** If-Match named another version; nothing was written. Reload, then retry. */
+export class StaleSessionError extends APIError {
+  /** The session's version now. */
+  get currentVersion(): number | undefined {
+    return this.problem.currentVersion ?? undefined;
+  }
+}
+export class PayloadTooLargeError extends APIError {}
+export class InvalidRequestError extends APIError {
+  get errors(): NonNullable<Problem["errors"]> {
+    return this.problem.errors ?? [];
+  }
+}
+export class ServiceUnavailableError extends APIError {}
+
+type ErrorClass = new (problem: Problem, response: Response) => APIError;
+
+const BY_CODE: Partial<Record<ProblemCode, ErrorClass>> = {
+  session_not_found: SessionNotFoundError,
+  session_already_exists: SessionAlreadyExistsError,
+  session_closed: SessionClosedError,
+  event_conflict: EventConflictError,
+  tool_pair_violation: ToolPairViolationError,
+  tool_calls_pending: ToolCallsPendingError,
+};
+// For codes this client does not know yet, and for answers that are not problems (a proxy's).
+const BY_STATUS: Record<number, ErrorClass> = {
+  401: UnauthorizedError,
+  403: ForbiddenError,
+  404: NotFoundError,
+  409: ConflictError,
+  412: StaleSessionError,
+  413: PayloadTooLargeError,
+  422: InvalidRequestError,
+  503: ServiceUnavailableError,
+};
+
+/** The typed error of an error answer. */
+export async function errorFor(response: Response): Promise<APIError> {
+  const text = await response.text();
+  let problem: Problem;
+  try {
+    problem = JSON.parse(text) as Problem;
+    if (typeof problem?.code !== "string") throw new TypeError("not a problem");
+  } catch {
+    problem = {
+      type: "about:blank",
+      title: response.statusText,
+      status: response.status,
+      code: "http_error",
+      detail: text.slice(0, 500),
+    };
+  }
+  const kind = BY_CODE[problem.code] ?? BY_STATUS[response.status] ?? APIError;
+  return new kind(problem, response);
+}
+
+const throwProblems: Middleware = {
+  async onResponse({ response }) {
+    if (!response.ok) throw await errorFor(response);
+    return undefined;
+  },
+};
+
+// --- Versions: ETag and If-Match --------------------------------------------------------------
+
+/** The session version an answer's `ETag` carries (`"7"` → 7), if it has one. */
+export function versionOf(response: Response): number | undefined {
+  const match = /^"(\d+)"$/.exec(response.headers.get("ETag") ?? "");
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * The `If-Match` header parameter for a write that must find the session at this version: a
+ * `version` (7), an `ETag` as read (`'"7"'`), or `"*"` (any version, but the session exists).
+ *
+ *     client.POST(path, { params: { path: ids, header: ifMatch(session.version) }, body })
+ */
+export function ifMatch(version: number | string): { "if-match": string } {
+  const tag = typeof version === "number" ? `"${version}"` : version.trim();
+  if (tag !== "*" && !/^"\d+"$/.test(tag)) {
+    throw new RangeError(`ifMatch takes a version, its ETag ('"7"') or '*', not ${version}`);
+  }
+  return { "if-match": tag };
+}
+
+// --- Paging ---------------------------------------------------------------------------------
+
+/** Every item of a paged listing, fetching each page as the iteration reaches it. */
+export async function* paginate<Page extends { nextPageToken?: string | null }, Item>(
+  fetchPage: (pageToken: string | undefined) => Promise<Page>,
+  items: (page: Page) => Item[],
+): AsyncGenerator<Item> {
+  let token: string | undefined;
+  do {
+    const page = await fetchPage(token);
+    yield* items(page);
+    token = page.nextPageToken ?? undefined;
+  } while (token !== undefined);
+}
+
+type Query<Operation extends keyof operations> = Omit<
+  NonNullable<operations[Operation]["parameters"]["query"]>,
+  "pageToken"
+>;
+
+/** Every session of a user (with `list_sessions`' filters), oldest update first by default. */
+export function iterSessions(
+  client: SessionaryClient,
+  app_name: string,
+  user_id: string,
+  query: Query<"list_sessions"> = {},
+): AsyncGenerator<Session> {
+  return paginate(
+    (pageToken) =>
+      ok(
+        client.GET("/apps/{app_name}/users/{user_id}/sessions", {
+          params: { path: { app_name, user_id }, query: { ...query, pageToken } },
+        }),
+      ),
+    (page) => page.sessions,
+  );
+}
+
+/** Every event of a session (with `list_events`' filters), in `seq` order by default. */
+export function iterEvents(
+  client: SessionaryClient,
+  app_name: string,
+  user_id: string,
+  session_id: string,
+  query: Query<"list_events"> = {},
+): AsyncGenerator<Event> {
+  return paginate(
+    (pageToken) =>
+      ok(
+        client.GET("/apps/{app_name}/users/{user_id}/sessions/{session_id}/events", {
+          params: { path: { app_name, user_id, session_id }, query: { ...query, pageToken } },
+        }),
+      ),
+    (page) => page.events,
+  );
+}
