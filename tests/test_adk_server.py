@@ -20,7 +20,7 @@ from google.adk.events.event import Event
 
 from app.config import Settings
 from app.main import create_app
-from tests.fixtures import keys_command
+from tests.fixtures import keys_command, start_server, stop_server
 
 SESSIONS = "/apps/shop/users/alice/sessions"
 HELLO = {"author": "user", "invocationId": "i-1", "content": {"parts": [{"text": "hi"}]}}
@@ -116,6 +116,17 @@ async def answers(http: httpx.AsyncClient, prefix: str) -> list[tuple[int, Any]]
 
 
 @pytest.fixture(scope="module")
+def server(database_url: str) -> Iterator[str]:
+    """A real Sessionary process for this module only (the suite-wide one would hold its
+    connections open through the concurrency tests that follow)."""
+    process, base_url = start_server(database_url)
+    try:
+        yield base_url
+    finally:
+        stop_server(process)
+
+
+@pytest.fixture(scope="module")
 def adk_server() -> Iterator[FastAPI]:
     """google-adk's own API server, with its in-memory session service and no agents."""
     from google.adk.cli.fast_api import get_fast_api_app
@@ -136,8 +147,8 @@ async def test_answers_as_adks_own_server_does(
         assert answer == want, (request, answer, want)
 
 
-async def test_adks_own_client_works_against_sessionary(live_server: str) -> None:
-    async with AdkWebServerClient(base_url=f"{live_server}/adk") as adk:
+async def test_adks_own_client_works_against_sessionary(server: str) -> None:
+    async with AdkWebServerClient(base_url=f"{server}/adk") as adk:
         created = await adk.create_session(app_name="shop", user_id="bob", state={"a": 1})
         assert created.state == {"a": 1}
         updated = await adk.update_session(
@@ -203,12 +214,12 @@ async def test_keys_are_checked_as_on_the_native_api(
     assert other.status_code == 403
 
 
-def test_the_readme_example_runs_as_written(live_server: str) -> None:
+def test_the_readme_example_runs_as_written(server: str) -> None:
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     section = readme.split("### Tools written for `adk api_server`", 1)[1]
     example = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
     assert example is not None
-    script = example.group(1).replace("http://127.0.0.1:8000", live_server)
+    script = example.group(1).replace("http://127.0.0.1:8000", server)
     ran = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True, check=True)
     answers, read, decoder = [], 0, json.JSONDecoder()
     while read < len(ran.stdout):  # curl prints the answers back to back

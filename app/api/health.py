@@ -10,8 +10,8 @@ from app.observability import metrics_text
 from app.schemas import Health, Readiness
 from app.services.health import check_ready
 
-# `security: []`: the probes need no key, even when keys are on.
 router = APIRouter(tags=["operations"], dependencies=[PUBLIC])
+# The spec says so too: the probes need no key, even when keys are on.
 PUBLIC_OPERATION: dict[str, Any] = {"security": []}
 
 
