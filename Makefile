@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install run test lint migrate openapi client-sync bench lock clean
+.PHONY: install run test lint migrate openapi client-sync screenshots bench lock clean
 
 # The service with every extra, and the client package (with its ADK adapter), whose tests
 # `make test` runs too.
@@ -47,6 +47,10 @@ openapi: install
 ## Regenerate the blocking Python client from the asyncio one (clients/python/README.md).
 client-sync: install
 	$(BIN)/python clients/python/scripts/unasync.py
+
+## Refresh the explorer's pictures in docs/screenshots (its browser tests take them).
+screenshots: install
+	SESSIONARY_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/test_explorer.py
 
 ## Sessionary vs google-adk vs a plain-asyncpg floor; needs DATABASE_URL (bench/README.md).
 bench: install

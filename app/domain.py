@@ -256,6 +256,16 @@ class Page(Generic[Item]):
 
 
 @dataclass(frozen=True)
+class Tally:
+    """An app, or a user of an app, as a directory lists it: how many live sessions it has, and
+    when one of them last changed."""
+
+    name: str
+    sessions: int
+    update_time: datetime
+
+
+@dataclass(frozen=True)
 class ApiKey:
     """An API key, without its secret. `app_name` None: every app; `user_id` None: every user."""
 

@@ -16,7 +16,9 @@ from app import db
 from app.api import (
     adk_server,
     context,
+    directory,
     events,
+    explorer,
     health,
     history,
     lineage,
@@ -185,7 +187,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         portability,
         live,
         shared_state,
+        directory,
         health,
+        explorer,
         adk_server,
     ):
         app.include_router(module.router)

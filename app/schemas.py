@@ -671,6 +671,28 @@ class SessionPage(WireModel):
     next_page_token: str | None = Field(description="Pass as `pageToken` for the next page.")
 
 
+class AppSummary(WireModel):
+    app_name: str
+    session_count: int = Field(description="Its live sessions, every user's.")
+    last_update_time: float = Field(description="When one of them last changed (epoch seconds).")
+
+
+class AppPage(WireModel):
+    apps: list[AppSummary] = Field(description="By name.")
+    next_page_token: str | None = Field(description="Pass as `pageToken` for the next page.")
+
+
+class UserSummary(WireModel):
+    user_id: str
+    session_count: int = Field(description="The user's live sessions in this app.")
+    last_update_time: float = Field(description="When one of them last changed (epoch seconds).")
+
+
+class UserPage(WireModel):
+    users: list[UserSummary] = Field(description="By id.")
+    next_page_token: str | None = Field(description="Pass as `pageToken` for the next page.")
+
+
 class EventPage(WireModel):
     events: list[Event]
     next_page_token: str | None = Field(description="Pass as `pageToken` for the next page.")

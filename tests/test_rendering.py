@@ -164,6 +164,8 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
         200,
     ),
     ("GET", "/apps/{app_name}/users/{user_id}/sessions", {}, 200),
+    ("GET", "/apps", {"params": {"pageSize": 1}}, 200),
+    ("GET", "/apps/{app_name}/users", {}, 200),
     ("GET", "/apps/{app_name}/sessions", {"params": {"order": "desc"}}, 200),
     ("POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}:reset", {}, 200),
     (

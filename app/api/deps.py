@@ -268,9 +268,16 @@ async def authorize(request: Request, needs: Iterable[Need]) -> None:
     write = request.method not in ("GET", "HEAD")
     params = request.path_params
     for need in needs:
-        grant.authorize(need, params["app_name"], params.get("user_id"), write)
+        grant.authorize(need, params.get("app_name"), params.get("user_id"), write)
     request.state.app_state_writable = grant.writes_app_state
+    request.state.key_app_name = grant.app_name
     request.state.key_user_id = grant.user_id
+
+
+def narrowed_app(request: Request) -> str | None:
+    """The one app a `Need.APPS` listing shows to a key of one app; None: every app."""
+    key_app_name: str | None = getattr(request.state, "key_app_name", None)
+    return key_app_name
 
 
 def narrowed_user(request: Request, user_id: str | None) -> str | None:

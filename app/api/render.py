@@ -19,6 +19,7 @@ from app.domain import (
     SessionHeader,
     SessionRead,
     StoredSession,
+    Tally,
     Usage,
 )
 from app.rules import portability
@@ -162,6 +163,19 @@ def session_page(page: Page[StoredSession]) -> bytes:
     """A `SessionPage`."""
     sessions = [_listed(item) for item in page.items]
     return dumps({"sessions": sessions, "nextPageToken": page.next_page_token})
+
+
+def tally_page(page: Page[Tally], field: str, name: str) -> bytes:
+    """An `AppPage` (`apps`, `appName`) or a `UserPage` (`users`, `userId`)."""
+    items = [
+        {
+            name: item.name,
+            "sessionCount": item.sessions,
+            "lastUpdateTime": item.update_time.timestamp(),
+        }
+        for item in page.items
+    ]
+    return dumps({field: items, "nextPageToken": page.next_page_token})
 
 
 def session_list(sessions: list[StoredSession]) -> bytes:

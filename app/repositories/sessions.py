@@ -43,6 +43,7 @@ from app.domain import (
     SessionKey,
     SessionQuery,
     StoredSession,
+    Tally,
     Usage,
 )
 from app.errors import Conflict
@@ -394,6 +395,29 @@ async def list_page(
     order = [column.desc() for column in columns] if newest_first else columns
     rows = await db.execute(statement.order_by(*order).limit(limit))
     return [stored_session(row._mapping) for row in rows]
+
+
+async def tally(
+    db: AsyncConnection,
+    app_name: str | None,
+    *,
+    only: str | None,
+    after: str | None,
+    limit: int,
+) -> list[Tally]:
+    """The apps (`app_name` None) or an app's users that have live sessions, by name, after
+    `after`; with `only`, that one alone. Each group is read in the primary key's order, so a
+    page costs the sessions it counts."""
+    name = StorageSession.app_name if app_name is None else StorageSession.user_id
+    statement = select(name, func.count(), func.max(StorageSession.update_time)).where(live())
+    if app_name is not None:
+        statement = statement.where(StorageSession.app_name == app_name)
+    if only is not None:
+        statement = statement.where(name == only)
+    if after is not None:
+        statement = statement.where(name > after)
+    rows = await db.execute(statement.group_by(name).order_by(name).limit(limit))
+    return [Tally(*row) for row in rows]
 
 
 def sort_key(session: StoredSession, query: SessionQuery) -> tuple[Any, ...]:

@@ -30,6 +30,7 @@ class Need(enum.Enum):
     APP_NARROWED = "app_narrowed"
     APP_SHARED = "app_shared"  # app state, which every user's sessions show anyway: any key
     APP_STATE = "app_state"  # writes app state: app-wide keys, user keys made to (--app-state)
+    APPS = "apps"  # which apps there are: any key, the listing narrowed to the key's app
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,12 @@ class Grant:
         was made to, so one user cannot plant what every other user's agent reads."""
         return not self.read_only and (self.user_id is None or self.app_state_write)
 
-    def authorize(self, need: Need, app_name: str, user_id: str | None, write: bool) -> None:
+    def authorize(self, need: Need, app_name: str | None, user_id: str | None, write: bool) -> None:
         """Refuse with 403 anything outside the key's scope; judged on the path alone, so a
-        refusal never tells whether the session exists."""
+        refusal never tells whether the session exists. `app_name` is None only for
+        `Need.APPS`, whose listing the route narrows to the key's app."""
+        if need is Need.APPS:
+            return
         if self.app_name is not None and self.app_name != app_name:
             raise Forbidden(f"This API key is for app {self.app_name!r} only.")
         if self.user_id is not None:

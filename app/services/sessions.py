@@ -22,6 +22,7 @@ from app.domain import (
     SessionQuery,
     SessionRead,
     StoredSession,
+    Tally,
 )
 from app.errors import Conflict, InvalidInput, SessionAlreadyExists, SessionNotFound, StaleSession
 from app.observability import EVENTS_APPENDED
@@ -134,6 +135,21 @@ class SessionService:
             return paging.time_cursor(session_rows.sort_key(row, query))
 
         return Page(*paging.cut(rows, page.size, listing, position))
+
+    async def tally(
+        self, app_name: str | None, page: PageRequest, *, only: str | None
+    ) -> Page[Tally]:
+        """A page of the apps (`app_name` None) or of an app's users; with `only`, of that
+        one alone (what a key of one app, or of one user, may see)."""
+        listing = paging.listing("apps" if app_name is None else "users", app_name, only)
+        after = None
+        if page.token:
+            (after,) = paging.decode(page.token, listing, (str,))
+        async with self.engine.connect() as db:
+            rows = await session_rows.tally(
+                db, app_name, only=only, after=after, limit=page.size + 1
+            )
+        return Page(*paging.cut(rows, page.size, listing, lambda row: [row.name]))
 
     async def delete(self, key: SessionKey, expected_version: int | None) -> None:
         async with self.engine.begin() as db:

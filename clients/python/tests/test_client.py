@@ -498,3 +498,16 @@ def test_the_sync_client_resends_a_request_that_never_left() -> None:
     with SessionaryClient("http://sessionary", http=http, backoff=0.01) as retrying:
         assert retrying.create_session("app", USER)["id"] == "s1"
     assert attempts == ["POST", "POST"]
+
+
+async def test_apps_and_their_users_are_listed(
+    client: AsyncSessionaryClient, sync_client: SessionaryClient, app_name: str
+) -> None:
+    for user in ("bo", "ann", "ann"):
+        await client.create_session(app_name, user)
+    apps = [app async for app in client.iter_apps(page_size=1)]
+    mine = next(app for app in apps if app["appName"] == app_name)
+    assert mine["sessionCount"] == 3
+    users = list(sync_client.iter_users(app_name, page_size=1))
+    assert [(user["userId"], user["sessionCount"]) for user in users] == [("ann", 2), ("bo", 1)]
+    assert sync_client.list_users(app_name, page_size=1)["nextPageToken"]

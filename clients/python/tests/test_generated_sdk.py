@@ -118,6 +118,8 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "sessions.create_session",
         "sessions.get_session",
         "sessions.list_sessions",
+        "sessions.list_apps",
+        "sessions.list_users",
         "sessions.list_app_sessions",
         "sessions.delete_session",
         "sessions.update_session_state",
@@ -159,6 +161,8 @@ def test_the_spec_generates_named_operations_and_named_schemas(
     }
     models = {path.stem for path in (root / "models").glob("*.py")} - {"__init__"}
     assert models == {
+        "app_page",
+        "app_summary",
         "app_usage",
         "child_create",
         "compaction_strategy",
@@ -213,6 +217,8 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "tool_call_status",
         "trimmed",
         "usage",
+        "user_page",
+        "user_summary",
         "user_usage",
         "validation_error_item",
     }

@@ -715,6 +715,48 @@ export interface paths {
         patch: operations["update_user_state"];
         trace?: never;
     };
+    "/apps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Apps
+         * @description The apps that have live sessions, by name, with how many and when one last changed. A
+         *     key of one app sees that app alone.
+         */
+        get: operations["list_apps"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Users
+         * @description The app's users that have live sessions, by id, with how many and when one last
+         *     changed. A key of one user sees that user alone.
+         */
+        get: operations["list_users"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -781,6 +823,34 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AppPage */
+        AppPage: {
+            /**
+             * Apps
+             * @description By name.
+             */
+            apps: components["schemas"]["AppSummary"][];
+            /**
+             * Nextpagetoken
+             * @description Pass as `pageToken` for the next page.
+             */
+            nextPageToken: string | null;
+        };
+        /** AppSummary */
+        AppSummary: {
+            /** Appname */
+            appName: string;
+            /**
+             * Sessioncount
+             * @description Its live sessions, every user's.
+             */
+            sessionCount: number;
+            /**
+             * Lastupdatetime
+             * @description When one of them last changed (epoch seconds).
+             */
+            lastUpdateTime: number;
+        };
         /** AppUsage */
         AppUsage: {
             /**
@@ -1432,6 +1502,34 @@ export interface components {
             candidatesTokenCount: number;
             /** Totaltokencount */
             totalTokenCount: number;
+        };
+        /** UserPage */
+        UserPage: {
+            /**
+             * Users
+             * @description By id.
+             */
+            users: components["schemas"]["UserSummary"][];
+            /**
+             * Nextpagetoken
+             * @description Pass as `pageToken` for the next page.
+             */
+            nextPageToken: string | null;
+        };
+        /** UserSummary */
+        UserSummary: {
+            /** Userid */
+            userId: string;
+            /**
+             * Sessioncount
+             * @description The user's live sessions in this app.
+             */
+            sessionCount: number;
+            /**
+             * Lastupdatetime
+             * @description When one of them last changed (epoch seconds).
+             */
+            lastUpdateTime: number;
         };
         /** UserUsage */
         UserUsage: {
@@ -5303,6 +5401,149 @@ export interface operations {
             };
             /** @description The body is not JSON (`unsupported_media_type`). */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_apps: {
+        parameters: {
+            query?: {
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_users: {
+        parameters: {
+            query?: {
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

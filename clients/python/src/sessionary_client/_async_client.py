@@ -34,6 +34,8 @@ from sessionary_client._core import (
 from sessionary_client.errors import connection_error, error_for
 from sessionary_client.models import (
     Appended,
+    AppPage,
+    AppSummary,
     AppUsage,
     CompactionStrategy,
     ContextView,
@@ -57,6 +59,8 @@ from sessionary_client.models import (
     ToolCall,
     ToolCallStatus,
     Trimmed,
+    UserPage,
+    UserSummary,
 )
 
 _APPEND_OUTCOMES: dict[int, Literal["stored", "replayed", "acknowledged"]] = {
@@ -253,6 +257,45 @@ class AsyncSessionaryClient:
             )
             for session in page["sessions"]:
                 yield session
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    async def list_apps(self, *, page_size: int = 100, page_token: str | None = None) -> AppPage:
+        """One page of the apps that have sessions (a key of one app sees it alone), by name."""
+        params = query(pageSize=page_size, pageToken=page_token)
+        response = await self._send("GET", "/apps", params=params, idempotent=True)
+        return cast(AppPage, response.json())
+
+    async def iter_apps(self, *, page_size: int = 100) -> AsyncIterator[AppSummary]:
+        """Every app that has sessions, fetching pages as the iteration reaches them."""
+        page_token: str | None = None
+        while True:
+            page = await self.list_apps(page_size=page_size, page_token=page_token)
+            for app in page["apps"]:
+                yield app
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    async def list_users(
+        self, app_name: str, *, page_size: int = 100, page_token: str | None = None
+    ) -> UserPage:
+        """One page of the app's users that have sessions (a key of one user sees it alone)."""
+        params = query(pageSize=page_size, pageToken=page_token)
+        path = quoted_path("apps", app_name, "users")
+        response = await self._send("GET", path, params=params, idempotent=True)
+        return cast(UserPage, response.json())
+
+    async def iter_users(
+        self, app_name: str, *, page_size: int = 100
+    ) -> AsyncIterator[UserSummary]:
+        """Every user of the app that has sessions, fetching pages as needed."""
+        page_token: str | None = None
+        while True:
+            page = await self.list_users(app_name, page_size=page_size, page_token=page_token)
+            for user in page["users"]:
+                yield user
             page_token = page["nextPageToken"]
             if page_token is None:
                 return

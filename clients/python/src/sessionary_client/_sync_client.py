@@ -32,6 +32,8 @@ from sessionary_client._core import (
 from sessionary_client.errors import connection_error, error_for
 from sessionary_client.models import (
     Appended,
+    AppPage,
+    AppSummary,
     AppUsage,
     CompactionStrategy,
     ContextView,
@@ -55,6 +57,8 @@ from sessionary_client.models import (
     ToolCall,
     ToolCallStatus,
     Trimmed,
+    UserPage,
+    UserSummary,
 )
 
 _APPEND_OUTCOMES: dict[int, Literal["stored", "replayed", "acknowledged"]] = {
@@ -250,6 +254,41 @@ class SessionaryClient:
                 display_name=display_name,
             )
             yield from page["sessions"]
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    def list_apps(self, *, page_size: int = 100, page_token: str | None = None) -> AppPage:
+        """One page of the apps that have sessions (a key of one app sees it alone), by name."""
+        params = query(pageSize=page_size, pageToken=page_token)
+        response = self._send("GET", "/apps", params=params, idempotent=True)
+        return cast(AppPage, response.json())
+
+    def iter_apps(self, *, page_size: int = 100) -> Iterator[AppSummary]:
+        """Every app that has sessions, fetching pages as the iteration reaches them."""
+        page_token: str | None = None
+        while True:
+            page = self.list_apps(page_size=page_size, page_token=page_token)
+            yield from page["apps"]
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    def list_users(
+        self, app_name: str, *, page_size: int = 100, page_token: str | None = None
+    ) -> UserPage:
+        """One page of the app's users that have sessions (a key of one user sees it alone)."""
+        params = query(pageSize=page_size, pageToken=page_token)
+        path = quoted_path("apps", app_name, "users")
+        response = self._send("GET", path, params=params, idempotent=True)
+        return cast(UserPage, response.json())
+
+    def iter_users(self, app_name: str, *, page_size: int = 100) -> Iterator[UserSummary]:
+        """Every user of the app that has sessions, fetching pages as needed."""
+        page_token: str | None = None
+        while True:
+            page = self.list_users(app_name, page_size=page_size, page_token=page_token)
+            yield from page["users"]
             page_token = page["nextPageToken"]
             if page_token is None:
                 return

@@ -76,6 +76,28 @@ class EventPage(TypedDict):
     nextPageToken: str | None
 
 
+class AppSummary(TypedDict):
+    appName: str
+    sessionCount: int
+    lastUpdateTime: float
+
+
+class AppPage(TypedDict):
+    apps: list[AppSummary]
+    nextPageToken: str | None
+
+
+class UserSummary(TypedDict):
+    userId: str
+    sessionCount: int
+    lastUpdateTime: float
+
+
+class UserPage(TypedDict):
+    users: list[UserSummary]
+    nextPageToken: str | None
+
+
 class EventList(TypedDict):
     events: list[Event]
 

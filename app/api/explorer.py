@@ -1,0 +1,39 @@
+"""The session explorer at `/ui`: a page and its two assets, read from `app/ui/`.
+
+The page holds no data: it calls the API from the browser with the key the user gives it, so
+it sees exactly what that key may see. Anyone may load the page itself. Its assets are served
+by the app (no CDN, no build step), and a content security policy lets it load nothing else.
+"""
+
+from pathlib import Path
+
+from fastapi import APIRouter, Response
+
+from app.api.deps import PUBLIC
+from app.errors import NotFound
+
+UI = Path(__file__).parents[1] / "ui"
+ASSETS = {
+    "explorer.js": "text/javascript; charset=utf-8",
+    "explorer.css": "text/css; charset=utf-8",
+}
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-cache",
+}
+
+router = APIRouter(dependencies=[PUBLIC], include_in_schema=False)
+
+
+@router.get("/ui")
+async def explorer() -> Response:
+    page = (UI / "index.html").read_bytes()
+    return Response(page, media_type="text/html; charset=utf-8", headers=HEADERS)
+
+
+@router.get("/ui/{asset}")
+async def explorer_asset(asset: str) -> Response:
+    if asset not in ASSETS:
+        raise NotFound(f"The explorer has no file {asset!r}.")
+    return Response((UI / asset).read_bytes(), media_type=ASSETS[asset], headers=HEADERS)

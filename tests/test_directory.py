@@ -1,0 +1,102 @@
+"""`GET /apps` and `GET /apps/{app}/users`: what there is to browse, paged by name, counting
+live sessions only, and narrowed to what the caller's key may see."""
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from app.config import Settings
+from app.main import create_app
+from tests.fixtures import keys_command
+
+
+async def create(client: httpx.AsyncClient, app: str, user: str, **body: object) -> None:
+    created = await client.post(f"/apps/{app}/users/{user}/sessions", json=body)
+    assert created.status_code == 201, created.text
+
+
+async def test_apps_and_users_are_listed_by_name_with_their_sessions(
+    client: httpx.AsyncClient,
+) -> None:
+    for app, user in [("b-app", "zed"), ("a-app", "ann"), ("a-app", "ann"), ("a-app", "bo")]:
+        await create(client, app, user)
+    await create(client, "c-app", "cy", ttl=1)
+    apps = (await client.get("/apps")).json()
+    assert [(item["appName"], item["sessionCount"]) for item in apps["apps"]] == [
+        ("a-app", 3),
+        ("b-app", 1),
+        ("c-app", 1),
+    ]
+    assert apps["nextPageToken"] is None
+    users = (await client.get("/apps/a-app/users")).json()
+    assert [(item["userId"], item["sessionCount"]) for item in users["users"]] == [
+        ("ann", 2),
+        ("bo", 1),
+    ]
+    session = (await client.get("/apps/a-app/users/bo/sessions")).json()["sessions"][0]
+    assert users["users"][1]["lastUpdateTime"] == pytest.approx(session["lastUpdateTime"])
+    assert (await client.get("/apps/nothing/users")).json() == {"users": [], "nextPageToken": None}
+
+
+async def test_expired_sessions_are_not_counted(client: httpx.AsyncClient) -> None:
+    await create(client, "gone", "u", ttl=1)
+    await create(client, "kept", "u")
+    await asyncio.sleep(1.1)  # expired, not yet swept
+    listed = (await client.get("/apps")).json()["apps"]
+    assert [item["appName"] for item in listed] == ["kept"]
+
+
+async def test_pages_follow_each_other_and_tokens_stay_with_their_listing(
+    client: httpx.AsyncClient,
+) -> None:
+    for number in range(5):
+        await create(client, f"app{number}", "u")
+        await create(client, "many", f"user{number}")
+    seen, token = [], None
+    while True:
+        page = (await client.get("/apps", params={"pageSize": 2, "pageToken": token})).json()
+        seen += [item["appName"] for item in page["apps"]]
+        token = page["nextPageToken"]
+        if token is None:
+            break
+    assert seen == [f"app{number}" for number in range(5)] + ["many"]
+    first = (await client.get("/apps/many/users", params={"pageSize": 2})).json()
+    elsewhere = await client.get("/apps", params={"pageToken": first["nextPageToken"]})
+    assert elsewhere.status_code == 422
+
+
+@pytest.fixture(scope="module")
+async def secured(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    application = create_app(Settings(database_url=database_url, auth=True))
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http:
+            yield http
+
+
+async def test_a_key_sees_only_its_app_and_its_user(
+    secured: httpx.AsyncClient, database_url: str
+) -> None:
+    def bearer(*scope: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {keys_command(database_url, 'create', *scope)}"}
+
+    admin = bearer("--admin")
+    for app, user in [("shop", "ann"), ("shop", "bo"), ("bank", "cy")]:
+        created = await secured.post(f"/apps/{app}/users/{user}/sessions", headers=admin)
+        assert created.status_code == 201, created.text
+
+    async def names(path: str, headers: dict[str, str], field: str, key: str) -> list[str]:
+        answer = await secured.get(path, headers=headers)
+        assert answer.status_code == 200, answer.text
+        return [item[key] for item in answer.json()[field]]
+
+    assert await names("/apps", admin, "apps", "appName") == ["bank", "shop"]
+    shop, ann = bearer("--app", "shop"), bearer("--app", "shop", "--user", "ann")
+    assert await names("/apps", shop, "apps", "appName") == ["shop"]
+    assert await names("/apps", ann, "apps", "appName") == ["shop"]
+    assert await names("/apps/shop/users", shop, "users", "userId") == ["ann", "bo"]
+    assert await names("/apps/shop/users", ann, "users", "userId") == ["ann"]
+    assert (await secured.get("/apps/bank/users", headers=shop)).status_code == 403
+    assert (await secured.get("/apps")).status_code == 401
