@@ -170,6 +170,37 @@ async def test_a_session_pairs_its_calls_and_colours_its_state_by_scope(
     await screenshot(page, "session")
 
 
+async def test_a_search_hit_opens_its_session_at_its_event(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    await trip(http, server, "finds")
+    await page.goto(f"{server}/ui#/apps/finds")
+    await page.get_by_label("Search").fill("booking")
+    await page.keyboard.press("Enter")
+    hit = page.get_by_role("link", name="alice / trip #6")
+    await expect(hit.locator("mark")).to_have_text("booking")
+    await hit.click()
+    await expect(page.locator("#seq-6")).to_be_in_viewport()
+
+
+async def test_compactions_and_rewinds_are_marked(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    url = await trip(http, server, "marks")
+    trip_path = f"{sessions(server, 'marks', 'alice')}/trip"
+    compacted = await http.post(
+        f"{trip_path}:compact", json={"strategy": "summary", "summary": "Asked about Oslo."}
+    )
+    assert compacted.status_code == 201, compacted.text
+    turn = await http.post(f"{trip_path}/events", json=text("Now Bergen?", invocationId="i-9"))
+    assert turn.status_code == 201, turn.text
+    rewound = await http.post(f"{trip_path}:rewind", json={"beforeInvocationId": "i-9"})
+    assert rewound.status_code == 201, rewound.text
+    await page.goto(url)
+    await expect(page.locator(".marker.compaction")).to_contain_text("Asked about Oslo.")
+    await expect(page.locator(".marker.rewind")).to_contain_text("before invocation i-9")
+
+
 async def test_a_fork_links_to_its_parent_and_the_parent_to_it(
     server: str, page: Page, http: httpx.AsyncClient
 ) -> None:
