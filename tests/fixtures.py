@@ -15,6 +15,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO
 
@@ -123,6 +124,17 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app)
     async with httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http:
         yield http
+
+
+@asynccontextmanager
+async def client_of(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """An in-process client of an app of its own, made with these settings (keys on, CORS…),
+    for as long as the block runs."""
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http:
+            yield http
 
 
 def free_port() -> int:

@@ -19,8 +19,7 @@ from google.adk.cli.conformance.adk_web_server_client import AdkWebServerClient
 from google.adk.events.event import Event
 
 from app.config import Settings
-from app.main import create_app
-from tests.fixtures import keys_command, start_server, stop_server
+from tests.fixtures import client_of, keys_command, start_server, stop_server
 
 SESSIONS = "/apps/shop/users/alice/sessions"
 HELLO = {"author": "user", "invocationId": "i-1", "content": {"parts": [{"text": "hi"}]}}
@@ -193,11 +192,8 @@ async def test_a_listing_has_every_session_past_one_page(client: httpx.AsyncClie
 
 @pytest.fixture(scope="module")
 async def secured(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    application = create_app(Settings(database_url=database_url, auth=True))
-    async with application.router.lifespan_context(application):
-        transport = httpx.ASGITransport(application)
-        async with httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http:
-            yield http
+    async with client_of(Settings(database_url=database_url, auth=True)) as http:
+        yield http
 
 
 async def test_keys_are_checked_as_on_the_native_api(

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from app.config import Settings
-from app.main import create_app
+from tests.fixtures import client_of
 
 PAGE = "https://app.example.com"
 PREFLIGHT = {
@@ -22,11 +22,8 @@ EVENTS = "/apps/a/users/u/sessions/s/events"
 @pytest.fixture(scope="module")
 async def cors_client(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
     settings = Settings(database_url=database_url, auth=True, cors_origins=[PAGE])
-    application = create_app(settings)
-    async with application.router.lifespan_context(application):
-        transport = httpx.ASGITransport(application)
-        async with httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http:
-            yield http
+    async with client_of(settings) as http:
+        yield http
 
 
 async def test_off_by_default(client: httpx.AsyncClient) -> None:

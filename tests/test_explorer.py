@@ -287,3 +287,19 @@ async def test_a_key_sees_only_its_scope(
     await expect(page.get_by_role("alert")).to_contain_text("Outside this API key's scope")
     await expect(page.locator(".event")).to_have_count(0)
     await screenshot(page, "forbidden")
+
+
+async def test_the_page_and_its_assets_are_served_with_a_strict_policy(
+    client: httpx.AsyncClient,
+) -> None:
+    page = await client.get("/ui")
+    assert page.status_code == 200
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+    for asset, kind in (("explorer.js", "text/javascript"), ("explorer.css", "text/css")):
+        served = await client.get(f"/ui/{asset}")
+        assert served.status_code == 200
+        assert served.headers["content-type"].startswith(kind)
+        assert f"/ui/{asset}" in page.text
+    missing = await client.get("/ui/index.html.bak")
+    assert (missing.status_code, missing.json()["code"]) == (404, "not_found")

@@ -361,7 +361,7 @@ async function sessionView(app, user, id, query) {
       more.disabled = false;
     }
   }
-  more.addEventListener("click", () => loadPage());
+  more.addEventListener("click", () => loadPage().catch(() => {})); // shown in `status`
 
   // The live tail: the session's stream, after the last event shown.
   let stop = null;
