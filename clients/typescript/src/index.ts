@@ -34,7 +34,8 @@ function environment(name: string): string | undefined {
  * The client. `baseUrl` defaults to SESSIONARY_URL, else a local server's. Every method is
  * openapi-fetch's (`client.GET(path, {params})`, `client.POST(path, {params, body})`, …), and
  * an error answer is thrown as the `APIError` subclass its `code` names; a request that gets no
- * answer rejects with fetch's own `TypeError`.
+ * answer rejects with fetch's own `TypeError`. A read of a session this client wrote to asks
+ * for the version its write made (`minVersion`), so that a read replica never hides it.
  */
 export function createSessionaryClient(options: SessionaryOptions = {}): SessionaryClient {
   const { apiKey = environment("SESSIONARY_API_KEY"), headers, ...rest } = options;
@@ -43,7 +44,7 @@ export function createSessionaryClient(options: SessionaryOptions = {}): Session
     ...rest,
     headers: { ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}), ...headers },
   });
-  client.use(throwProblems);
+  client.use(throwProblems, readYourWrites());
   return client;
 }
 
@@ -156,6 +157,61 @@ const throwProblems: Middleware = {
     return undefined;
   },
 };
+
+// --- Read your writes ------------------------------------------------------------------------
+
+const SESSION_VERB = /:(fork|close|rewind|trim|reset|compact|heal|export)$/;
+const SESSION_PATH = /^\/apps\/[^/]+\/users\/[^/]+\/sessions\/[^/]+/;
+const READS_WITH_MIN_VERSION = /^\/apps\/[^/]+\/users\/[^/]+\/sessions\/[^/:]+(\/events)?$/;
+const REMEMBERED = 10_000;
+
+/** The session a path is about (`/apps/a/users/u/sessions/s…`, a verb stripped), if any. */
+function sessionOf(pathname: string): string | undefined {
+  return SESSION_PATH.exec(pathname)?.[0].replace(SESSION_VERB, "");
+}
+
+/**
+ * Keeps the version each session was at after this client's last write to it (its ETag, the
+ * most recent 10,000 sessions), and sends it as `minVersion` on reads of that session and its
+ * events: with DATABASE_READ_URL, the server answers from the primary until the replica has it.
+ */
+function readYourWrites(): Middleware {
+  const written = new Map<string, number>();
+  return {
+    async onRequest({ request }) {
+      const address = new URL(request.url);
+      const session = sessionOf(address.pathname);
+      const version = session === undefined ? undefined : written.get(session);
+      if (request.method !== "GET" || version === undefined) return undefined;
+      if (!READS_WITH_MIN_VERSION.test(address.pathname)) return undefined;
+      address.searchParams.set("minVersion", String(version));
+      return new Request(address, request);
+    },
+    async onResponse({ request, response }) {
+      const pathname = new URL(request.url).pathname;
+      let session = sessionOf(pathname);
+      if (request.method === "DELETE" && session === pathname && response.ok) {
+        written.delete(session); // a new session may take its id
+      }
+      const version = versionOf(response);
+      if (request.method === "GET" || request.method === "HEAD" || version === undefined) {
+        return undefined;
+      }
+      if (session === undefined || /(:fork|\/children)$/.test(pathname)) {
+        // A new session (a create, an import, a fork, a child): the answer names it.
+        const made = (await response.clone().json()) as Session;
+        session = ["/apps", made.appName, "users", made.userId, "sessions", made.id]
+          .map((segment, index) => (index ? encodeURIComponent(segment) : segment))
+          .join("/");
+      }
+      const known = written.get(session) ?? 0;
+      written.delete(session); // set again, as the most recent
+      written.set(session, Math.max(version, known));
+      if (written.size > REMEMBERED) written.delete(written.keys().next().value!);
+      return undefined;
+    },
+  };
+}
 
 // --- Versions: ETag and If-Match --------------------------------------------------------------
 

@@ -113,6 +113,25 @@ test("iterators walk every page", async () => {
   assert.deepEqual(names.sort(), ["a", "b", "c"]);
 });
 
+test("a read after a write asks for the version the write made", async () => {
+  const sent: string[] = [];
+  const watched = createSessionaryClient({
+    fetch: async (request: Request) => {
+      sent.push(request.url);
+      return fetch(request);
+    },
+  });
+  const ids = user();
+  const path = { ...ids, session_id: "s" };
+  await ok(watched.POST(SESSIONS, { params: { path: ids }, body: { sessionId: "s" } }));
+  await ok(watched.GET(SESSION, { params: { path } }));
+  await ok(watched.POST(EVENTS, { params: { path }, body: { author: "user" } }));
+  await ok(watched.GET(EVENTS, { params: { path } }));
+  await ok(watched.GET(`${SESSION}/lineage`, { params: { path } }));
+  const minVersions = sent.map((address) => new URL(address).searchParams.get("minVersion"));
+  assert.deepEqual(minVersions, [null, "0", null, "1", null]);
+});
+
 test("the key is sent as a bearer token, and a refusal is its own error", async () => {
   const seen: (string | null)[] = [];
   const keyed = createSessionaryClient({
