@@ -163,6 +163,28 @@ async def test_adks_own_client_works_against_sessionary(server: str) -> None:
         assert gone.value.response.status_code == 404
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"author": "user", "content": "hi"},
+        {"author": "user", "content": {"parts": 5}},
+        {"author": "user", "content": {"parts": ["hi", {"functionCall": "f"}, None]}},
+        {"author": "user", "longRunningToolIds": "c1"},
+        {"author": "user", "actions": "none"},
+        {"author": "user", "actions": {"stateDelta": []}},
+        {"author": 5},
+    ],
+)
+async def test_odd_first_events_are_refused_or_stored_never_a_5xx(
+    client: httpx.AsyncClient, event: dict[str, Any]
+) -> None:
+    answer = await client.post("/adk" + SESSIONS, json={"events": [event]})
+    assert answer.status_code in (200, 400, 422), answer.text
+    assert isinstance(
+        answer.json()["detail"] if answer.is_error else answer.json()["id"], (str, list)
+    )
+
+
 async def test_one_store_under_both_apis(client: httpx.AsyncClient) -> None:
     """A session made through `/adk` is an ordinary session, and the other way round."""
     await client.post("/adk" + SESSIONS, json={"sessionId": "a", "state": {"x": 1}})

@@ -238,6 +238,25 @@ async def test_the_live_tail_shows_an_event_appended_over_http(
     await expect(page.locator("#seq-7")).to_contain_text("Booked: Hotel Bristol.")
 
 
+async def test_events_of_any_shape_are_shown(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Content is stored as sent: a shape ADK would not write still leaves the page whole."""
+    odd = [
+        {"author": "user", "content": {"parts": 5}},
+        {"author": "user", "content": "plain"},
+        {"author": "user", "content": {"parts": [None, "x", {"functionCall": "f"}]}},
+        text("Still here."),
+    ]
+    created = await http.post(
+        sessions(server, "odd", "alice"), json={"sessionId": "odd", "events": odd}
+    )
+    assert created.status_code == 201, created.text
+    await page.goto(f"{server}/ui#/apps/odd/users/alice/sessions/odd")
+    await expect(page.locator(".event")).to_have_count(4)
+    await expect(page.locator("#seq-4")).to_contain_text("Still here.")
+
+
 async def test_a_long_session_is_shown_a_page_at_a_time(
     server: str, page: Page, http: httpx.AsyncClient
 ) -> None:

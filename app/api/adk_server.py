@@ -98,9 +98,11 @@ def _restorable(events: list[EventIn]) -> None:
     for index, event in enumerate(events):
         extra = event.model_extra or {}
         actions = event.actions.model_dump(exclude_none=True) if event.actions else {}
+        content = extra.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
         names = {
             call.get("name")
-            for part in (extra.get("content") or {}).get("parts") or ()
+            for part in (parts if isinstance(parts, list) else ())
             if isinstance(part, dict)
             for call in (part.get("functionCall"), part.get("functionResponse"))
             if isinstance(call, dict)

@@ -268,12 +268,13 @@ function lineagePanel(app, user, session, ancestors, children) {
 
 /** One event of the timeline, its function calls and responses linked to each other. */
 function eventRow(event, calls) {
-  const parts = event.content?.parts || [];
+  // `content` is stored as sent: only what has the shape ADK gives it is shown as such.
+  const parts = Array.isArray(event.content?.parts) ? event.content.parts : [];
   const actions = event.actions || {};
   const body = [];
-  for (const part of parts) {
+  for (const part of parts.filter((one) => one && typeof one === "object")) {
     if (typeof part.text === "string") body.push(h("p", { class: "text" }, part.text));
-    if (part.functionCall) {
+    if (typeof part.functionCall === "object" && part.functionCall) {
       const call = part.functionCall;
       const status = calls.get(call.id)?.status;
       body.push(h("div", { class: `call ${status || ""}`, id: call.id && `call-${call.id}`, dataset: { callId: call.id || "" } },
@@ -281,7 +282,7 @@ function eventRow(event, calls) {
         status && status !== "answered" ? h("span", { class: `badge ${status}` }, status) : null,
         status === "answered" ? h("button", { type: "button", class: "jump", onclick: () => jump(`response-${call.id}`) }, "→ response") : null));
     }
-    if (part.functionResponse) {
+    if (typeof part.functionResponse === "object" && part.functionResponse) {
       const answer = part.functionResponse;
       body.push(h("div", { class: "response", id: answer.id && `response-${answer.id}`, dataset: { callId: answer.id || "" } },
         h("span", { class: "kind" }, "response"), ` ${answer.name}: ${json(answer.response ?? null)}`,
