@@ -320,5 +320,8 @@ async def test_the_page_and_its_assets_are_served_with_a_strict_policy(
         assert served.status_code == 200
         assert served.headers["content-type"].startswith(kind)
         assert f"/ui/{asset}" in page.text
+    for entrance in ("/", "/ui/"):
+        redirected = await client.get(entrance)
+        assert (redirected.status_code, redirected.headers["location"]) == (307, "/ui")
     missing = await client.get("/ui/index.html.bak")
     assert (missing.status_code, missing.json()["code"]) == (404, "not_found")

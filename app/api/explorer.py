@@ -8,6 +8,7 @@ by the app (no CDN, no build step), and a content security policy lets it load n
 from pathlib import Path
 
 from fastapi import APIRouter, Response
+from fastapi.responses import RedirectResponse
 
 from app.api.deps import PUBLIC
 from app.errors import NotFound
@@ -24,6 +25,14 @@ HEADERS = {
 }
 
 router = APIRouter(dependencies=[PUBLIC], include_in_schema=False)
+
+
+@router.get("/")
+@router.get("/ui/")
+async def to_explorer() -> Response:
+    """A browser pointed at the server, or at `/ui/`, finds the explorer (as `adk web` sends
+    `/` to its UI)."""
+    return RedirectResponse("/ui")
 
 
 @router.get("/ui")
