@@ -273,6 +273,16 @@ async def test_a_long_session_is_shown_a_page_at_a_time(
     # A search hit opens the session at its event, loading the pages before it.
     await page.goto(f"{server}/ui#/apps/long/users/alice/sessions/long?seq=5000")
     await expect(page.locator("#seq-5000")).to_be_in_viewport()
+    # Newest first: the latest page at once, and the live tail adds on top without the rest.
+    await page.get_by_role("link", name="Newest first").click()
+    await expect(page.locator(".event").first).to_have_id("seq-10000")
+    await expect(page.locator(".event")).to_have_count(200)
+    await page.get_by_role("button", name="Live tail").click()
+    await asyncio.sleep(0.5)  # as in the live tail's own test
+    added = await http.post(f"{base}/long/events", json=text("message 10001"))
+    assert added.status_code == 201, added.text
+    await expect(page.locator(".event").first).to_have_id("seq-10001")
+    await expect(page.locator(".event")).to_have_count(201)
 
 
 @pytest.fixture(scope="module")

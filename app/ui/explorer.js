@@ -338,19 +338,26 @@ async function sessionView(app, user, id, query) {
   const more = h("button", { type: "button", class: "more" }, "Load more events");
   const status = h("div");
   const liveButton = h("button", { type: "button", class: "live", "aria-pressed": "false" }, "Live tail");
+  // Oldest first, or (`?order=desc`) newest first: a long session's latest turns at once.
+  const newestFirst = query.get("order") === "desc";
+  const orderLink = link(`${hashOf("apps", app, "users", user, "sessions", id)}?order=${newestFirst ? "asc" : "desc"}`,
+    newestFirst ? "Oldest first" : "Newest first");
   let token;
   let done = false;
-  let lastSeq = 0;
+  let lastSeq = 0; // the newest seq shown
 
-  function add(events) {
-    timeline.append(...events.map((event) => eventRow(event, calls)));
-    if (events.length) lastSeq = events.at(-1).seq;
+  function add(events, atTop = false) {
+    const rows = events.map((event) => eventRow(event, calls));
+    if (atTop) timeline.prepend(...rows.reverse());
+    else timeline.append(...rows);
+    lastSeq = Math.max(lastSeq, ...events.map((event) => event.seq));
   }
 
   async function loadPage() {
     more.disabled = true;
     try {
-      const page = await api(here + "/events", { pageSize: EVENT_PAGE, pageToken: token });
+      const order = newestFirst ? "desc" : "asc";
+      const page = await api(here + "/events", { pageSize: EVENT_PAGE, pageToken: token, order });
       add(page.events);
       token = page.nextPageToken;
       done = !token;
@@ -371,11 +378,11 @@ async function sessionView(app, user, id, query) {
     stop = null;
     liveButton.setAttribute("aria-pressed", String(on));
     if (!on) return;
-    while (!done) await loadPage();
+    while (!done && !newestFirst) await loadPage(); // the newest must be on the page already
     const aborter = new AbortController();
     stop = () => aborter.abort();
     tail(here + "/events:stream", lastSeq, aborter.signal, (kind, data) => {
-      if (kind === "appended" && data.seq > lastSeq) add([data]);
+      if (kind === "appended" && data.seq > lastSeq) add([data], newestFirst);
       if (kind === "closed" || kind === "deleted") status.replaceChildren(h("p", { class: "muted" }, `The session was ${kind}.`));
     }).catch((error) => aborter.signal.aborted || status.replaceChildren(failure(error)));
   }
@@ -389,12 +396,14 @@ async function sessionView(app, user, id, query) {
     h("p", { class: "muted" }, info, " · created ", time(session.createTime), " · updated ", time(session.lastUpdateTime),
       Object.entries(session.labels || {}).map(([key, value]) => h("span", { class: "label" }, `${key}:${value}`))),
     h("div", { class: "columns" },
-      h("div", { class: "main" }, h("div", { class: "toolbar" }, h("h2", {}, "Timeline"), liveButton), timeline, more, status),
+      h("div", { class: "main" },
+        h("div", { class: "toolbar" }, h("h2", {}, "Timeline"), h("span", {}, orderLink, " ", liveButton)),
+        timeline, more, status),
       h("aside", {}, statePanel(session.state), lineagePanel(app, user, session, ancestors.sessions, children.sessions))));
   try {
     await loadPage();
     const seq = Number(query.get("seq"));
-    if (seq) {
+    if (seq && !newestFirst) {
       while (!done && lastSeq < seq) await loadPage();
       jump(`seq-${seq}`);
     }
