@@ -92,7 +92,9 @@ def database_url(new_database: Callable[[], str]) -> str:
 
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, auth=False)
+    # The app lives for the whole run: its own sweeper, every 60 s by default, would race the
+    # tests that expire sessions and sweep them from a command. The sweeper has its own test.
+    return Settings(database_url=database_url, auth=False, sweep_interval=86_400)
 
 
 @pytest.fixture(scope="session")

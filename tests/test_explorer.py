@@ -270,9 +270,10 @@ async def test_a_long_session_is_shown_a_page_at_a_time(
     await expect(page.locator(".event")).to_have_count(200)
     await page.get_by_role("button", name="Load more events").click()
     await expect(page.locator(".event")).to_have_count(400)
-    # A search hit opens the session at its event, loading the pages before it.
+    # A search hit opens the session at its event, loading the 25 pages before it: one
+    # after another, so a loaded CI host gets more than the default 5 s.
     await page.goto(f"{server}/ui#/apps/long/users/alice/sessions/long?seq=5000")
-    await expect(page.locator("#seq-5000")).to_be_in_viewport()
+    await expect(page.locator("#seq-5000")).to_be_in_viewport(timeout=30_000)
     # Newest first: the latest page at once, and the live tail adds on top without the rest.
     await page.get_by_role("link", name="Newest first").click()
     await expect(page.locator(".event").first).to_have_id("seq-10000")
