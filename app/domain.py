@@ -155,6 +155,7 @@ class NewEvent:
     delta: ScopedDelta
     facts: Facts  # what the context view reads instead of the event
     usage: Usage
+    text: str | None  # its words, which search indexes (`rules.search.event_text`)
 
 
 @dataclass(frozen=True)

@@ -194,8 +194,8 @@ class StorageEvent(Base):
     prompt_tokens: Mapped[int | None] = mapped_column(BigInteger)
     candidates_tokens: Mapped[int | None] = mapped_column(BigInteger)
     total_tokens: Mapped[int | None] = mapped_column(BigInteger)
-    # Its words (`sessionary_event_text`, migration 0012) for full-text search, in the
-    # configuration `SESSIONARY_SEARCH_CONFIG` had when it was written.
+    # Its words (`rules.search.event_text`) for full-text search, in the configuration
+    # `SESSIONARY_SEARCH_CONFIG` had when it was written.
     search: Mapped[str | None] = mapped_column(TSVECTOR)
 
     __table_args__ = (

@@ -26,6 +26,7 @@ from app.repositories.sessions import READS
 from app.rules.context import estimate_tokens, facts
 from app.rules.events import usage_of
 from app.rules.scopes import split_delta
+from app.rules.search import event_text
 
 Scope = dict[str, Any]
 CREATE = (
@@ -117,6 +118,7 @@ class HttpFloor:
             "prompt": used.prompt,
             "candidates": used.candidates,
             "total": used.total,
+            "text": event_text(event),
         }
         arguments = APPEND.arguments(
             {

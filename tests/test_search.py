@@ -1,10 +1,16 @@
 """Full-text search over events: what is indexed, ranking, snippets, filters, paging, and
 which events are never found."""
 
+import asyncio
+import json
 from typing import Any
 
+import asyncpg
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from app.rules.search import TEXT_LIMIT, event_text
 from tests.helpers import APP, append, assert_problem, create_session, session_url
 
 SEARCH = f"/apps/{APP}/search"
@@ -139,3 +145,51 @@ async def append_new(client, event: dict[str, Any]):
 )
 async def test_bad_searches_are_refused(client, params):
     assert_problem(await client.get(SEARCH, params=params), 422, "validation_error")
+
+
+# Any JSON value where an event's parts, names or texts may be: the API stores events of any
+# shape. No NUL and no lone surrogate: JSONB holds neither.
+_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=8)
+_VALUE = st.one_of(
+    _TEXT, st.integers(), st.booleans(), st.none(), st.lists(st.integers(), max_size=2)
+)
+_NAMED = st.one_of(st.fixed_dictionaries({"name": _VALUE}, optional={"id": _TEXT}), _VALUE)
+_PART = st.one_of(
+    st.fixed_dictionaries(
+        {}, optional={"text": _VALUE, "functionCall": _NAMED, "functionResponse": _NAMED}
+    ),
+    _VALUE,
+)
+_EVENT = st.one_of(
+    st.builds(lambda parts: {"content": {"role": "model", "parts": parts}}, st.lists(_PART)),
+    st.fixed_dictionaries(
+        {}, optional={"content": st.one_of(st.fixed_dictionaries({"parts": _VALUE}), _VALUE)}
+    ),
+)
+
+
+@given(events=st.lists(_EVENT, min_size=1, max_size=20))
+@example(events=[said("é" * (TEXT_LIMIT + 5))])  # cut at characters, not bytes
+@example(events=[said(""), {"content": {"parts": [{"text": ""}, {"text": ""}]}}])
+@example(
+    events=[
+        {"content": {"parts": [{"functionCall": {"name": "a"}, "functionResponse": {"name": "b"}}]}}
+    ]
+)
+@settings(max_examples=100, deadline=None)
+def test_the_words_indexed_are_the_words_snippets_are_made_of(database_url, events):
+    """The append indexes `event_text` (Python); snippets come from `sessionary_event_text`
+    (PostgreSQL) over the stored event: they agree, whatever the event's shape."""
+
+    async def in_postgres() -> list[str | None]:
+        connection = await asyncpg.connect(database_url)
+        try:
+            rows = await connection.fetch(
+                "SELECT sessionary_event_text(e) FROM jsonb_array_elements($1::jsonb) e",
+                json.dumps(events),
+            )
+        finally:
+            await connection.close()
+        return [row[0] for row in rows]
+
+    assert [event_text(event) for event in events] == asyncio.run(in_postgres())

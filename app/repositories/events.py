@@ -54,7 +54,7 @@ def event_filter(key: SessionKey) -> ColumnElement[bool]:
 # The columns of each new event (`event_records`) in `:events`, and how they are stored.
 RECORD = (
     "event jsonb, hash text, tokens integer, calls text[], responses text[], "
-    "prompt bigint, candidates bigint, total bigint"
+    "prompt bigint, candidates bigint, total bigint, text text"
 )
 
 
@@ -70,7 +70,7 @@ def insert_events(seq: str, source: str) -> str:
            CAST(new.event -> 'timestamp' AS double precision), decode(new.hash, 'hex'),
            new.event || jsonb_build_object('seq', {seq}),
            new.tokens, new.calls, new.responses, new.prompt, new.candidates, new.total,
-           to_tsvector(CAST(:search_config AS regconfig), sessionary_event_text(new.event))
+           to_tsvector(CAST(:search_config AS regconfig), new.text)
     FROM {source}"""
 
 
@@ -86,6 +86,7 @@ def event_records(events: Sequence[NewEvent]) -> list[dict[str, Any]]:
             "prompt": event.usage.prompt,
             "candidates": event.usage.candidates,
             "total": event.usage.total,
+            "text": event.text,
         }
         for event in events
     ]
@@ -148,7 +149,7 @@ _NEW_EVENTS = insert_events(
     f"""bump,
          ROWS FROM (jsonb_to_recordset(:events) AS ({RECORD}))
              WITH ORDINALITY AS new(event, hash, tokens, calls, responses,
-                                    prompt, candidates, total, position)""",
+                                    prompt, candidates, total, text, position)""",
 )
 
 
@@ -170,10 +171,10 @@ APPEND = _append_statement("")
 APPEND_ANNOUNCED = _append_statement(_ANNOUNCE)
 
 
-def search_vector(config: str, event: ColumnElement[Any]) -> ColumnElement[Any]:
-    """An event's words for search (migration 0012) in the text-search configuration
-    `config`, as `APPEND` takes them."""
-    return func.to_tsvector(cast(literal(config), REGCONFIG), func.sessionary_event_text(event))
+def search_vector(config: str, text: str | None) -> ColumnElement[Any]:
+    """An event's words (`rules.search.event_text`) for search in the text-search
+    configuration `config`, as `APPEND` stores them."""
+    return func.to_tsvector(cast(literal(config), REGCONFIG), literal(text, Text))
 
 
 def _json_text(value: Any) -> str:

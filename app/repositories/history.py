@@ -143,6 +143,7 @@ async def rewrite_content(
     seq: int,
     content: dict[str, Any],
     facts: Facts,
+    text: str | None,
     search_config: str,
 ) -> dict[str, Any]:
     """Replace the event's `content`, and its facts and words with those of the event
@@ -153,7 +154,7 @@ async def rewrite_content(
         .where(event_filter(key), StorageEvent.seq == seq)
         .values(
             event=rewritten,
-            search=search_vector(search_config, rewritten),
+            search=search_vector(search_config, text),
             tokens=facts.tokens,
             calls=list(facts.calls),
             responses=list(facts.responses),

@@ -32,7 +32,8 @@ MASKED = "[{size} characters of tool output masked by observationMask]"
 TokenEstimator = Callable[[dict[str, Any]], int]
 
 
-def _parts(event: dict[str, Any]) -> list[dict[str, Any]]:
+def content_parts(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The event's content parts that are objects, in order; none when it has no such list."""
     content = event.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
     if not isinstance(parts, list):
@@ -54,7 +55,7 @@ def estimate_tokens(event: dict[str, Any]) -> int:
     (a dict, as stored) to a number of tokens: a real tokenizer, say.
     """
     size = 0
-    for part in _parts(event):
+    for part in content_parts(event):
         text = part.get("text")
         if isinstance(text, str):
             size += len(text.encode())
@@ -95,13 +96,13 @@ def facts(event: dict[str, Any], estimate: TokenEstimator) -> Facts:
 def calls(event: dict[str, Any]) -> list[str]:
     """The ids of the event's function calls, in part order (calls without one are not
     paired)."""
-    found = (_payload(part, "functionCall") for part in _parts(event))
+    found = (_payload(part, "functionCall") for part in content_parts(event))
     return [item["id"] for item in found if item and isinstance(item.get("id"), str)]
 
 
 def responses(event: dict[str, Any]) -> list[str]:
     """The ids of the calls the event's function responses answer."""
-    found = (_payload(part, "functionResponse") for part in _parts(event))
+    found = (_payload(part, "functionResponse") for part in content_parts(event))
     return [item["id"] for item in found if item and isinstance(item.get("id"), str)]
 
 
@@ -419,7 +420,7 @@ def masked(event: dict[str, Any], masks: list[tuple[int, int]], seq: int) -> dic
     """The event with each function response whose JSON is longer than an observation mask
     covering `seq` allows replaced by a note of its size."""
     limits = [limit for through, limit in masks if seq <= through]
-    if not limits or not _parts(event):
+    if not limits or not content_parts(event):
         return event
     parts = [_masked_part(part, min(limits)) for part in event["content"]["parts"]]
     return {**event, "content": {**event["content"], "parts": parts}}

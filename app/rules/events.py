@@ -16,6 +16,7 @@ from app.domain import NewEvent, Usage
 from app.errors import InvalidInput, PayloadTooLarge
 from app.rules.context import facts, token_estimator
 from app.rules.scopes import split_delta, without_temp
+from app.rules.search import event_text
 from app.schemas import EventIn
 
 
@@ -79,6 +80,7 @@ def prepare(event: EventIn, settings: Settings) -> NewEvent:
         delta=split_delta(delta),
         facts=facts(document, token_estimator(settings.token_estimator)),
         usage=usage_of(document),
+        text=event_text(document),
     )
 
 

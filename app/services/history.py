@@ -25,6 +25,7 @@ from app.rules import tool_calls
 from app.rules.context import facts, token_estimator
 from app.rules.events import canonical_json, prepare
 from app.rules.rewinds import restoring_delta
+from app.rules.search import event_text
 from app.schemas import EventIn
 from app.services.events import EventService
 from app.services.lineage import first_seq_of_invocation, hold_for_write
@@ -142,7 +143,13 @@ class HistoryService:
             removed = await history_rows.remove_events(db, key, seqs=removing)
             estimate = token_estimator(self.settings.token_estimator)
             stored = await history_rows.rewrite_content(
-                db, key, seq, content, facts(rewritten, estimate), self.settings.search_config
+                db,
+                key,
+                seq,
+                content,
+                facts(rewritten, estimate),
+                event_text(rewritten),
+                self.settings.search_config,
             )
             detail = {"seq": seq, "removedEventIds": removed}
             await announce(db, Change("updated", key, version, detail=detail))
