@@ -15,6 +15,7 @@ import os
 import statistics
 import time
 import uuid
+from collections.abc import MutableMapping
 from typing import Any
 
 from app.config import Settings
@@ -58,7 +59,7 @@ async def measure(rounds: int, requests: int) -> dict[str, list[float]]:
 
         status = 0
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]

@@ -3,6 +3,7 @@
 import math
 from dataclasses import dataclass, field
 
+from bench.cpu import CpuSplit
 from bench.scenarios import Burst
 
 # "Floor": plain asyncpg, no HTTP; "HTTP floor": a bare ASGI app running the same statements.
@@ -65,6 +66,8 @@ class Results:
     ceiling_rps: float = math.nan
     generator: str = ""
     sustained: list[Burst] = field(default_factory=list)
+    s1_cpu: dict[str, CpuSplit] = field(default_factory=dict)
+    cores: int = 1
     worker_peak_rss: dict[int, int] = field(default_factory=dict)
     read_growth_bytes: int = 0
     read_response_bytes: int = 0
@@ -264,8 +267,27 @@ def sustained(bursts: list[Burst]) -> str:
     return "\n".join(lines)
 
 
+def cpu_split(splits: dict[str, CpuSplit], cores: int) -> str:
+    """S1's CPU per append by process, and the rate the cores allow at that cost."""
+    lines = [
+        "| S1: CPU per append, µs | server workers | PostgreSQL | wrk | rest of the host | all "
+        f"| cores busy | events/s {cores} cores allow at this cost |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for system, split in splits.items():
+        parts = (split.server, split.postgres, split.generator, split.rest, split.total)
+        lines.append(
+            f"| {system} | "
+            + " | ".join(f"{part:,.0f}" for part in parts)
+            + f" | {split.busy:.0%} | {split.ceiling(cores):,.0f} |"
+        )
+    return "\n".join(lines)
+
+
 def render(results: Results, header: str) -> str:
     lines = [header, "", table(results), ""]
+    if results.s1_cpu:
+        lines += [cpu_split(results.s1_cpu, results.cores), ""]
     if results.sustained:
         lines += [sustained(results.sustained), ""]
     lines.append(

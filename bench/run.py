@@ -201,6 +201,8 @@ def put_burst(results: Results, prefix: str, system: str, burst: scenarios.Burst
     results.put(f"{prefix}_eps", system, burst.events_per_second)
     results.put(f"{prefix}_p50", system, burst.p50_ms)
     results.put(f"{prefix}_p99", system, burst.p99_ms)
+    if prefix == "s1" and burst.cpu is not None:
+        results.s1_cpu[system] = burst.cpu
 
 
 async def run_small(system: System, sizes: Sizes, results: Results, label: str) -> None:
@@ -275,7 +277,7 @@ async def bench(args: argparse.Namespace) -> str:
         raise SystemExit("Set DATABASE_URL to a PostgreSQL server (see bench/README.md).")
     sizes = sizes_from(args)
     dbs = Databases.on(database_url, args.db_prefix)
-    results = Results()
+    results = Results(cores=os.cpu_count() or 1)
     started = time.monotonic()
 
     log("creating and migrating the bench databases")
@@ -300,7 +302,7 @@ async def bench(args: argparse.Namespace) -> str:
     }
     with server.Server(dbs.sessionary, args.workers, server_env) as serve:
         log(f"sessionary serve --workers {args.workers} on port {serve.port}")
-        sessionary = Sessionary(serve.host, serve.port)
+        sessionary = Sessionary(serve.host, serve.port, worker_pids=serve.worker_pids)
         if wrk.available():
             results.generator = f"{wrk.version()}, {wrk.THREADS} thread (S1, S6's S1, S7)"
             results.ceiling_rps = await wrk.ceiling_of(sessionary, sizes)
@@ -341,7 +343,12 @@ async def bench(args: argparse.Namespace) -> str:
         systems = [open_sessionary] + ([open_adk] if adk else []) + [open_floor]
         await phase(systems, lambda system: run_small(system, sizes, results, "small"))
         with server.HttpFloorServer(dbs.floor, args.workers, server_env) as floor_serve:
-            http_floor = Sessionary(floor_serve.host, floor_serve.port, name="HTTP floor")
+            http_floor = Sessionary(
+                floor_serve.host,
+                floor_serve.port,
+                name="HTTP floor",
+                worker_pids=floor_serve.worker_pids,
+            )
             await run_http_floor(http_floor, sizes, results)
 
         if wrk.available():

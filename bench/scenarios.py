@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.domain import SessionKey
+from bench.cpu import CpuSplit, median_split
 from bench.systems import Lane, System
 from bench.workload import APPEND_APP, EventSpec, Sizes, specs
 
@@ -24,6 +25,7 @@ class Burst:
     events_per_second: float
     p50_ms: float
     p99_ms: float
+    cpu: CpuSplit | None = None  # where the host's CPU went, when it was measured
 
 
 def _percentile(samples: Sequence[float], fraction: float) -> float:
@@ -74,10 +76,12 @@ async def _burst(
 
 
 def median_burst(bursts: Sequence[Burst]) -> Burst:
+    splits = [b.cpu for b in bursts if b.cpu is not None]
     return Burst(
         events_per_second=statistics.median(b.events_per_second for b in bursts),
         p50_ms=statistics.median(b.p50_ms for b in bursts),
         p99_ms=statistics.median(b.p99_ms for b in bursts),
+        cpu=median_split(splits) if splits else None,
     )
 
 

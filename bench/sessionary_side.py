@@ -1,7 +1,7 @@
 """Sessionary over HTTP, driven by the raw-asyncio load generator."""
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -48,10 +48,21 @@ class HttpLane:
 class Sessionary:
     """Sessionary's API over HTTP; also the HTTP floor's, which answers the same requests."""
 
-    def __init__(self, host: str, port: int, name: str = "Sessionary") -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        name: str = "Sessionary",
+        worker_pids: Callable[[], list[int]] | None = None,
+    ) -> None:
         self.name = name
         self.host = host
         self.port = port
+        self._worker_pids = worker_pids
+
+    def worker_pids(self) -> list[int]:
+        """The processes serving it, when this bench started them: their CPU is measured."""
+        return self._worker_pids() if self._worker_pids is not None else []
 
     async def create_sessions(self, keys: Sequence[SessionKey]) -> list[Any]:
         async with Connection(self.host, self.port) as connection:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.domain import SessionKey
+from bench import cpu
 from bench.scenarios import Burst, median_burst
 from bench.sessionary_side import Sessionary, session_path
 from bench.workload import APPEND_APP, ID_MARK, TIME_MARK, EventSpec, Sizes, wire_event
@@ -36,10 +37,17 @@ def version() -> str:
 
 
 def append(
-    url: str, paths: list[str], body_template: bytes, *, clients: int, seconds: float
+    url: str,
+    paths: list[str],
+    body_template: bytes,
+    *,
+    clients: int,
+    seconds: float,
+    server_pids: Sequence[int] = (),
 ) -> Burst:
-    """Appends for `seconds` from `clients` connections; every answer must be a 201."""
-    with tempfile.TemporaryDirectory() as scratch:
+    """Appends for `seconds` from `clients` connections; every answer must be a 201. With the
+    server's worker processes, where the host's CPU went too."""
+    with tempfile.TemporaryDirectory() as scratch, cpu.measure(server_pids) as meter:
         path_file = Path(scratch, "paths")
         path_file.write_text("\n".join(paths) + "\n")
         body_file = Path(scratch, "body")
@@ -58,6 +66,7 @@ def append(
         events_per_second=figures["requests"] / (figures["duration_us"] / 1e6),
         p50_ms=figures["p50_us"] / 1000,
         p99_ms=figures["p99_us"] / 1000,
+        cpu=meter.per_request(figures["requests"]) if server_pids else None,
     )
 
 
@@ -112,7 +121,13 @@ async def s1(system: Sessionary, sizes: Sizes, label: str) -> Burst:
         paths = await ring(system, sizes, f"{label}-r{rep}")
         seconds = 2 if rep < 0 else sizes.append_seconds
         burst = await asyncio.to_thread(
-            append, url(system), paths, BODY, clients=sizes.clients, seconds=seconds
+            append,
+            url(system),
+            paths,
+            BODY,
+            clients=sizes.clients,
+            seconds=seconds,
+            server_pids=system.worker_pids(),
         )
         if rep >= 0:
             bursts.append(burst)
