@@ -19,9 +19,9 @@ def event_text(event: dict[str, Any]) -> str | None:
     """An event's words for search: each part's text, or else the name of the function it
     calls or answers, joined by spaces; None when it has none.
 
-    The same as PostgreSQL's `sessionary_event_text` (migration 0013), which snippets and
-    the backfill use. Computed here for every event stored, that function is not run by the
-    append: ~150 µs of PostgreSQL's CPU per event, a tenth of an append (bench/README.md).
+    The same as PostgreSQL's `sessionary_event_text` (migration 0013), which search's
+    snippets use. Computed here for every event stored, that function is not run by the
+    append: PostgreSQL's CPU per single append fell from ~790 to ~670 µs (bench/README.md).
     """
     words = []
     for part in content_parts(event):
