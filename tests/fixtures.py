@@ -93,7 +93,7 @@ def database_url(new_database: Callable[[], str]) -> str:
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
     # The app lives for the whole run: its own sweeper, every 60 s by default, would race the
-    # tests that expire sessions and sweep them from a command. The sweeper has its own test.
+    # tests that expire sessions and sweep them from a command (so would `start_server`'s).
     return Settings(database_url=database_url, auth=False, sweep_interval=86_400)
 
 
@@ -154,12 +154,15 @@ def start_server(
 ) -> tuple[subprocess.Popen[bytes], str]:
     """`sessionary serve` as users run it, on a free loopback port; returns once it answers.
 
-    Its log goes to `stderr` when given (an open file), else to this process's stderr.
+    Its log goes to `stderr` when given (an open file), else to this process's stderr. It
+    sweeps expired sessions only when `env` sets `SESSIONARY_SWEEP_INTERVAL`: a server living
+    through other tests would race the ones that expire sessions and sweep them themselves.
     """
     port = free_port()
+    defaults = {"SESSIONARY_AUTH": "false", "SESSIONARY_SWEEP_INTERVAL": "86400"}
     process = subprocess.Popen(
         [str(Path(sys.executable).with_name("sessionary")), "serve", "--port", str(port), *args],
-        env={**os.environ, "SESSIONARY_AUTH": "false", **(env or {}), "DATABASE_URL": database_url},
+        env={**os.environ, **defaults, **(env or {}), "DATABASE_URL": database_url},
         stderr=stderr,
     )
     base_url = f"http://127.0.0.1:{port}"
