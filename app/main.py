@@ -30,6 +30,7 @@ from app.api import (
     usage,
 )
 from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMiddleware
+from app.api.lane import AppendLane
 from app.api.problems import install_error_handlers
 from app.api.responses import problem_responses
 from app.api.routing import unguarded_routes
@@ -157,6 +158,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         },
     )
     app.state.settings = settings
+    app.add_middleware(AppendLane, api=app, route_name="append_event")  # innermost
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(PathGuardMiddleware)
     app.add_middleware(HeadAsGetMiddleware)

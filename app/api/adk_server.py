@@ -12,6 +12,7 @@ service that takes none.
 Not in the OpenAPI description, which describes Sessionary's own API: ADK documents these.
 """
 
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request, Response
@@ -50,8 +51,8 @@ class AdkRoute(StrictRoute):
     """A route that fails as ADK's server does: `{"detail": "…"}` with the same status, and a
     validation error as FastAPI's default `{"detail": [{type, loc, msg, input}]}`."""
 
-    def get_route_handler(self):  # type: ignore[no-untyped-def]
-        handler = super().get_route_handler()  # type: ignore[no-untyped-call]
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
 
         async def adk_handler(request: Request) -> Response:
             try:

@@ -101,25 +101,32 @@ async def _database_error(request: Request, error: Exception) -> JSONResponse:
         return render(
             request, DatabaseUnavailable("The database cannot be reached; retry shortly.")
         )
-    return await _unexpected(request, error)
+    return _internal_error(request, error)
 
 
-async def _unexpected(request: Request, error: Exception) -> JSONResponse:
-    request_id = getattr(request.state, "request_id", None)
+def _internal_error(request: Request, error: Exception) -> JSONResponse:
+    """Logged with the request's id; the answer says nothing of what failed."""
     logger.error(
         "unhandled error on %s %s",
         request.method,
         request.url.path,
         exc_info=error,
-        extra={"request_id": request_id},
+        extra={"request_id": getattr(request.state, "request_id", None)},
     )
-    response = problem(
+    return problem(
         request,
         500,
         "internal_error",
         "Internal server error",
         "An unexpected error occurred; it has been logged with this request's id.",
     )
+
+
+async def _unexpected(request: Request, error: Exception) -> JSONResponse:
+    """Starlette's last resort, which answers outside every middleware: the request id is
+    added here, as `RequestObserver` adds it to every other answer."""
+    response = _internal_error(request, error)
+    request_id = getattr(request.state, "request_id", None)
     if request_id is not None:
         response.headers["X-Request-ID"] = request_id
     return response

@@ -8,7 +8,7 @@ duplicate keys or NaN.
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, NamedTuple, get_type_hints
 from urllib.parse import urlencode
 
@@ -296,14 +296,19 @@ class StrictRoute(APIRoute):
     return every event); a body that is not JSON (415); JSON that `app.strict_json` refuses
     (422)."""
 
-    def get_route_handler(self):  # type: ignore[no-untyped-def]
-        handler = _plain_handler(self) or super().get_route_handler()
+    # Whether the route's parameters are bound by `_plain_handler`, set with its handler.
+    binds_plainly = False
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        plain = _plain_handler(self)
+        self.binds_plainly = plain is not None
+        handler = plain or super().get_route_handler()
         needs = declared_needs(self.dependant)
         takes_body = self.body_field is not None
         known_query = _query_names(self.dependant)
         repeatable_query = _query_names(self.dependant, repeatable=True)
 
-        async def strict_handler(request: Request) -> Any:
+        async def strict_handler(request: Request) -> Response:
             repeated = _repeated_headers(request)
             if "authorization" in repeated:
                 raise _sent_twice("authorization")
