@@ -1,8 +1,9 @@
 # Sessionary: the API server. It needs DATABASE_URL pointing at PostgreSQL, and the schema
 # migrated by `sessionary migrate` (same image, a separate step, once per release) before
 # `sessionary serve` starts: serve refuses a schema that is behind.
-# Mirrors the Makefile's install: a venv, pip upgraded, the project installed editable with
-# its dependencies pinned by requirements.lock; the service alone (no extras, no client).
+# As the Makefile's `make run` installs it: a venv, the project installed editable with its
+# dependencies pinned by requirements.lock, the service alone (no extras, no client); pip
+# here, where the build cache makes uv's speed moot.
 FROM python:3.12-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /venv && /venv/bin/python -m pip install --quiet --upgrade pip

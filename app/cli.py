@@ -5,6 +5,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
+import logging.config
 import os
 import shutil
 import signal
@@ -15,6 +17,8 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
+import asyncpg
+from alembic.util import CommandError
 from fastapi import FastAPI
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -22,18 +26,22 @@ from app import db, workers
 from app.api import render
 from app.config import Settings
 from app.domain import ApiKey, SessionHeader
-from app.errors import DatabaseUnavailable, NotFound, SchemaBehind
+from app.embedded import EmbeddedPostgres, EmbeddedPostgresError, running_url
+from app.errors import DatabaseUnavailable, NotFound, SchemaBehind, SessionaryError
 from app.observability import log_config
 from app.protocol import capped_protocol
 from app.rules import portability as portability_format
 from app.services.auth import AuthService, GrantCache
-from app.services.health import check_ready
 from app.services.live import listening_connector
 from app.services.portability import ImportReport, PortabilityService
 from app.services.retention import RetentionService
 
 T = TypeVar("T")
+logger = logging.getLogger("sessionary")
 OPENAPI_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
+# What a command fails on that is not a bug (a database down or behind, a missing file, a data
+# folder in use): `main` says it in one line, with no traceback.
+KNOWN_FAILURES = (SessionaryError, EmbeddedPostgresError, OSError, CommandError)
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -47,8 +55,6 @@ def serve(args: argparse.Namespace) -> None:
         )
     embedded = None
     if settings.database_url is None:
-        from app.embedded import EmbeddedPostgres
-
         embedded = EmbeddedPostgres(settings.data_dir)
         dsn = embedded.start()
         print(f"sessionary: embedded PostgreSQL in {embedded.pgdata} at {dsn}", file=sys.stderr)
@@ -63,7 +69,7 @@ def serve(args: argparse.Namespace) -> None:
             listening_connector(connector, settings)
         except ValueError as error:
             sys.exit(f"sessionary serve: {error}")
-        _require_ready(connector)
+        _require_head(connector)
     # Workers count metrics in files here, so a scrape of any worker sees them all.
     metrics_dir = None
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
@@ -81,9 +87,14 @@ def serve(args: argparse.Namespace) -> None:
         "port": args.port,
         "http": capped_protocol(settings.max_header_line_bytes, settings.max_header_bytes),
         "timeout_graceful_shutdown": settings.shutdown_timeout,
+        "timeout_keep_alive": settings.keep_alive_timeout,
         "log_config": log_config(settings.log_level.upper()),
         "access_log": False,  # ours, in JSON with the request id, replaces uvicorn's
     }
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    # Said once, in the JSON every other line of the server is written in.
+    logging.config.dictConfig(options["log_config"])
+    logger.info("serving on http://%s:%d (explorer: /ui)", host, args.port)
     try:
         if args.workers > 1:
             workers.supervise(options, args.workers)
@@ -96,20 +107,31 @@ def serve(args: argparse.Namespace) -> None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
-def _require_ready(connector: db.Connector) -> None:
-    """Refuse to start, saying what to do, rather than let every worker fail its start-up."""
+def _revision(connector: db.Connector) -> str | None:
+    """The schema's revision, read before a command does anything: a database that cannot be
+    used fails here, named, rather than halfway through (a server: in every worker)."""
 
-    async def check() -> None:
+    async def read() -> str | None:
         engine = db.create_engine(connector, pool_size=1)
         try:
-            await check_ready(engine, connector.connect_timeout)
+            return await db.current_revision(engine)
         finally:
             await engine.dispose()
 
     try:
-        asyncio.run(check())
-    except (DatabaseUnavailable, SchemaBehind) as error:
-        sys.exit(f"sessionary serve: {connector.where()}: {error.detail}")
+        return asyncio.run(read())
+    except (*db.UNAVAILABLE, SQLAlchemyError, asyncpg.PostgresError) as error:
+        cause = getattr(error, "orig", None) or error  # SQLAlchemy's wrapping says no more
+        raise DatabaseUnavailable(
+            f"cannot use the database at {connector.where()}: {str(cause) or type(cause).__name__}"
+            "; check that it is up and that DATABASE_URL points at it."
+        ) from error
+
+
+def _require_head(connector: db.Connector) -> None:
+    current, head = _revision(connector), db.head_revision()
+    if current != head:
+        raise SchemaBehind(current, head)
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
@@ -117,18 +139,42 @@ def _exit_cleanly(signum: int, frame: object) -> None:
 
 
 def migrate(args: argparse.Namespace) -> None:
-    db.upgrade(_database_url("migrate"))
+    url = _database_url("migrate")
+    connector = db.connector(url, Settings())
+    current, head = _revision(connector), db.head_revision()
+    if current == head:
+        print(f"{connector.where()} is already at revision {head}")
+    else:
+        db.upgrade(url)
+        print(
+            f"migrated {connector.where()} from {current or 'an empty schema'} to revision {head}"
+        )
 
 
 def _database_url(command: str) -> str:
+    """DATABASE_URL, else the embedded PostgreSQL of a server running here (`make run`'s):
+    its port is picked at random, and no one should have to copy it."""
     settings = Settings()
-    if settings.database_url is None:
-        sys.exit(f"sessionary {command}: set DATABASE_URL to the PostgreSQL to use.")
-    return str(settings.database_url)
+    if settings.database_url is not None:
+        return str(settings.database_url)
+    url = running_url(settings.data_dir)
+    if url is None:
+        sys.exit(
+            f"sessionary {command}: set DATABASE_URL to the PostgreSQL to use, or start "
+            f"`sessionary serve` (`make run`) to use its embedded one ({settings.data_dir})."
+        )
+    print(
+        f"sessionary: using the embedded PostgreSQL of the server running here, {url}",
+        file=sys.stderr,
+    )
+    return url
 
 
 def _connector(command: str) -> db.Connector:
-    return db.connector(_database_url(command), Settings())
+    """The command's database, with its schema at the head this code needs."""
+    connector = db.connector(_database_url(command), Settings())
+    _require_head(connector)
+    return connector
 
 
 def keys(args: argparse.Namespace) -> None:
@@ -227,6 +273,12 @@ async def _import(args: argparse.Namespace, connector: db.Connector) -> ImportRe
 
 
 def import_adk(args: argparse.Namespace) -> None:
+    if args.source.partition("://")[0].split("+")[0] not in ("postgres", "postgresql"):
+        sys.exit(
+            "sessionary import-adk: only a PostgreSQL source is read (postgresql://…, a "
+            f"google-adk DatabaseSessionService database), not {db.redacted(args.source)}; "
+            "ADK's SQLite stores (`adk web`'s .adk/session.db) cannot be imported."
+        )
     report = asyncio.run(_import_adk(args, _connector("import-adk")))
     if report.refused:
         sys.exit(1)
@@ -343,7 +395,7 @@ def openapi_json(app: FastAPI) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="sessionary", description=__doc__)
-    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND", dest="command")
 
     serve_parser = commands.add_parser(
         "serve", help="serve the API (an embedded PostgreSQL when DATABASE_URL is unset)"
@@ -401,7 +453,11 @@ def main(argv: list[str] | None = None) -> None:
         "stored already are skipped, so it may be run again to resume",
     )
     adk_parser.add_argument(
-        "--from", dest="source", required=True, metavar="DSN", help="the ADK database's URL"
+        "--from",
+        dest="source",
+        required=True,
+        metavar="DSN",
+        help="the ADK database's URL (postgresql://…; its SQLite stores are not read)",
     )
     adk_parser.set_defaults(run=import_adk)
 
@@ -410,4 +466,7 @@ def main(argv: list[str] | None = None) -> None:
     openapi_parser.set_defaults(run=openapi)
 
     args = parser.parse_args(argv)
-    args.run(args)
+    try:
+        args.run(args)
+    except KNOWN_FAILURES as error:
+        sys.exit(f"sessionary {args.command}: {error}")

@@ -82,6 +82,13 @@ class Settings(BaseSettings):
     shutdown_timeout: int = Field(
         default=30, gt=0, description="Seconds in-flight requests get to finish on SIGTERM."
     )
+    keep_alive_timeout: int = Field(
+        default=75,
+        gt=0,
+        description="Seconds an idle client connection is kept open. Longer than clients' "
+        "pools keep theirs (httpx 5 s, Node 4 s), so that a client never sends a request into "
+        "a connection the server is closing; a proxy in front must close its idle ones sooner.",
+    )
 
     auth: bool | None = Field(
         default=None,

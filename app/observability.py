@@ -31,6 +31,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import QueuePool
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.db import DriverPool
@@ -86,6 +87,12 @@ POOL_OVERFLOW = Counter(
     "steady load, raise SESSIONARY_DB_POOL_SIZE.",
 )
 
+# Every answer carries it, as most are JSON: a browser must not read one as another type.
+NOSNIFF = (b"x-content-type-options", b"nosniff")
+# The status counted and logged for a request whose client left before it was answered
+# (nginx's): the answer, if any, went nowhere.
+CLIENT_LEFT = 499
+
 # A client's id is kept when it is 1 to 256 printable ASCII characters, which takes in the ids
 # of proxies and tracers (`Root=1-5759e988;Parent=53995c3f`); anything else is replaced.
 _REQUEST_ID = re.compile(r"[\x20-\x7e]{1,256}")  # matched against the whole value
@@ -136,7 +143,11 @@ async def pool_gauges(
 
 
 class RequestObserver:
-    """Pure ASGI middleware: request id in and out, one access log line, request metrics."""
+    """Pure ASGI middleware: request id in and out, one access log line, request metrics.
+
+    A client that leaves before its answer is an ordinary event, not an error: the request is
+    counted and logged as 499, and what reading its body raised (`ClientDisconnect`) ends here.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -150,21 +161,35 @@ class RequestObserver:
         # For the 500 handler, whose answer is sent outside this middleware.
         scope.setdefault("state", {})["request_id"] = request_id
         status = 500
+        answered = left = False
         started = time.perf_counter()
 
+        async def watched_receive() -> Message:
+            nonlocal left
+            message = await receive()
+            if message["type"] == "http.disconnect" and not answered:
+                left = True
+            return message
+
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, answered
             if message["type"] == "http.response.start":
                 status = message["status"]
+                answered = True
                 message["headers"] = [
                     *message.get("headers", []),
                     (b"x-request-id", request_id.encode()),
+                    NOSNIFF,
                 ]
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_id)
+            await self.app(scope, watched_receive, send_with_id)
+        except ClientDisconnect:  # what reading the body of a request whose client left raises
+            left = True
         finally:
+            if left:
+                status = CLIENT_LEFT
             duration = time.perf_counter() - started
             # The template as the spec writes it: `{session_id}`, not its convertor's name.
             route = getattr(scope.get("route"), "path_format", "unmatched")

@@ -16,6 +16,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from app.api.problems import problem_body
 from app.api.responses import PROBLEM_JSON
 from app.errors import BadRequest, HeadersTooLarge, SessionaryError
+from app.observability import NOSNIFF
 
 # What separates a header's name and value, and ends its line, on the wire.
 HEADER_FRAMING = len(b": \r\n")
@@ -104,7 +105,7 @@ class CappedHttpToolsProtocol(HttpToolsProtocol):
             problem_body(error.status, error.code, error.title, error.detail, None)
         ).encode()
         head = [STATUS_LINE[error.status]]
-        for name, value in self.server_state.default_headers:
+        for name, value in (*self.server_state.default_headers, NOSNIFF):
             head.append(name + b": " + value + b"\r\n")
         head.append(
             f"content-type: {PROBLEM_JSON}\r\ncontent-length: {len(body)}\r\n"

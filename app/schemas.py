@@ -54,6 +54,9 @@ NewSessionId = Annotated[
     ),
 ]
 Seq = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
+# Epoch seconds, years 1 to 9999: every time the wire takes.
+EpochSeconds = Annotated[float, Field(ge=MIN_TIMESTAMP, le=MAX_TIMESTAMP, allow_inf_nan=False)]
 # A named alias, so the spec has one `State` schema and generated SDKs one State class.
 State = TypeAliasType(
     "State",
@@ -161,11 +164,8 @@ class EventIn(OpenRecord):
     )
     author: str | None = Field(default=None, description="`user` or the name of an agent.")
     invocation_id: str | None = None
-    timestamp: float | None = Field(
-        default=None,
-        ge=MIN_TIMESTAMP,
-        le=MAX_TIMESTAMP,
-        description="Epoch seconds (years 1 to 9999); the server's clock when absent.",
+    timestamp: EpochSeconds | None = Field(
+        default=None, description="Epoch seconds (years 1 to 9999); the server's clock when absent."
     )
     partial: bool | None = Field(
         default=None, description="A streaming fragment: acknowledged (202) but not stored."
@@ -176,9 +176,9 @@ class EventIn(OpenRecord):
 class Event(EventIn):
     """A stored event: what was appended, plus the server-assigned fields."""
 
-    id: str
-    timestamp: float
-    seq: int = Field(
+    id: Id
+    timestamp: EpochSeconds
+    seq: Seq = Field(
         description="Position in the session's log: 1, 2, 3, … as events are appended; a "
         "close, trim, reset, removal or rewrite takes a version too, so seqs can skip, never "
         "repeat."
@@ -217,11 +217,8 @@ Ttl = Annotated[
     ),
 ]
 ExpireTime = Annotated[
-    float,
+    EpochSeconds,
     Field(
-        ge=MIN_TIMESTAMP,
-        le=MAX_TIMESTAMP,
-        allow_inf_nan=False,
         description="Epoch seconds when the session expires, at least a second from now.",
     ),
 ]
@@ -235,7 +232,7 @@ class Retention(ControlBody):
 
     @model_validator(mode="after")
     def _one_expiry(self) -> "Retention":
-        if self.ttl is not None and self.expire_time is not None:
+        if {"ttl", "expire_time"} <= self.model_fields_set:
             raise ValueError("give ttl or expireTime, not both")
         return self
 
@@ -265,6 +262,11 @@ class SessionUpdate(Retention):
     display_name: DisplayName | None = Field(default=None, description="`null` clears it.")
     labels: Labels | None = Field(
         default=None, description="Replaces every label of the session (`{}` clears them)."
+    )
+    ttl: Ttl | None = Field(
+        default=None,
+        description="Seconds from now (at least 1, at most a century) until the session "
+        "expires; `null`: never (as `expireTime: null`).",
     )
     expire_time: ExpireTime | None = Field(
         default=None,
@@ -327,8 +329,8 @@ class Parent(WireModel):
     """Where a fork or a child came from: a session of the same user, which may since have
     been deleted (the fork or child stays whole)."""
 
-    session_id: str
-    seq: int = Field(
+    session_id: Id
+    seq: Seq = Field(
         description="The parent's version when it was made; a fork holds the parent's events "
         "up to this seq."
     )
@@ -341,9 +343,9 @@ class Parent(WireModel):
 class Usage(WireModel):
     """Token counts, as ADK's `usageMetadata` reports them, summed."""
 
-    prompt_token_count: int
-    candidates_token_count: int
-    total_token_count: int
+    prompt_token_count: Count
+    candidates_token_count: Count
+    total_token_count: Count
 
 
 class UserUsage(Usage):
@@ -395,9 +397,6 @@ class Session(WireModel):
     expire_time: float | None = Field(
         description="Epoch seconds when it expires (then it is gone: 404); null: never."
     )
-
-
-EpochSeconds = Annotated[float, Field(ge=MIN_TIMESTAMP, le=MAX_TIMESTAMP, allow_inf_nan=False)]
 
 
 class SessionExport(ControlBody):
@@ -520,6 +519,10 @@ class SessionTrim(ControlBody):
     keep_last: Seq = Field(description="How many of the newest events to keep.")
 
 
+class SessionReset(ControlBody):
+    """A reset takes no options: send no body, or `{}`."""
+
+
 class Trimmed(WireModel):
     removed_events: int
     kept_events: int
@@ -627,14 +630,14 @@ class ToolCallList(WireModel):
     tool_calls: list[ToolCall] = Field(description="In the order they were made.")
 
 
-TimeoutSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+TimeoutSeconds = Annotated[float, Field(ge=0, le=MAX_LIFETIME, allow_inf_nan=False)]
 
 
 class SessionHeal(ControlBody):
     timeout_seconds: TimeoutSeconds | None = Field(
         default=None,
-        description="A call unanswered for longer than this is orphaned. Default: "
-        "`SESSIONARY_TOOL_CALL_TIMEOUT` (300).",
+        description="A call unanswered for longer than this (seconds, 0 to a century) is "
+        "orphaned. Default: `SESSIONARY_TOOL_CALL_TIMEOUT` (300).",
     )
 
 

@@ -297,8 +297,18 @@ def test_every_api_route_declares_the_keys_that_may_call_it(app):
         if isinstance(context.original_route, APIRoute)
     ]
     public = {route.path for route in routes if not declared_needs(route.dependant)}
-    # The probes, and the explorer's page and assets, which hold no data.
-    assert public == {"/healthz", "/readyz", "/metrics", "/", "/ui", "/ui/", "/ui/{asset}"}
+    # The probes, and the explorer's and the docs' pages and assets, which hold no data.
+    assert public == {
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/",
+        "/ui",
+        "/ui/",
+        "/ui/{asset}",
+        "/docs",
+        "/docs/{asset}",
+    }
     assert all(isinstance(route, StrictRoute) for route in routes if route.path not in public)
     assert unguarded_routes(app) == []
 

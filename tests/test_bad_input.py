@@ -117,6 +117,11 @@ CONTROL_BODIES = {
     ),
     "unknown field in patch": (session_url("s1"), "patch", {"stateDelta": {}, "x": 1}),
     "patch without stateDelta": (session_url("s1"), "patch", {}),
+    "heal timeoutSeconds beyond a century": (
+        session_url("s1") + ":heal",
+        "post",
+        {"timeoutSeconds": 1e308},
+    ),
     "prefixed key in app state": (f"/apps/{APP}/state", "patch", {"stateDelta": {"app:a": 1}}),
     "unknown field in user state": (
         f"/apps/{APP}/users/{USER}/state",
@@ -154,6 +159,21 @@ BAD_QUERIES = {
     "numRecentEvents beyond int64": (session_url("s1"), {"numRecentEvents": "9" * 20}),
     "afterSeq beyond int64": (EVENTS, {"afterSeq": "9" * 20}),
     "a misspelt parameter": (session_url("s1"), {"numRecentEvent": 1}),
+    "timeoutSeconds beyond a century": (
+        session_url("s1") + "/toolCalls",
+        {"timeoutSeconds": "18446744073709551616"},
+    ),
+    "negative timeoutSeconds": (session_url("s1") + "/toolCalls", {"timeoutSeconds": -1}),
+    "afterTimestamp past year 9999": (session_url("s1"), {"afterTimestamp": "1e300"}),
+    "events beforeTimestamp before year 1": (EVENTS, {"beforeTimestamp": "-1e300"}),
+    "search afterTimestamp past year 9999": (
+        f"/apps/{APP}/search",
+        {"q": "x", "afterTimestamp": "1e300"},
+    ),
+    "usage beforeTimestamp past year 9999": (
+        f"/apps/{APP}/usage",
+        {"beforeTimestamp": "1e300"},
+    ),
     "pageToken of JSON nested 1500 deep": (
         SESSIONS,
         {"pageToken": base64.urlsafe_b64encode(b"[" * 1500).decode()},

@@ -8,6 +8,7 @@ import httpx
 from tests.helpers import append, assert_problem, create_session, delta_event, session_url
 
 S = session_url("s")
+JSON = {"content-type": "application/json"}
 
 
 def calls(*ids: str, invocation: str = "inv-1", **fields: Any) -> dict[str, Any]:
@@ -105,6 +106,33 @@ async def test_reset_removes_every_event_and_the_sessions_own_state(client):
     assert read["events"] == [] and read["state"] == {"user:u": 1, "app:a": 1}
     assert (await add(client, delta_event({"k": 3})))["seq"] == 3
     assert (await session(client, "?untilSeq=2"))["state"] == {"user:u": 1, "app:a": 1}
+
+
+async def test_reset_takes_no_options_and_a_body_it_cannot_read_removes_nothing(client):
+    await create_session(client, sessionId="s", state={"k": 1})
+    await add(client, delta_event({"k": 2}))
+    bodies = [
+        b'{"keepLast": 5}',
+        b"not json",
+        b"[1, 2]",
+        b'{"a": 1, "a": 1}',
+    ]
+    for body in bodies:
+        response = await client.post(f"{S}:reset", content=body, headers=JSON)
+        assert_problem(response, 422, "validation_error")
+    assert len((await session(client))["events"]) == 1
+    for body in (b"{}", b""):  # no options: an empty object, or no body at all
+        response = await client.post(f"{S}:reset", content=body, headers=JSON)
+        assert response.status_code == 200, response.text
+
+
+async def test_a_route_that_takes_no_body_refuses_one(client):
+    await create_session(client, sessionId="s")
+    await add(client, delta_event({"k": 2}, id="e1"))
+    for method, url in [("DELETE", S), ("DELETE", f"{S}/events/e1"), ("GET", S)]:
+        response = await client.request(method, url, json={"force": True})
+        assert_problem(response, 422, "validation_error")
+    assert ids(await session(client)) == ["e1"]
 
 
 async def test_removing_a_call_removes_every_answer_with_it(client):

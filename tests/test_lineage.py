@@ -260,6 +260,40 @@ async def test_closing_a_child_answers_its_function_call_in_the_parent(client):
     assert_problem(again, 409, "conflict")
 
 
+async def test_a_call_without_author_or_invocation_is_answered_by_the_child(client):
+    """Both are optional in ADK: the answer is then the child's (by its session id), in the
+    call's invocation when it has one."""
+    calls = {
+        "bare": {"content": {"parts": [{"functionCall": {"id": "f1", "name": "f"}}]}},
+        "authored": {
+            "author": "planner",
+            "content": {"parts": [{"functionCall": {"id": "f1", "name": "f"}}]},
+        },
+        "in an invocation": {
+            "invocationId": "inv-9",
+            "content": {"parts": [{"functionCall": {"id": "f1", "name": "f"}}]},
+        },
+    }
+    for number, call in enumerate(calls.values()):
+        parent, child = f"p{number}", f"c{number}"
+        await create_session(client, sessionId=parent)
+        assert (await append(client, parent, call)).status_code == 201
+        body = {"sessionId": child, "functionCallId": "f1"}
+        assert (await client.post(f"{session_url(parent)}/children", json=body)).status_code == 201
+        closed = await client.post(f"{session_url(child)}:close", json={"outcome": "failed"})
+        assert closed.status_code == 200, closed.text
+        events = (await read(client, parent))["events"]
+        answers = [e for e in events if "functionResponse" in e["content"]["parts"][0]]
+        assert len(answers) == 1
+        assert answers[0]["author"] == call.get("author", child)
+        assert answers[0].get("invocationId") == call.get("invocationId")
+        assert answers[0]["content"]["parts"][0]["functionResponse"] == {
+            "id": "f1",
+            "name": "f",
+            "response": {"outcome": "failed"},
+        }
+
+
 async def test_a_child_for_a_call_must_name_an_unanswered_call_of_its_parent(client):
     await create_session(client, sessionId="p")
     await append(client, "p", call_event(["call-1"]))

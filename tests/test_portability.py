@@ -126,6 +126,26 @@ async def test_an_imported_session_reads_exactly_as_the_exported_one(client):
     assert await export(client, "talk") == body  # and it exports as it was
 
 
+async def test_usage_is_the_sum_of_the_imported_events(client):
+    await conversation(client)
+    header, *events = lines(await export(client, "talk"))
+    assert header["usage"] == {
+        "promptTokenCount": 7,
+        "candidatesTokenCount": 3,
+        "totalTokenCount": 10,
+    }
+    assert (await client.delete(session_url("talk"))).status_code == 204
+    unannounced = {key: value for key, value in header.items() if key != "usage"}
+    assert (await import_(client, ndjson([unannounced, *events]))).status_code == 201
+    assert (await read(client, "talk"))["usage"] == header["usage"]
+    wrong = {**header, "usage": {**header["usage"], "totalTokenCount": 11}}
+    again = await import_(client, ndjson([wrong, *events]))  # the same session, but for usage
+    assert_problem(again, 422, "validation_error")
+    trimmed = await client.post(f"{session_url('talk')}:trim", json={"keepLast": 0})
+    assert trimmed.status_code == 200
+    assert (await read(client, "talk"))["usage"] == dict.fromkeys(header["usage"], 0)
+
+
 async def test_the_same_export_again_is_200_and_writes_nothing(client):
     await conversation(client)
     body = await export(client, "talk")
@@ -220,6 +240,22 @@ async def test_a_bad_file_is_refused_whole_with_the_line_it_failed_at(client):
         ),
         "an event id twice": ndjson([header, *events[:2], {**events[2], "id": events[0]["id"]}]),
         "expired": ndjson([{**header, "expireTime": 1_000_000.0}, *events]),
+        "a negative parent seq": ndjson(
+            [
+                {
+                    **header,
+                    "kind": "fork",
+                    "parent": {"sessionId": "x", "seq": -5, "functionCallId": None},
+                },
+                *events,
+            ]
+        ),
+        "negative usage": ndjson(
+            [{**header, "usage": {**header["usage"], "promptTokenCount": -1_000_000}}, *events]
+        ),
+        "usage that is not the events' sum": ndjson(
+            [{**header, "usage": {**header["usage"], "promptTokenCount": 8}}, *events]
+        ),
         "a duplicate key": lines_text(header, events).replace(
             b'"author"', b'"author":1,"author"', 1
         ),

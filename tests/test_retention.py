@@ -46,6 +46,12 @@ async def test_ttl_and_expire_time_set_the_expiry(client):
     assert renewed.json()["version"] == by_ttl["version"] + 1  # a write takes a version
     kept = await client.patch(session_url("ttl"), json={"expireTime": None})
     assert kept.json()["expireTime"] is None
+    await client.patch(session_url("at"), json={"ttl": 60})
+    cleared = await client.patch(session_url("at"), json={"ttl": None})  # as expireTime: null
+    assert cleared.status_code == 200, cleared.text
+    assert cleared.json()["expireTime"] is None
+    both = await client.patch(session_url("at"), json={"ttl": None, "expireTime": None})
+    assert_problem(both, 422, "validation_error")
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from app.api.deps import (
 )
 from app.api.responses import etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
-from app.rules.limits import INT64_MAX
+from app.rules.limits import INT64_MAX, MAX_LIFETIME
 from app.schemas import (
     ContextView,
     Event,
@@ -104,9 +104,10 @@ TimeoutQuery = Annotated[
     Query(
         alias="timeoutSeconds",
         ge=0,
+        le=MAX_LIFETIME,
         allow_inf_nan=False,
-        description="A call unanswered for longer than this is orphaned. Default: "
-        "`SESSIONARY_TOOL_CALL_TIMEOUT` (300).",
+        description="A call unanswered for longer than this (seconds, 0 to a century) is "
+        "orphaned. Default: `SESSIONARY_TOOL_CALL_TIMEOUT` (300).",
     ),
 ]
 StatusQuery = Annotated[ToolCallStatus | None, Query(description="Only the calls in this state.")]

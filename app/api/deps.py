@@ -18,7 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.domain import EventQuery, Order, PageRequest, SessionKey
 from app.errors import Forbidden, InvalidInput
-from app.rules.limits import ID_LENGTH, ID_PATTERN, INT64_MAX
+from app.rules.limits import ID_LENGTH, ID_PATTERN, INT64_MAX, MAX_TIMESTAMP, MIN_TIMESTAMP
 from app.schemas import ID_DESCRIPTION
 from app.services.auth import Need
 from app.services.context import ContextService
@@ -125,13 +125,21 @@ PageOf = Annotated[PageRequest, Depends(page_request)]
 
 
 # Epoch seconds, compared with events' own timestamps.
+def _epoch_seconds(alias: str, description: str) -> Any:
+    return Query(
+        alias=alias,
+        ge=MIN_TIMESTAMP,
+        le=MAX_TIMESTAMP,
+        allow_inf_nan=False,
+        description=f"{description} (epoch seconds, years 1 to 9999).",
+    )
+
+
 AfterTimestamp = Annotated[
-    float | None,
-    Query(alias="afterTimestamp", allow_inf_nan=False, description="timestamp ≥ this."),
+    float | None, _epoch_seconds("afterTimestamp", "Only events with timestamp ≥ this")
 ]
 BeforeTimestamp = Annotated[
-    float | None,
-    Query(alias="beforeTimestamp", allow_inf_nan=False, description="timestamp < this."),
+    float | None, _epoch_seconds("beforeTimestamp", "Only events with timestamp < this")
 ]
 
 

@@ -1,8 +1,6 @@
 """Event routes: append one event, page through the log."""
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Request, Response, status
 
 from app.api import render
 from app.api.deps import (
@@ -44,8 +42,6 @@ router = APIRouter(
     dependencies=[authorized(Need.USER)],
     responses=problem_responses(401, 403),
 )
-
-Timestamp = Annotated[float | None, Query(allow_inf_nan=False)]
 
 
 @router.post(

@@ -20,7 +20,6 @@ ASSETS = {
 }
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-cache",
 }
 

@@ -1,7 +1,9 @@
 """History surgery routes: rewind (ADK's, append-only), trim, reset, and removing or rewriting
 one event."""
 
-from fastapi import APIRouter, status
+from typing import Annotated
+
+from fastapi import APIRouter, Body, status
 from fastapi.responses import Response
 
 from app.api import render
@@ -12,6 +14,7 @@ from app.schemas import (
     Event,
     EventRewrite,
     EventsRemoved,
+    SessionReset,
     SessionRewind,
     SessionTrim,
     Trimmed,
@@ -67,11 +70,17 @@ async def trim_session(
 @router.post(
     ":reset",
     response_model=Trimmed,
-    responses=problem_responses(404, 409, 412, 422, 503) | etag(200),
+    responses=problem_responses(404, 409, 412, 415, 422, 503) | etag(200),
 )
-async def reset_session(key: Key, history: History, expected_version: ExpectedVersion) -> Response:
+async def reset_session(
+    key: Key,
+    history: History,
+    expected_version: ExpectedVersion,
+    body: Annotated[SessionReset | None, Body()] = None,
+) -> Response:
     """For operators: remove every event and the session's own state (`app:` and `user:`
-    state is shared and stays). Seqs are never reused."""
+    state is shared and stays). Seqs are never reused. It takes no options: no body, or
+    `{}`; anything else is a 422 and removes nothing."""
     removed, kept, version = await history.reset(key, expected_version)
     return respond(render.trimmed(removed, kept, version), version=version)
 

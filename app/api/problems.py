@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException
 from app import db
 from app.api.responses import PROBLEM_JSON
 from app.errors import HTTP_CODES, DatabaseUnavailable, InvalidInput, SessionaryError
+from app.observability import NOSNIFF
 
 logger = logging.getLogger("sessionary")
 
@@ -123,9 +124,13 @@ def _internal_error(request: Request, error: Exception) -> JSONResponse:
 
 
 async def _unexpected(request: Request, error: Exception) -> JSONResponse:
-    """Starlette's last resort, which answers outside every middleware: the request id is
-    added here, as `RequestObserver` adds it to every other answer."""
+    """Starlette's last resort, which answers outside every middleware: the request id and
+    nosniff are added here, as `RequestObserver` adds them to every other answer. Starlette then
+    hands the error on to the server, which closes the connection: the answer says so, or the
+    client would send its next request into a closed connection."""
     response = _internal_error(request, error)
+    response.headers["Connection"] = "close"
+    response.raw_headers.append(NOSNIFF)
     request_id = getattr(request.state, "request_id", None)
     if request_id is not None:
         response.headers["X-Request-ID"] = request_id

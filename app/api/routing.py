@@ -293,8 +293,8 @@ class StrictRoute(APIRoute):
     """Checks, in this order: the API key against the route's `Authorized` rules (401/403);
     headers that must come once but came twice (422, a repeated `Authorization` even before
     the key); query parameters it does not know (422: a typo like `numRecentEvent=5` must not
-    return every event); a body that is not JSON (415); JSON that `app.strict_json` refuses
-    (422)."""
+    return every event); a body where the route takes none (422); a body that is not JSON
+    (415); JSON that `app.strict_json` refuses (422)."""
 
     # Whether the route's parameters are bound by `_plain_handler`, set with its handler.
     binds_plainly = False
@@ -304,7 +304,8 @@ class StrictRoute(APIRoute):
         self.binds_plainly = plain is not None
         handler = plain or super().get_route_handler()
         needs = declared_needs(self.dependant)
-        takes_body = self.body_field is not None
+        # A body the route would ignore is a mistake (options it does not have): refused.
+        takes_body = self.body_field is not None or "requestBody" in (self.openapi_extra or {})
         known_query = _query_names(self.dependant)
         repeatable_query = _query_names(self.dependant, repeatable=True)
 
@@ -319,8 +320,15 @@ class StrictRoute(APIRoute):
             if request.scope["query_string"]:
                 _check_query(request, known_query, repeatable_query)
             request = StrictJSONRequest(request.scope, request.receive)
-            if takes_body and _has_body(request):
-                if not _is_json(request.headers.get("content-type", "")):
+            if _has_body(request):
+                if not takes_body:
+                    raise InvalidInput(
+                        f"{request.method} {self.path_format} takes no request body; send none.",
+                        field="body",
+                    )
+                if self.body_field is not None and not _is_json(
+                    request.headers.get("content-type", "")
+                ):
                     raise UnsupportedMediaType(
                         "Send the body as JSON, with the header Content-Type: application/json."
                     )

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request, Response, status
 
 from app.api import render
 from app.api.deps import (
+    AfterTimestamp,
     AppName,
     AppStateWritable,
     ExpectedVersion,
@@ -133,14 +134,7 @@ async def get_session(
             description="Return only the last N events (0: none).",
         ),
     ] = None,
-    after_timestamp: Annotated[
-        float | None,
-        Query(
-            alias="afterTimestamp",
-            allow_inf_nan=False,
-            description="Return only events with timestamp ≥ this (epoch seconds).",
-        ),
-    ] = None,
+    after_timestamp: AfterTimestamp = None,
     until_seq: Annotated[
         int | None,
         Query(

@@ -23,14 +23,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app import strict_json
 from app.db import DriverStatement
-from app.domain import NewEvent, ParentLink, SessionHeader, SessionKey
-from app.domain import Usage as UsageCounts
+from app.domain import NewEvent, ParentLink, SessionHeader, SessionKey, Usage
 from app.errors import InvalidInput
 from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState, live
 from app.repositories import sessions as session_rows
 from app.repositories.events import EVENT_ID_CONSTRAINT, RECORD, event_records, insert_events
 from app.repositories.shared_state import checked_state
-from app.schemas import SessionExport, Usage
+from app.schemas import SessionExport
 
 _KEY = {name: bindparam(name, type_=String) for name in ("app_name", "user_id", "session_id")}
 
@@ -110,7 +109,7 @@ async def insert_exact(
 ) -> bool:
     """The session's row with every column as `record` has it (its session-scoped `state`);
     False if the id is taken by a live session. An expired one under the id is deleted."""
-    parent, usage = record.parent, record.usage
+    parent = record.parent
     update_time = func.to_timestamp(record.last_update_time)
     statement = (
         insert(StorageSession)
@@ -131,7 +130,6 @@ async def insert_exact(
             outcome=record.outcome,
             base_seq=record.base_seq,
             base_state=checked_state(literal(record.base_state, JSONB), "session", max_state_bytes),
-            **({} if usage is None else _usage_columns(usage)),
             display_name=record.display_name,
             labels=literal(record.labels, JSONB),
             expire_time=session_rows.epoch_time(record.expire_time),
@@ -152,25 +150,14 @@ async def insert_exact(
     return False
 
 
-def _usage_columns(usage: Usage | UsageCounts) -> dict[str, int]:
-    if isinstance(usage, UsageCounts):
-        return {
-            "prompt_tokens": usage.prompt or 0,
-            "candidates_tokens": usage.candidates or 0,
-            "total_tokens": usage.total or 0,
-        }
-    return {
-        "prompt_tokens": usage.prompt_token_count,
-        "candidates_tokens": usage.candidates_token_count,
-        "total_tokens": usage.total_token_count,
-    }
-
-
-async def set_usage(db: AsyncConnection, key: SessionKey, usage: UsageCounts) -> None:
+async def set_usage(db: AsyncConnection, key: SessionKey, usage: Usage) -> None:
     """The session's token counts, summed from the events an import stored."""
-    await db.execute(
-        update(StorageSession).where(session_rows.row_filter(key)).values(**_usage_columns(usage))
-    )
+    counts = {
+        "prompt_tokens": usage.prompt or 0,
+        "candidates_tokens": usage.candidates or 0,
+        "total_tokens": usage.total or 0,
+    }
+    await db.execute(update(StorageSession).where(session_rows.row_filter(key)).values(**counts))
 
 
 # The events at the seqs they had, with the columns an append derives from them.

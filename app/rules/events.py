@@ -55,8 +55,24 @@ def usage_of(document: dict[str, Any]) -> Usage:
 
 
 def prepare(event: EventIn, settings: Settings) -> NewEvent:
-    """The event as it will be stored: `temp:` keys stripped, server fields filled in."""
+    """The event as it will be stored: `temp:` keys stripped, server fields filled in.
+
+    Every path that writes an event comes through here (append, batch, create, PATCH's
+    delta, close, heal, compact, rewind, rewrite, promote, import), so every stored event
+    keeps the same rules: an append's field types (the `EventIn` it is given), never a
+    `partial` fragment, JSON that an append's body could carry (nesting, strings), and the
+    size limit. A stored event can then always be exported and imported again.
+    """
+    if event.partial:
+        raise InvalidInput(
+            "A partial event (a streaming fragment) is acknowledged by an append, never stored.",
+            field="partial",
+        )
     document = event.model_dump(by_alias=True, exclude_unset=True)
+    try:
+        strict_json.check(document, max_depth=settings.max_json_depth)
+    except strict_json.StrictJSONError as error:
+        raise InvalidInput(f"The event is refused: {error}.", field="event") from None
     document.pop("seq", None)  # the server's to assign
     delta: dict[str, Any] = (event.actions and event.actions.state_delta) or {}
     if delta:
@@ -82,6 +98,12 @@ def prepare(event: EventIn, settings: Settings) -> NewEvent:
         usage=usage_of(document),
         text=event_text(document),
     )
+
+
+def compose(document: dict[str, Any], settings: Settings) -> NewEvent:
+    """An event the server writes itself (a close's answer, a heal, a rewind, a compaction,
+    a promoted one), held to the rules of an appended one."""
+    return prepare(EventIn.model_validate(document), settings)
 
 
 def is_resent(event: NewEvent, stored: dict[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app import strict_json
-from app.domain import SessionHeader
+from app.domain import SessionHeader, Usage
 from app.errors import InvalidInput
 from app.rules.events import canonical_json
 from app.schemas import AppStateExport, Event, SessionExport, UserStateExport
@@ -85,7 +85,6 @@ def same_session(header: SessionExport, state: dict[str, Any], stored: SessionHe
     """Whether `header`, with `state` its session-scoped keys, describes the stored session
     (its events aside). Times are compared to the microsecond PostgreSQL keeps."""
     session, parent = stored.session, header.parent
-    usage = header.usage
     return (
         canonical_json([state, header.base_state, header.labels])
         == canonical_json([session.state, stored.base_state, session.labels])
@@ -96,16 +95,27 @@ def same_session(header: SessionExport, state: dict[str, Any], stored: SessionHe
             session.parent
             and (session.parent.session_id, session.parent.seq, session.parent.function_call_id)
         )
-        and (
-            usage is None  # derived from the events, which are compared one by one
-            or (usage.prompt_token_count, usage.candidates_token_count, usage.total_token_count)
-            == (session.usage.prompt, session.usage.candidates, session.usage.total)
-        )
         and header.display_name == session.display_name
         and _same_time(header.create_time, session.create_time)
         and _same_time(header.last_update_time, session.update_time)
         and _same_time(header.expire_time, session.expire_time)
     )
+
+
+def check_usage(header: SessionExport, used: Usage) -> None:
+    """A session's usage is the sum of its events' (as every write keeps it): a header that
+    announces other counts describes other events, and is refused."""
+    usage = header.usage
+    if usage is None:
+        return
+    announced = (usage.prompt_token_count, usage.candidates_token_count, usage.total_token_count)
+    summed = (used.prompt or 0, used.candidates or 0, used.total or 0)
+    if announced != summed:
+        raise InvalidInput(
+            f"Line 1: the header's usage {announced} (prompt, candidates, total tokens) is not "
+            f"the sum of its events' usageMetadata {summed}; leave it out to have it summed.",
+            field="usage",
+        )
 
 
 def _same_time(seconds: float | None, moment: datetime | None) -> bool:

@@ -22,8 +22,8 @@ from app.domain import ContextRead, SessionKey
 from app.errors import InvalidInput, SessionNotFound
 from app.repositories import context as context_rows
 from app.rules import context as rules
-from app.rules.events import prepare
-from app.schemas import EventIn, SessionCompact
+from app.rules.events import compose
+from app.schemas import SessionCompact
 from app.services.events import EventService
 from app.services.lineage import hold_for_write
 from app.strict_json import dumps
@@ -71,10 +71,8 @@ class ContextService:
             reading, _ = await _Reading.start(connection, key, self.estimate)
             items, _ = await reading.resolve_calls(await reading.everything(), True, 0)
             compacted = _compacted(items, request.keep_last)
-            event = EventIn.model_validate(_compaction_event(request, compacted))
-            stored = await self.events.append_prepared(
-                connection, key, [prepare(event, self.settings)], held.version
-            )
+            event = compose(_compaction_event(request, compacted), self.settings)
+            stored = await self.events.append_prepared(connection, key, [event], held.version)
         assert stored is not None  # the row is held: the session is there, at that version
         return stored[0]
 

@@ -13,20 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.config import Settings
 from app.db import driver
 from app.domain import Change, SessionKey
-from app.errors import (
-    EventNotFound,
-    PayloadTooLarge,
-    ToolPairViolation,
-)
+from app.errors import EventNotFound, ToolPairViolation
 from app.repositories import history as history_rows
 from app.repositories import lineage as lineage_rows
 from app.repositories.live import announce
 from app.rules import tool_calls
-from app.rules.context import facts, token_estimator
-from app.rules.events import canonical_json, prepare
+from app.rules.events import compose
 from app.rules.rewinds import restoring_delta
-from app.rules.search import event_text
-from app.schemas import EventIn
 from app.services.events import EventService
 from app.services.lineage import first_seq_of_invocation, hold_for_write
 
@@ -49,19 +42,17 @@ class HistoryService:
             held = await hold_for_write(db, key, expected_version)
             first = await first_seq_of_invocation(db, key, before_invocation_id)
             then = await lineage_rows.state_at(db, key, first - 1)
-            event = EventIn.model_validate(
-                {
-                    "author": "user",
-                    "invocationId": f"e-{uuid.uuid4()}",
-                    "actions": {
-                        "rewindBeforeInvocationId": before_invocation_id,
-                        "stateDelta": restoring_delta(held.state, then),
-                    },
-                }
-            )
+            event = {
+                "author": "user",
+                "invocationId": f"e-{uuid.uuid4()}",
+                "actions": {
+                    "rewindBeforeInvocationId": before_invocation_id,
+                    "stateDelta": restoring_delta(held.state, then),
+                },
+            }
             async with driver(db) as connection:
                 stored = await self.events.append_prepared(
-                    connection, key, [prepare(event, self.settings)], held.version
+                    connection, key, [compose(event, self.settings)], held.version
                 )
         assert stored is not None  # the row is held: the session is there, at that version
         return stored[0]
@@ -123,8 +114,7 @@ class HistoryService:
         async with self.engine.begin() as db:
             await hold_for_write(db, key, expected_version)
             seq, document = await _find(db, key, event_id)
-            rewritten = {**document, "content": content}
-            _check_size(rewritten, self.settings.max_event_bytes)
+            rewritten = compose({**document, "content": content}, self.settings)
             old = tool_calls.links(seq, document.get("content"))
             new = tool_calls.links(seq, content)
             links = await history_rows.tool_links(db, key)
@@ -141,15 +131,8 @@ class HistoryService:
             removing = tool_calls.with_answers(after, answering) if answering else set()
             version = await history_rows.bump(db, key)
             removed = await history_rows.remove_events(db, key, seqs=removing)
-            estimate = token_estimator(self.settings.token_estimator)
             stored = await history_rows.rewrite_content(
-                db,
-                key,
-                seq,
-                content,
-                facts(rewritten, estimate),
-                event_text(rewritten),
-                self.settings.search_config,
+                db, key, seq, content, rewritten.facts, rewritten.text, self.settings.search_config
             )
             detail = {"seq": seq, "removedEventIds": removed}
             await announce(db, Change("updated", key, version, detail=detail))
@@ -165,15 +148,6 @@ async def _find(db: AsyncConnection, key: SessionKey, event_id: str) -> tuple[in
     if found is None:
         raise EventNotFound(key.session_id, event_id)
     return found
-
-
-def _check_size(document: dict[str, Any], limit: int) -> None:
-    size = len(canonical_json(document))
-    if size > limit:
-        raise PayloadTooLarge(
-            f"The rewritten event is {size} bytes; the limit is {limit} "
-            "(SESSIONARY_MAX_EVENT_BYTES)."
-        )
 
 
 def _check_answers(

@@ -29,10 +29,10 @@ from app.repositories import history as history_rows
 from app.repositories import lineage as lineage_rows
 from app.repositories.live import announce
 from app.rules import tool_calls
-from app.rules.events import prepare
+from app.rules.events import compose
 from app.rules.rewinds import live_seqs
 from app.rules.scopes import ScopedDelta, split_delta
-from app.schemas import ChildCreate, EventIn, SessionClose, SessionFork
+from app.schemas import ChildCreate, SessionClose, SessionFork
 from app.services.auth import require_app_state_write
 from app.services.events import EventService, require_session
 from app.services.sessions import SessionService, read_session, require_kept
@@ -129,7 +129,7 @@ class LineageService:
                 parent_id, call_id = closed
                 if parent_id is not None and call_id is not None:
                     parent = SessionKey(key.app_name, key.user_id, parent_id)
-                    answer = await self._answer(db, parent, call_id, body)
+                    answer = await self._answer(db, parent, call_id, key.session_id, body)
                     if answer is not None:
                         await self.events.append_prepared(connection, parent, [answer], None)
                 read = await read_session(connection, key)
@@ -138,11 +138,18 @@ class LineageService:
         return read
 
     async def _answer(
-        self, db: AsyncConnection, parent: SessionKey, call_id: str, body: SessionClose
+        self,
+        db: AsyncConnection,
+        parent: SessionKey,
+        call_id: str,
+        child_id: str,
+        body: SessionClose,
     ) -> NewEvent | None:
         """The event answering the parent's call, as ADK writes a function's response: by the
-        agent that called it, in its invocation; None when there is nothing to answer. Holds
-        the parent's row (the child's is held already: always child, then parent)."""
+        agent that called it (the child, named by its session id, when the call names no
+        author), in the call's invocation when it has one; None when there is nothing to
+        answer. Holds the parent's row (the child's is held already: always child, then
+        parent)."""
         held = await lineage_rows.hold(db, parent, write=True)
         if held is None or not held.is_open or await lineage_rows.is_answered(db, parent, call_id):
             return None
@@ -153,19 +160,18 @@ class LineageService:
         response: dict[str, Any] = {"outcome": body.outcome}
         if body.result is not None:
             response["result"] = body.result
-        event = EventIn.model_validate(
-            {
-                "author": author,
-                "invocationId": invocation_id,
-                "content": {
-                    "role": "user",
-                    "parts": [
-                        {"functionResponse": {"id": call_id, "name": name, "response": response}}
-                    ],
-                },
-            }
-        )
-        return prepare(event, self.settings)
+        event: dict[str, Any] = {
+            "author": author or child_id,
+            "content": {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"id": call_id, "name": name, "response": response}}
+                ],
+            },
+        }
+        if invocation_id is not None:
+            event["invocationId"] = invocation_id
+        return compose(event, self.settings)
 
     async def ancestors(self, key: SessionKey) -> list[StoredSession]:
         async with self.engine.connect() as db:

@@ -11,14 +11,13 @@ from app.db import driver
 from app.domain import SessionKey
 from app.errors import (
     EventConflict,
-    InvalidInput,
     PayloadTooLarge,
     SessionClosed,
     ToolCallsPending,
 )
 from app.repositories import pending as pending_rows
 from app.rules import context as context_rules
-from app.rules.events import canonical_json, prepare
+from app.rules.events import canonical_json, compose, prepare
 from app.schemas import EventIn
 from app.services.auth import require_app_state_write
 from app.services.events import EventService, require_session, stored_identically
@@ -42,8 +41,6 @@ class PendingService:
         promoted: it then sorts after the turn it waited for); the same event again is queued
         once, another under a queued id is an EventConflict. The queue holds at most what one
         promote appends (PayloadTooLarge)."""
-        if event.partial:
-            raise InvalidInput("A partial event is never stored, so it cannot be queued.")
         new = prepare(event, self.settings)
         require_app_state_write(app_state_writable, [new.delta])
         document = dict(new.document)
@@ -99,7 +96,7 @@ class PendingService:
                 waiting = [call.id for call in calls if call.status != "answered"]
                 if waiting:
                     raise ToolCallsPending(waiting)
-            events = [prepare(EventIn.model_validate(event), self.settings) for event in queued]
+            events = [compose(event, self.settings) for event in queued]
             require_app_state_write(app_state_writable, [event.delta for event in events])
             # One appended meanwhile (a client's retry through the log) is not appended again;
             # one in the log with other content is an EventConflict (clear the queue).

@@ -22,7 +22,13 @@ from app.domain import (
     SharedState,
     Usage,
 )
-from app.errors import InvalidInput, SessionAlreadyExists, SessionaryError, SessionNotFound
+from app.errors import (
+    InvalidInput,
+    PayloadTooLarge,
+    SessionAlreadyExists,
+    SessionaryError,
+    SessionNotFound,
+)
 from app.observability import EVENTS_APPENDED
 from app.repositories import portability as rows
 from app.repositories import shared_state as state_rows
@@ -116,8 +122,7 @@ class PortabilityService:
             created = await rows.insert_exact(db, key, header, delta.session, limit)
             if created:
                 count, used = await self._store(connection, key, header, events)
-                if header.usage is None:
-                    await rows.set_usage(db, key, used)
+                await rows.set_usage(db, key, used)
                 if delta.app:
                     await state_rows.merge_app(db, key.app_name, delta.app, limit)
                 if delta.user:
@@ -127,12 +132,13 @@ class PortabilityService:
                     db, Change("created", key, header.version, parent, {"kind": header.kind})
                 )
             else:
-                count = await self._compare(connection, key, header, delta.session, events)
+                count, used = await self._compare(connection, key, header, delta.session, events)
             if count != header.event_count:
                 raise InvalidInput(
                     f"The header announces {header.event_count} events; {count} follow it.",
                     field="eventCount",
                 )
+            format.check_usage(header, used)
             read = await read_session(connection, key, num_recent_events=0)
         if created:
             EVENTS_APPENDED.inc(count)
@@ -259,9 +265,15 @@ class PortabilityService:
         return count, used
 
     def _prepared(self, event: dict[str, Any], number: int) -> tuple[int, NewEvent]:
-        """An event line as an append would store it, at its seq."""
+        """An event line as an append would store it, at its seq; refused as an append
+        would refuse it, naming the line."""
         stored = format.event(event, number)
-        return stored.seq, prepare(stored, self.settings)
+        try:
+            return stored.seq, prepare(stored, self.settings)
+        except (InvalidInput, PayloadTooLarge) as error:
+            error.detail = f"Line {number}: {error.detail}"
+            error.extra["field"] = f"line {number}"
+            raise
 
     async def _compare(
         self,
@@ -270,14 +282,15 @@ class PortabilityService:
         header: SessionExport,
         state: dict[str, Any],
         events: AsyncIterator[list[tuple[int, dict[str, Any]]]],
-    ) -> int:
-        """The number of events, once each is found as stored; 409 at the first difference
-        (the session's own state counts, not the shared keys of the time)."""
+    ) -> tuple[int, Usage]:
+        """The events, once each is found as stored, and the sum of their token counts; 409
+        at the first difference (the session's own state counts, not the shared keys of the
+        time)."""
         found = await rows.header(connection, key)
         assert found is not None  # the insert found it, in this transaction
         if not format.same_session(header, state, found):
             raise _different(key)
-        count = 0
+        count, used = 0, NO_USAGE
         async for batch in events:
             given = [self._prepared(event, number) for number, event in batch]
             kept = await rows.events_between(connection, key, given[0][0], given[-1][0])
@@ -286,7 +299,8 @@ class PortabilityService:
             ]:
                 raise _different(key)
             count += len(batch)
-        return count
+            used = sum((new.usage for _, new in given), used)
+        return count, used
 
 
 def _different(key: SessionKey) -> SessionAlreadyExists:

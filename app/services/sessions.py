@@ -29,10 +29,10 @@ from app.observability import EVENTS_APPENDED
 from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
 from app.repositories.live import announce
-from app.rules.events import prepare, prepare_batch, server_time
+from app.rules.events import compose, prepare_batch, server_time
 from app.rules.limits import MIN_LIFETIME
 from app.rules.scopes import ScopedDelta, split_delta
-from app.schemas import EventIn, SessionCreate, SessionUpdate
+from app.schemas import SessionCreate, SessionUpdate
 from app.services.auth import require_app_state_write
 from app.services.events import EventService, require_session
 
@@ -176,14 +176,12 @@ class SessionService:
         write takes one version, the event's when there is one."""
         events = []
         if body.state_delta is not None:
-            event = EventIn.model_validate(
-                {
-                    "author": "user",
-                    "invocationId": f"p-{uuid.uuid4()}",
-                    "actions": {"stateDelta": body.state_delta},
-                }
-            )
-            events = [prepare(event, self.settings)]
+            event = {
+                "author": "user",
+                "invocationId": f"p-{uuid.uuid4()}",
+                "actions": {"stateDelta": body.state_delta},
+            }
+            events = [compose(event, self.settings)]
             require_app_state_write(app_state_writable, [events[0].delta])
         changes = descriptor_changes(body)
         async with self.engine.begin() as db, driver(db) as connection:
@@ -257,7 +255,7 @@ def descriptor_changes(body: SessionUpdate) -> dict[str, Any]:
     changes: dict[str, Any] = {
         column: getattr(body, column) for column in ("display_name", "labels") if column in given
     }
-    if body.ttl is not None or "expire_time" in given:
+    if "ttl" in given or "expire_time" in given:
         changes["expire_time"] = expiry(body.ttl, body.expire_time, server_time())
     return changes
 

@@ -12,9 +12,8 @@ from app.db import DriverPool, driver
 from app.domain import SessionKey
 from app.repositories import tool_calls as tool_call_rows
 from app.rules import context as context_rules
-from app.rules.events import prepare
+from app.rules.events import compose
 from app.rules.tool_calls import ToolCall, healing_events, tool_calls
-from app.schemas import EventIn
 from app.services.context import read_plan
 from app.services.events import EventService
 from app.services.lineage import hold_for_write
@@ -61,10 +60,7 @@ class ToolCallService:
             orphans = [call for call in found if call.status == "orphaned"]
             if not orphans:
                 return 0, held.version
-            healing = [
-                prepare(EventIn.model_validate(event), self.settings)
-                for event in healing_events(orphans, timeout)
-            ]
+            healing = [compose(event, self.settings) for event in healing_events(orphans, timeout)]
             stored = await self.events.append_prepared(connection, key, healing, held.version)
         assert stored is not None  # the row is held: the session is there, at that version
         return len(orphans), stored[-1]["seq"]

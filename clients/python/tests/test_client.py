@@ -213,8 +213,8 @@ def test_sync_client_builds_context_compacts_and_heals(
     sync_client.append_events(app_name, USER, "c", [said, {**call("c1"), "timestamp": 2.0}])
     view = sync_client.get_context(app_name, USER, "c", token_budget=10)
     assert [e["seq"] for e in view["events"]] == [2] and view["truncatedBeforeSeq"] == 2
-    # Made in 1970: orphaned, unless the timeout is longer than that.
-    pending = sync_client.list_tool_calls(app_name, USER, "c", timeout_seconds=1e10)
+    # Made in 1970: orphaned, unless the timeout (at most a century) is longer than that.
+    pending = sync_client.list_tool_calls(app_name, USER, "c", timeout_seconds=3e9)
     assert [c["status"] for c in pending] == ["pending"]
     orphaned = sync_client.list_tool_calls(app_name, USER, "c", status="orphaned")
     assert [c["id"] for c in orphaned] == ["c1"]

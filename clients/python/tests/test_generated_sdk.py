@@ -205,6 +205,7 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "session_heal",
         "session_list",
         "session_page",
+        "session_reset",
         "session_rewind",
         "session_trim",
         "session_update",

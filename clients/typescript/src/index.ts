@@ -1,7 +1,8 @@
 /**
  * A typed client for Sessionary. The client itself is openapi-fetch's, typed for every endpoint
  * by `schema.ts` (generated from openapi/openapi.json); this file adds what generation cannot:
- * error answers thrown as typed exceptions, the ETag / If-Match pair, and paging iterators.
+ * error answers thrown as typed exceptions, reads and appends resent when their connection
+ * closed under them, the ETag / If-Match pair, and paging iterators.
  */
 import createClient, { type Client, type ClientOptions, type Middleware } from "openapi-fetch";
 import type { components, operations, paths } from "./schema.js";
@@ -22,6 +23,8 @@ export const DEFAULT_URL = "http://127.0.0.1:8000";
 export interface SessionaryOptions extends ClientOptions {
   /** Sent as `Authorization: Bearer …`. Default: SESSIONARY_API_KEY, where there is an environment. */
   apiKey?: string;
+  /** How often a read or an append that got no answer is sent again (default 2). */
+  retries?: number;
 }
 
 /** Reads SESSIONARY_URL / SESSIONARY_API_KEY under Node; in a browser there is no environment. */
@@ -34,14 +37,16 @@ function environment(name: string): string | undefined {
  * The client. `baseUrl` defaults to SESSIONARY_URL, else a local server's. Every method is
  * openapi-fetch's (`client.GET(path, {params})`, `client.POST(path, {params, body})`, …), and
  * an error answer is thrown as the `APIError` subclass its `code` names; a request that gets no
- * answer rejects with fetch's own `TypeError`. A read of a session this client wrote to asks
- * for the version its write made (`minVersion`), so that a read replica never hides it.
+ * answer rejects with fetch's own `TypeError`, once reads and appends were sent `retries` times
+ * more. A read of a session this client wrote to asks for the version its write made
+ * (`minVersion`), so that a read replica never hides it.
  */
 export function createSessionaryClient(options: SessionaryOptions = {}): SessionaryClient {
-  const { apiKey = environment("SESSIONARY_API_KEY"), headers, ...rest } = options;
+  const { apiKey = environment("SESSIONARY_API_KEY"), headers, retries = 2, ...rest } = options;
   const client = createClient<paths>({
     baseUrl: environment("SESSIONARY_URL") ?? DEFAULT_URL,
     ...rest,
+    fetch: resending(rest.fetch ?? ((request, init) => fetch(request, init)), retries),
     headers: { ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}), ...headers },
   });
   client.use(throwProblems, readYourWrites());
@@ -157,6 +162,52 @@ const throwProblems: Middleware = {
     return undefined;
   },
 };
+
+// --- Resending -------------------------------------------------------------------------------
+
+type Fetch = (request: Request, init?: RequestInit) => Promise<Response>;
+
+const APPEND = /^\/apps\/[^/]+\/users\/[^/]+\/sessions\/[^/]+\/events(:batch)?$/;
+
+/**
+ * Sends a read, or an append, again when fetch got no answer (its `TypeError`): most often a
+ * pooled connection that the server, or a proxy, closed just as it was reused. An append is
+ * safe to resend because each of its events carries an id (given here when it has none): the
+ * server stores an event once, and answers a resend with the event stored. Other writes are
+ * sent once.
+ */
+function resending(send: Fetch, retries: number): Fetch {
+  return async (request, init) => {
+    const append = request.method === "POST" ? APPEND.exec(new URL(request.url).pathname) : null;
+    if (!append && request.method !== "GET" && request.method !== "HEAD") return send(request, init);
+    const body = append ? withIds(await request.text(), append[1] !== undefined) : null;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await send(append ? new Request(request, { body }) : request, init);
+      } catch (error) {
+        if (!(error instanceof TypeError) || attempt >= retries) throw error;
+        // Full jitter, so that clients that failed together do not come back together.
+        const delay = Math.random() * Math.min(5000, 250 * 2 ** attempt);
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  };
+}
+
+/** An append's body, each event given an id if it has none. */
+function withIds(body: string, batch: boolean): string {
+  if (!body) return body;
+  const sent = JSON.parse(body);
+  for (const event of batch ? (sent?.events ?? []) : [sent]) {
+    if (event && typeof event === "object" && !event.id) event.id = newId();
+  }
+  return JSON.stringify(sent);
+}
+
+function newId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16)); // randomUUID needs a secure context
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
 
 // --- Read your writes ------------------------------------------------------------------------
 

@@ -298,7 +298,8 @@ export interface paths {
         /**
          * Reset Session
          * @description For operators: remove every event and the session's own state (`app:` and `user:`
-         *     state is shared and stays). Seqs are never reused.
+         *     state is shared and stays). Seqs are never reused. It takes no options: no body, or
+         *     `{}`; anything else is a 422 and removes nothing.
          */
         post: operations["reset_session"];
         delete?: never;
@@ -914,7 +915,10 @@ export interface components {
          * @description A stored event: what was appended, plus the server-assigned fields.
          */
         Event: {
-            /** Id */
+            /**
+             * Id
+             * @description 1 to 128 characters, no `/` and no control characters.
+             */
             id: string;
             /**
              * Author
@@ -1081,7 +1085,10 @@ export interface components {
          *     been deleted (the fork or child stays whole).
          */
         Parent: {
-            /** Sessionid */
+            /**
+             * Sessionid
+             * @description 1 to 128 characters, no `/` and no control characters.
+             */
             sessionId: string;
             /**
              * Seq
@@ -1353,7 +1360,7 @@ export interface components {
         SessionHeal: {
             /**
              * Timeoutseconds
-             * @description A call unanswered for longer than this is orphaned. Default: `SESSIONARY_TOOL_CALL_TIMEOUT` (300).
+             * @description A call unanswered for longer than this (seconds, 0 to a century) is orphaned. Default: `SESSIONARY_TOOL_CALL_TIMEOUT` (300).
              */
             timeoutSeconds?: number | null;
         };
@@ -1372,6 +1379,11 @@ export interface components {
              */
             nextPageToken: string | null;
         };
+        /**
+         * SessionReset
+         * @description A reset takes no options: send no body, or `{}`.
+         */
+        SessionReset: Record<string, never>;
         /** SessionRewind */
         SessionRewind: {
             /**
@@ -1393,7 +1405,10 @@ export interface components {
          * @description What to change; fields left out stay as they are. At least one.
          */
         SessionUpdate: {
-            /** Ttl */
+            /**
+             * Ttl
+             * @description Seconds from now (at least 1, at most a century) until the session expires; `null`: never (as `expireTime: null`).
+             */
             ttl?: number | null;
             /**
              * Expiretime
@@ -1586,7 +1601,7 @@ export interface components {
              * @description Stable, machine-readable: what went wrong, for code to act on.
              * @enum {string}
              */
-            code: "bad_request" | "conflict" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error";
+            code: "bad_request" | "conflict" | "cors_preflight_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error";
             /**
              * Instance
              * @description The request path; absent when the request was refused before its path was read (`headers_too_large`, `bad_request`).
@@ -1695,9 +1710,9 @@ export interface operations {
                 pageToken?: string | null;
                 /** @description Only events with seq > this. */
                 afterSeq?: number | null;
-                /** @description timestamp ≥ this. */
+                /** @description Only events with timestamp ≥ this (epoch seconds, years 1 to 9999). */
                 afterTimestamp?: number | null;
-                /** @description timestamp < this. */
+                /** @description Only events with timestamp < this (epoch seconds, years 1 to 9999). */
                 beforeTimestamp?: number | null;
                 /** @description `asc`: by seq; `desc`: newest first. */
                 order?: components["schemas"]["Order"];
@@ -2261,7 +2276,7 @@ export interface operations {
             query?: {
                 /** @description Return only the last N events (0: none). */
                 numRecentEvents?: number | null;
-                /** @description Return only events with timestamp ≥ this (epoch seconds). */
+                /** @description Only events with timestamp ≥ this (epoch seconds, years 1 to 9999). */
                 afterTimestamp?: number | null;
                 /** @description The session as it was at this seq: its events up to it, its session state then (`app:` and `user:` keys, shared, as they are now). 422 past the end. */
                 untilSeq?: number | null;
@@ -3389,7 +3404,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SessionReset"] | null;
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {
@@ -3440,6 +3459,15 @@ export interface operations {
             };
             /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
             412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON (`unsupported_media_type`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3927,7 +3955,7 @@ export interface operations {
             query?: {
                 /** @description Only the calls in this state. */
                 status?: components["schemas"]["ToolCallStatus"] | null;
-                /** @description A call unanswered for longer than this is orphaned. Default: `SESSIONARY_TOOL_CALL_TIMEOUT` (300). */
+                /** @description A call unanswered for longer than this (seconds, 0 to a century) is orphaned. Default: `SESSIONARY_TOOL_CALL_TIMEOUT` (300). */
                 timeoutSeconds?: number | null;
             };
             header?: never;
@@ -4539,9 +4567,9 @@ export interface operations {
             query?: {
                 /** @description Only this user's events. */
                 userId?: string | null;
-                /** @description timestamp ≥ this. */
+                /** @description Only events with timestamp ≥ this (epoch seconds, years 1 to 9999). */
                 afterTimestamp?: number | null;
-                /** @description timestamp < this. */
+                /** @description Only events with timestamp < this (epoch seconds, years 1 to 9999). */
                 beforeTimestamp?: number | null;
             };
             header?: never;
@@ -4620,9 +4648,9 @@ export interface operations {
                 sessionId?: string | null;
                 /** @description Only its events. */
                 author?: string | null;
-                /** @description timestamp ≥ this. */
+                /** @description Only events with timestamp ≥ this (epoch seconds, years 1 to 9999). */
                 afterTimestamp?: number | null;
-                /** @description timestamp < this. */
+                /** @description Only events with timestamp < this (epoch seconds, years 1 to 9999). */
                 beforeTimestamp?: number | null;
                 /** @description How many per page (1 to 1000). */
                 pageSize?: number;

@@ -2,6 +2,8 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -172,5 +174,74 @@ test("the READMEs' example runs as written", async () => {
       console.log = log;
     }
     assert.deepEqual(printed, [[1, "user"]], readme);
+  }
+});
+
+/**
+ * A server that keeps connections open and answers every request as an append would, but the
+ * second one, which it reads and then closes the connection on (as a server whose idle timeout
+ * ran out just as a pooled connection was reused). Gives its URL and the bodies it read.
+ */
+async function closesTheSecondRequest(): Promise<{ url: string; bodies: string[]; close: () => void }> {
+  const bodies: string[] = [];
+  const server = createServer(async (request, response) => {
+    let body = "";
+    for await (const chunk of request) body += chunk;
+    bodies.push(body);
+    if (bodies.length === 2) {
+      request.socket.destroy();
+      return;
+    }
+    response.writeHead(201, { "Content-Type": "application/json" });
+    response.end(JSON.stringify({ ...JSON.parse(body || "{}"), seq: 1 }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, bodies, close: () => server.close() };
+}
+
+test("an append into a connection closed under it is resent with the same event id", async () => {
+  const server = await closesTheSecondRequest();
+  try {
+    const pooled = createSessionaryClient({ baseUrl: server.url });
+    const path = { app_name: "a", user_id: "u", session_id: "s" };
+    await ok(pooled.POST(EVENTS, { params: { path }, body: { author: "user" } }));
+    const event = await ok(pooled.POST(EVENTS, { params: { path }, body: { author: "agent" } }));
+    const [, sent, resent] = server.bodies.map((body) => JSON.parse(body));
+    assert.ok(sent.id, "the client gives the event an id, so that a resend is recognised");
+    assert.deepEqual(resent, sent);
+    assert.equal(event.id, sent.id);
+    await ok(pooled.POST(`${EVENTS}:batch`, { params: { path }, body: { events: [{}, { id: "e" }] } }));
+    const batch = JSON.parse(server.bodies[3]!);
+    assert.equal(batch.events[1].id, "e");
+    assert.ok(batch.events[0].id);
+  } finally {
+    server.close();
+  }
+});
+
+test("a read into a connection closed under it is resent", async () => {
+  const server = await closesTheSecondRequest();
+  try {
+    const pooled = createSessionaryClient({ baseUrl: server.url });
+    const path = { app_name: "a", user_id: "u", session_id: "s" };
+    await ok(pooled.GET(SESSION, { params: { path } }));
+    await ok(pooled.GET(SESSION, { params: { path } }));
+    assert.equal(server.bodies.length, 3);
+  } finally {
+    server.close();
+  }
+});
+
+test("a create into a connection closed under it is not resent", async () => {
+  const server = await closesTheSecondRequest();
+  try {
+    const pooled = createSessionaryClient({ baseUrl: server.url });
+    const path = { app_name: "a", user_id: "u" };
+    await ok(pooled.POST(SESSIONS, { params: { path }, body: {} }));
+    await assert.rejects(pooled.POST(SESSIONS, { params: { path }, body: {} }), TypeError);
+    assert.equal(server.bodies.length, 2);
+  } finally {
+    server.close();
   }
 });
