@@ -5,6 +5,7 @@
     ├── CorsPreflightRefused             (400 cors_preflight_refused)
     ├── Unauthorized                     (401 unauthorized)
     ├── Forbidden                        (403 forbidden)
+    │   └── AppStateForbidden            (403 forbidden)
     ├── NotFound                         (404 not_found)
     │   ├── SessionNotFound              (404 session_not_found)
     │   └── EventNotFound                (404 event_not_found)
@@ -64,6 +65,15 @@ class Forbidden(SessionaryError):
     status = 403
     code = "forbidden"
     title = "Outside this API key's scope"
+
+
+class AppStateForbidden(Forbidden):
+    def __init__(self) -> None:
+        super().__init__(
+            "This API key is for one user: it may not write app state (`app:` keys), which "
+            "every user of the app sees. Nothing was written. Use an app-wide key, or a user "
+            "key made with `sessionary keys create --app-state write`."
+        )
 
 
 class NotFound(SessionaryError):

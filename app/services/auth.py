@@ -10,15 +10,13 @@ import enum
 import hashlib
 import secrets
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.domain import ApiKey
-from app.errors import Forbidden, NotFound, Unauthorized
+from app.errors import AppStateForbidden, Forbidden, NotFound, Unauthorized
 from app.repositories import api_keys as key_rows
-from app.rules.scopes import ScopedDelta
 
 
 class Need(enum.Enum):
@@ -62,21 +60,6 @@ class Grant:
             raise Forbidden("This API key is read-only.")
         if need is Need.APP_STATE and not self.writes_app_state:
             raise AppStateForbidden()
-
-
-class AppStateForbidden(Forbidden):
-    def __init__(self) -> None:
-        super().__init__(
-            "This API key is for one user: it may not write app state (`app:` keys), which "
-            "every user of the app sees. Nothing was written. Use an app-wide key, or a user "
-            "key made with `sessionary keys create --app-state write`."
-        )
-
-
-def require_app_state_write(allowed: bool, deltas: Iterable[ScopedDelta]) -> None:
-    """403, before anything is written, for `app:` keys the caller may not write."""
-    if not allowed and any(delta.app for delta in deltas):
-        raise AppStateForbidden()
 
 
 def hash_key(key: str) -> bytes:

@@ -19,13 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.config import Settings
 from app.db import DriverPool, driver
 from app.domain import ContextRead, SessionKey
-from app.errors import InvalidInput, SessionNotFound
+from app.errors import InvalidInput
 from app.repositories import context as context_rows
 from app.rules import context as rules
 from app.rules.events import compose
 from app.schemas import SessionCompact
 from app.services.events import EventService
-from app.services.lineage import hold_for_write
+from app.services.live_events import read_plan
+from app.services.preconditions import hold_for_write
 from app.strict_json import dumps
 
 # The first page holds what the budget would at this many tokens an event (a turn of a few
@@ -75,20 +76,6 @@ class ContextService:
             stored = await self.events.append_prepared(connection, key, [event], held.version)
         assert stored is not None  # the row is held: the session is there, at that version
         return stored[0]
-
-
-async def read_plan(
-    connection: asyncpg.Connection, key: SessionKey, estimate: rules.TokenEstimator
-) -> tuple[rules.Plan, int]:
-    """The session's plan, from its marked events and the first seqs of what they rewind;
-    and its version. SessionNotFound if there is no such session."""
-    found = await context_rows.marks(connection, key)
-    if found is None:
-        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-    version, marks = found
-    targets = {target for mark in marks if (target := mark.rewinds_before) is not None}
-    first = await context_rows.first_seqs(connection, key, targets) if targets else {}
-    return rules.plan(marks, first, estimate), version
 
 
 @dataclass(frozen=True)

@@ -13,17 +13,17 @@ from app.db import DriverPool
 from app.domain import Change, EventQuery, NewEvent, Page, PageRequest, SessionKey
 from app.errors import (
     Conflict,
-    EventConflict,
-    SessionClosed,
-    SessionNotFound,
     StaleSession,
 )
 from app.observability import EVENTS_APPENDED
 from app.repositories import events as event_rows
-from app.repositories import sessions as session_rows
-from app.rules.events import is_resent, prepare, prepare_batch
+from app.rules.events import prepare, prepare_batch
 from app.schemas import EventIn
-from app.services.auth import require_app_state_write
+from app.services.preconditions import (
+    require_app_state_write,
+    require_session,
+    stored_identically,
+)
 from app.services.reads import Reads
 
 
@@ -175,31 +175,3 @@ class EventService:
         rows = await self.reads.run(read, min_version)
         rows, next_token = paging.cut(rows, page.size, listing, lambda row: [row[0]])
         return Page([event for _, event in rows], next_token)
-
-
-async def require_session(
-    connection: asyncpg.Connection, key: SessionKey, *, writable: bool = False
-) -> int:
-    """The session's version; SessionNotFound if there is no such session, and with `writable`,
-    SessionClosed if it is closed to writes."""
-    found = await session_rows.get_version(connection, key)
-    if found is None:
-        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-    version, is_open = found
-    if writable and not is_open:
-        raise SessionClosed(key.session_id)
-    return version
-
-
-async def stored_identically(
-    connection: asyncpg.Connection, key: SessionKey, events: list[NewEvent]
-) -> dict[str, dict[str, Any]]:
-    """Those of `events` already in the session, as stored; EventConflict if one of their ids
-    is stored with other content (a new event must have a new id)."""
-    stored = await event_rows.find_by_ids(connection, key, [event.id for event in events])
-    for event in events:
-        if event.id in stored:
-            request_hash, document = stored[event.id]
-            if not (request_hash == event.request_hash or is_resent(event, document)):
-                raise EventConflict(event.id)
-    return {event_id: document for event_id, (_, document) in stored.items()}

@@ -21,7 +21,7 @@ from app.rules import tool_calls
 from app.rules.events import compose
 from app.rules.rewinds import restoring_delta
 from app.services.events import EventService
-from app.services.lineage import first_seq_of_invocation, hold_for_write
+from app.services.preconditions import first_seq_of_invocation, hold_for_write
 
 
 class HistoryService:

@@ -24,7 +24,7 @@ from app.domain import (
     SessionRead,
     StoredSession,
 )
-from app.errors import Conflict, InvalidInput, SessionClosed, SessionNotFound, StaleSession
+from app.errors import Conflict, InvalidInput, SessionClosed, StaleSession
 from app.repositories import history as history_rows
 from app.repositories import lineage as lineage_rows
 from app.repositories.live import announce
@@ -33,9 +33,16 @@ from app.rules.events import compose
 from app.rules.rewinds import live_seqs
 from app.rules.scopes import ScopedDelta, split_delta
 from app.schemas import ChildCreate, SessionClose, SessionFork
-from app.services.auth import require_app_state_write
-from app.services.events import EventService, require_session
-from app.services.sessions import SessionService, read_session, require_kept
+from app.services.events import EventService
+from app.services.preconditions import (
+    first_seq_of_invocation,
+    hold_session,
+    read_session,
+    require_app_state_write,
+    require_kept,
+    require_session,
+)
+from app.services.sessions import SessionService
 
 
 class LineageService:
@@ -195,17 +202,6 @@ class LineageService:
         return Page(*paging.cut(rows, page.size, listing, position))
 
 
-async def first_seq_of_invocation(db: AsyncConnection, key: SessionKey, invocation_id: str) -> int:
-    """The seq of the invocation's first event; 422 if none of the session's events has it."""
-    first = await lineage_rows.first_seq_of_invocation(db, key, invocation_id)
-    if first is None:
-        raise InvalidInput(
-            f"No event of invocation {invocation_id!r} is in the session.",
-            field="beforeInvocationId",
-        )
-    return first
-
-
 async def _live_context(db: AsyncConnection, key: SessionKey) -> list[int]:
     """The seqs of the live events (rewinds applied), less any that answers a call of a
     rewound one: a copy never holds a response without its call."""
@@ -219,26 +215,6 @@ async def _live_context(db: AsyncConnection, key: SessionKey) -> list[int]:
 
 def _new_key(parent: SessionKey, session_id: str | None) -> SessionKey:
     return SessionKey(parent.app_name, parent.user_id, session_id or str(uuid.uuid4()))
-
-
-async def hold_session(db: AsyncConnection, key: SessionKey, *, write: bool) -> lineage_rows.Held:
-    """The session's row, locked (`lineage_rows.hold`); SessionNotFound if there is none."""
-    held = await lineage_rows.hold(db, key, write=write)
-    if held is None:
-        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-    return held
-
-
-async def hold_for_write(
-    db: AsyncConnection, key: SessionKey, expected_version: int | None
-) -> lineage_rows.Held:
-    """The session's row, locked for a write that If-Match allows on an open session."""
-    held = await hold_session(db, key, write=True)
-    if not held.is_open:
-        raise SessionClosed(key.session_id)
-    if expected_version is not None and held.version != expected_version:
-        raise StaleSession(expected_version, held.version)
-    return held
 
 
 async def _require_open_call(db: AsyncConnection, key: SessionKey, call_id: str) -> None:

@@ -19,10 +19,15 @@ from app.repositories import pending as pending_rows
 from app.rules import context as context_rules
 from app.rules.events import canonical_json, compose, prepare
 from app.schemas import EventIn
-from app.services.auth import require_app_state_write
-from app.services.events import EventService, require_session, stored_identically
-from app.services.lineage import hold_for_write, hold_session
-from app.services.tool_calls import calls_of
+from app.services.events import EventService
+from app.services.live_events import calls_of
+from app.services.preconditions import (
+    hold_for_write,
+    hold_session,
+    require_app_state_write,
+    require_session,
+    stored_identically,
+)
 
 
 class PendingService:

@@ -37,8 +37,7 @@ from app.rules import portability as format
 from app.rules.events import canonical_json, prepare
 from app.rules.scopes import split_delta
 from app.schemas import AppStateExport, SessionExport, UserStateExport
-from app.services.auth import require_app_state_write
-from app.services.sessions import read_session
+from app.services.preconditions import read_session, require_app_state_write
 
 # Events read per round trip by an export, and written per statement by an import.
 BATCH = 1000

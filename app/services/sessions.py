@@ -33,8 +33,8 @@ from app.rules.events import compose, prepare_batch, server_time
 from app.rules.limits import MIN_LIFETIME
 from app.rules.scopes import ScopedDelta, split_delta
 from app.schemas import SessionCreate, SessionUpdate
-from app.services.auth import require_app_state_write
-from app.services.events import EventService, require_session
+from app.services.events import EventService
+from app.services.preconditions import read_session, require_app_state_write, require_session
 
 
 class SessionService:
@@ -212,29 +212,6 @@ class SessionService:
         return read
 
 
-async def read_session(
-    connection: asyncpg.Connection,
-    key: SessionKey,
-    *,
-    num_recent_events: int | None = None,
-    after_timestamp: float | None = None,
-    until_seq: int | None = None,
-) -> SessionRead:
-    """The session with the events asked for; with `until_seq`, as it was at that seq."""
-    found = await session_rows.read(
-        connection,
-        key,
-        limit=num_recent_events,
-        after_timestamp=after_timestamp,
-        until_seq=until_seq,
-    )
-    if found is None:
-        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-    if until_seq is not None:
-        require_kept(found[0].version, found[0].base_seq, until_seq, "untilSeq")
-    return SessionRead(*found)
-
-
 def expiry(ttl: float | None, expire_time: float | None, now: float) -> float | None:
     """Epoch seconds when a session given `ttl` or `expireTime` expires; 422 if less than
     `MIN_LIFETIME` from now."""
@@ -258,18 +235,3 @@ def descriptor_changes(body: SessionUpdate) -> dict[str, Any]:
     if "ttl" in given or "expire_time" in given:
         changes["expire_time"] = expiry(body.ttl, body.expire_time, server_time())
     return changes
-
-
-def require_kept(version: int, base_seq: int, seq: int, field: str) -> None:
-    """422 unless `seq` lies in the session's kept history: from `base_seq` (before which a
-    trim or a reset removed it) to `version`."""
-    if seq > version:
-        raise InvalidInput(
-            f"{field} {seq} is past the end: the session is at version {version}.", field=field
-        )
-    if seq < base_seq:
-        raise InvalidInput(
-            f"{field} {seq} is before the session's kept history, which starts after seq "
-            f"{base_seq} (a trim or a reset removed what came before).",
-            field=field,
-        )

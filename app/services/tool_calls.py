@@ -2,21 +2,17 @@
 and healing the orphans with an error response, so that a provider is never sent a call
 without its result (DESIGN §6.4)."""
 
-import time
-
-import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.config import Settings
 from app.db import DriverPool, driver
 from app.domain import SessionKey
-from app.repositories import tool_calls as tool_call_rows
 from app.rules import context as context_rules
 from app.rules.events import compose
-from app.rules.tool_calls import ToolCall, healing_events, tool_calls
-from app.services.context import read_plan
+from app.rules.tool_calls import ToolCall, healing_events
 from app.services.events import EventService
-from app.services.lineage import hold_for_write
+from app.services.live_events import calls_of
+from app.services.preconditions import hold_for_write
 
 
 class ToolCallService:
@@ -64,18 +60,3 @@ class ToolCallService:
             stored = await self.events.append_prepared(connection, key, healing, held.version)
         assert stored is not None  # the row is held: the session is there, at that version
         return len(orphans), stored[-1]["seq"]
-
-
-async def calls_of(
-    connection: asyncpg.Connection,
-    key: SessionKey,
-    estimate: context_rules.TokenEstimator,
-    orphaned_after: float,
-) -> tuple[list[ToolCall], int]:
-    """The function calls of the session's live events, each with its status (orphaned when
-    unanswered for `orphaned_after` seconds); and the session's version. SessionNotFound if
-    there is no such session."""
-    plan, version = await read_plan(connection, key, estimate)
-    calling = await tool_call_rows.calling_events(connection, key, plan)
-    answered = await tool_call_rows.answered(connection, key, plan)
-    return tool_calls(calling, answered, time.time(), orphaned_after), version
