@@ -1,14 +1,17 @@
 """Settings: every knob of the service, read once from the environment."""
 
+import importlib
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import AliasChoices, Field, PostgresDsn, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from app.rules.limits import MAX_LIFETIME, MIN_LIFETIME
+from app.limits import MAX_LIFETIME, MIN_LIFETIME
+from app.rules.context import TokenEstimator
+from app.rules.events import EventLimits
 
 MiB = 1024 * 1024
 
@@ -201,6 +204,13 @@ class Settings(BaseSettings):
             if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", str(origin)):
                 raise ValueError(f"{origin!r} is not an origin like https://app.example.com")
         return value
+
+    @cached_property
+    def event_limits(self) -> EventLimits:
+        """What an event may be, for the rules that prepare it (`app.rules.events`)."""
+        module, _, name = self.token_estimator.partition(":")
+        estimate: TokenEstimator = getattr(importlib.import_module(module), name)
+        return EventLimits(self.max_event_bytes, self.max_json_depth, estimate)
 
     @property
     def auth_enabled(self) -> bool:

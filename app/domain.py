@@ -5,8 +5,30 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from app.rules.context import Facts
-from app.rules.scopes import ScopedDelta
+# A state, or a delta to one: keys to JSON values.
+StateMap = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ScopedDelta:
+    """A delta split by scope, keys unprefixed; `temp:` keys are gone."""
+
+    app: StateMap = field(default_factory=dict)
+    user: StateMap = field(default_factory=dict)
+    session: StateMap = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.app or self.user or self.session)
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the view needs of an event, stored beside it: its token estimate, the ids of its
+    function calls and of the calls its function responses answer (one per part)."""
+
+    tokens: int
+    calls: tuple[str, ...]
+    responses: tuple[str, ...]
 
 
 @dataclass(frozen=True)

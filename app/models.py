@@ -25,7 +25,7 @@ from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.rules.limits import DISPLAY_NAME_LENGTH, ID_LENGTH
+from app.limits import DISPLAY_NAME_LENGTH, ID_LENGTH
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from app.errors import InvalidInput
-from app.rules.limits import ID_LENGTH, ID_PATTERN, INT64_MAX
+from app.limits import ID_LENGTH, ID_PATTERN, INT64_MAX
 
 Row = TypeVar("Row")
 

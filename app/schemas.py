@@ -14,7 +14,7 @@ from pydantic.alias_generators import to_camel
 from typing_extensions import TypeAliasType
 
 from app.errors import PROBLEM_CODES
-from app.rules.limits import (
+from app.limits import (
     DISPLAY_NAME_LENGTH,
     ID_LENGTH,
     ID_PATTERN,
@@ -171,6 +171,10 @@ class EventIn(OpenRecord):
         default=None, description="A streaming fragment: acknowledged (202) but not stored."
     )
     actions: EventActions | None = None
+
+    def as_document(self) -> dict[str, Any]:
+        """The event as sent, camelCase, for the rules that prepare it (`app.rules.events`)."""
+        return self.model_dump(by_alias=True, exclude_unset=True)
 
 
 class Event(EventIn):

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from app.rules.limits import INT64_MAX, INT64_MIN
+from app.limits import INT64_MAX, INT64_MIN
 
 
 class StrictJSONError(json.JSONDecodeError):

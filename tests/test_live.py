@@ -301,7 +301,6 @@ async def test_an_append_nobody_announced_reaches_streams_at_the_next_heartbeat(
     from app.domain import SessionKey
     from app.repositories import events as event_rows
     from app.rules.events import prepare
-    from app.schemas import EventIn
 
     process, base_url = start_server(database_url, env={"SESSIONARY_STREAM_HEARTBEAT": "0.5"})
     try:
@@ -310,7 +309,7 @@ async def test_an_append_nobody_announced_reaches_streams_at_the_next_heartbeat(
         async with stream(base_url, f"{session_url('quiet')}/events:stream") as response:
             await asyncio.sleep(0.3)
             settings = Settings(database_url=database_url)
-            event = prepare(EventIn.model_validate(said("unannounced")), settings)
+            event = prepare(said("unannounced"), settings.event_limits)
             connection = await Connector.of(database_url).connect()
             try:
                 key = SessionKey(APP, USER, "quiet")

@@ -18,7 +18,7 @@ from app.api.deps import (
 )
 from app.api.responses import etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
-from app.rules.limits import INT64_MAX, MAX_LIFETIME
+from app.limits import INT64_MAX, MAX_LIFETIME
 from app.schemas import (
     ContextView,
     Event,

@@ -18,7 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.domain import EventQuery, Order, PageRequest, SessionKey
 from app.errors import Forbidden, InvalidInput
-from app.rules.limits import ID_LENGTH, ID_PATTERN, INT64_MAX, MAX_TIMESTAMP, MIN_TIMESTAMP
+from app.limits import ID_LENGTH, ID_PATTERN, INT64_MAX, MAX_TIMESTAMP, MIN_TIMESTAMP
 from app.schemas import ID_DESCRIPTION
 from app.services.auth import Need
 from app.services.context import ContextService

@@ -13,7 +13,7 @@ from app.api.deps import AppName, Key, UserId, authorized, narrowed_user, servic
 from app.api.responses import problem_responses
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.errors import InvalidInput
-from app.rules.limits import INT64_MAX
+from app.limits import INT64_MAX
 from app.services.auth import Need
 from app.services.live import Subscription
 

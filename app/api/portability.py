@@ -15,7 +15,7 @@ from app.errors import InvalidInput, UnsupportedMediaType
 from app.rules import portability as format
 from app.schemas import Session, SessionExport
 from app.services.auth import Need
-from app.services.portability import BATCH
+from app.services.portability import BATCH, read_record
 
 NDJSON = "application/x-ndjson"
 router = APIRouter(
@@ -108,7 +108,7 @@ async def import_session(
     lines = list(format.numbered([await request.body()]))
     if not lines:
         raise InvalidInput("The body holds no header line.")
-    header = format.record(format.decode(lines[0][1], lines[0][0], max_depth), lines[0][0])
+    header = read_record(format.decode(lines[0][1], lines[0][0], max_depth), lines[0][0])
     if not isinstance(header, SessionExport):
         raise InvalidInput("Line 1 is not a session's header.", field="line 1")
 

@@ -27,7 +27,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from app import strict_json
 from app.api.deps import Authorized, Public, authorize
 from app.errors import InvalidInput, UnsupportedMediaType
-from app.rules.limits import SESSION_VERBS
+from app.limits import SESSION_VERBS
 from app.services.auth import Need
 
 

@@ -18,7 +18,7 @@ from app.api.deps import (
 from app.api.responses import problem_responses, respond
 from app.api.routing import StrictRoute
 from app.domain import SearchQuery
-from app.rules.limits import ID_LENGTH, ID_PATTERN
+from app.limits import ID_LENGTH, ID_PATTERN
 from app.schemas import SearchPage
 from app.services.auth import Need
 

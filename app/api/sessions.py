@@ -24,7 +24,7 @@ from app.api.responses import etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import Order, SessionKey, SessionQuery
 from app.errors import InvalidInput
-from app.rules.limits import DISPLAY_NAME_LENGTH, INT64_MAX, LABEL_KEY_PATTERN
+from app.limits import DISPLAY_NAME_LENGTH, INT64_MAX, LABEL_KEY_PATTERN
 from app.schemas import Session, SessionCreate, SessionPage, SessionUpdate
 from app.services.auth import Need
 

@@ -9,7 +9,7 @@ from app.api import render
 from app.api.deps import AfterTimestamp, AppName, BeforeTimestamp, UsageOf, authorized
 from app.api.responses import problem_responses, respond
 from app.api.routing import StrictRoute
-from app.rules.limits import ID_LENGTH, ID_PATTERN
+from app.limits import ID_LENGTH, ID_PATTERN
 from app.schemas import AppUsage
 from app.services.auth import Need
 

@@ -17,9 +17,9 @@ import asyncpg
 from sqlalchemy import text
 
 from app.db import DriverStatement
-from app.domain import SessionKey
+from app.domain import Facts, SessionKey
 from app.models import LIVE_SQL, MARKED
-from app.rules.context import Facts, Mark, Plan
+from app.rules.context import Mark, Plan
 
 # What the view reads of an event: seq, timestamp, its stored facts (None for an event stored
 # before they were), and the event as the UTF-8 JSON PostgreSQL renders.

@@ -8,11 +8,10 @@ from sqlalchemy import ARRAY, BigInteger, bindparam, delete, func, literal, sele
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.domain import NO_USAGE, SessionKey, Usage
+from app.domain import NO_USAGE, Facts, SessionKey, Usage
 from app.models import StorageEvent, StorageSession
 from app.repositories.events import USAGE_COLUMNS, event_filter, search_vector
 from app.repositories.sessions import EMPTY_STATE, key_filter, state_as_of
-from app.rules.context import Facts
 from app.rules.tool_calls import ToolLinks
 
 # Each event with a function call or response: its seq and the ids it calls and answers.

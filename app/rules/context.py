@@ -16,14 +16,13 @@ calls and of the calls its responses answer, taken when it is stored), so that t
 reads whole only the events it shows. An event is a dict in ADK's wire format (camelCase).
 """
 
-import importlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, TypeGuard
 
 from app import strict_json
+from app.domain import Facts
 
 # Marks what `fit` masks in `customMetadata`, beside whatever a client keeps there.
 MASK_KEY = "sessionary"
@@ -69,24 +68,6 @@ def estimate_tokens(event: dict[str, Any]) -> int:
 
 
 _TOOL_PARTS = (("functionCall", "args"), ("functionResponse", "response"))
-
-
-@cache
-def token_estimator(path: str) -> TokenEstimator:
-    """The function `module:function` names (`SESSIONARY_TOKEN_ESTIMATOR`)."""
-    module, _, name = path.partition(":")
-    estimator: TokenEstimator = getattr(importlib.import_module(module), name)
-    return estimator
-
-
-@dataclass(frozen=True, slots=True)
-class Facts:
-    """What the view needs of an event, stored beside it: its token estimate, the ids of its
-    function calls and of the calls its function responses answer (one per part)."""
-
-    tokens: int
-    calls: tuple[str, ...]
-    responses: tuple[str, ...]
 
 
 def facts(event: dict[str, Any], estimate: TokenEstimator) -> Facts:

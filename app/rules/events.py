@@ -8,16 +8,15 @@ import hashlib
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from app import strict_json
-from app.config import Settings
 from app.domain import NewEvent, Usage
 from app.errors import InvalidInput, PayloadTooLarge
-from app.rules.context import facts, token_estimator
+from app.rules.context import TokenEstimator, facts
 from app.rules.scopes import split_delta, without_temp
 from app.rules.search import event_text
-from app.schemas import EventIn
 
 
 def canonical_json(value: Any) -> bytes:
@@ -54,39 +53,52 @@ def usage_of(document: dict[str, Any]) -> Usage:
     return Usage(*whole)
 
 
-def prepare(event: EventIn, settings: Settings) -> NewEvent:
+@dataclass(frozen=True)
+class EventLimits:
+    """What a stored event may be (`SESSIONARY_MAX_EVENT_BYTES`, `SESSIONARY_MAX_JSON_DEPTH`),
+    and how its tokens are estimated (`SESSIONARY_TOKEN_ESTIMATOR`)."""
+
+    max_bytes: int
+    max_depth: int
+    estimate: TokenEstimator
+
+
+def prepare(document: dict[str, Any], limits: EventLimits) -> NewEvent:
     """The event as it will be stored: `temp:` keys stripped, server fields filled in.
 
-    Every path that writes an event comes through here (append, batch, create, PATCH's
-    delta, close, heal, compact, rewind, rewrite, promote, import), so every stored event
-    keeps the same rules: an append's field types (the `EventIn` it is given), never a
-    `partial` fragment, JSON that an append's body could carry (nesting, strings), and the
-    size limit. A stored event can then always be exported and imported again.
+    `document` is an event in ADK's camelCase JSON whose fields the service reads have the
+    types it relies on (an append's `EventIn`, or an event the server composes itself). Every
+    path that writes an event comes through here (append, batch, create, PATCH's delta,
+    close, heal, compact, rewind, rewrite, promote, import), so every stored event keeps the
+    same rules: never a `partial` fragment, JSON that an append's body could carry (nesting,
+    strings), and the size limit. A stored event can then always be exported and imported
+    again.
     """
-    if event.partial:
+    if document.get("partial"):
         raise InvalidInput(
             "A partial event (a streaming fragment) is acknowledged by an append, never stored.",
             field="partial",
         )
-    document = event.model_dump(by_alias=True, exclude_unset=True)
     try:
-        strict_json.check(document, max_depth=settings.max_json_depth)
+        strict_json.check(document, max_depth=limits.max_depth)
     except strict_json.StrictJSONError as error:
         raise InvalidInput(f"The event is refused: {error}.", field="event") from None
+    document = dict(document)
     document.pop("seq", None)  # the server's to assign
-    delta: dict[str, Any] = (event.actions and event.actions.state_delta) or {}
+    actions = document.get("actions") or {}
+    delta: dict[str, Any] = actions.get("stateDelta") or {}
     if delta:
-        document["actions"]["stateDelta"] = without_temp(delta)
+        document["actions"] = {**actions, "stateDelta": without_temp(delta)}
     request_hash = hashlib.sha256(canonical_json(document)).digest()
     if document.get("id") is None:
         document["id"] = str(uuid.uuid4())
     if document.get("timestamp") is None:
         document["timestamp"] = server_time()
     size = len(canonical_json(document))
-    if size > settings.max_event_bytes:
+    if size > limits.max_bytes:
         raise PayloadTooLarge(
             f"Event {document['id']!r} is {size} bytes; the limit is "
-            f"{settings.max_event_bytes} (SESSIONARY_MAX_EVENT_BYTES)."
+            f"{limits.max_bytes} (SESSIONARY_MAX_EVENT_BYTES)."
         )
     return NewEvent(
         id=document["id"],
@@ -94,16 +106,10 @@ def prepare(event: EventIn, settings: Settings) -> NewEvent:
         request_hash=request_hash,
         document=document,
         delta=split_delta(delta),
-        facts=facts(document, token_estimator(settings.token_estimator)),
+        facts=facts(document, limits.estimate),
         usage=usage_of(document),
         text=event_text(document),
     )
-
-
-def compose(document: dict[str, Any], settings: Settings) -> NewEvent:
-    """An event the server writes itself (a close's answer, a heal, a rewind, a compaction,
-    a promoted one), held to the rules of an appended one."""
-    return prepare(EventIn.model_validate(document), settings)
 
 
 def is_resent(event: NewEvent, stored: dict[str, Any]) -> bool:
@@ -113,13 +119,16 @@ def is_resent(event: NewEvent, stored: dict[str, Any]) -> bool:
     )
 
 
-def prepare_batch(events: Sequence[EventIn], settings: Settings) -> list[NewEvent]:
-    if len(events) > settings.max_events_per_request:
+def prepare_batch(
+    documents: Sequence[dict[str, Any]], limits: EventLimits, max_events: int
+) -> list[NewEvent]:
+    """Events sent together, `partial` ones left out (as an append acknowledges them)."""
+    if len(documents) > max_events:
         raise PayloadTooLarge(
-            f"{len(events)} events in one request; the limit is "
-            f"{settings.max_events_per_request} (SESSIONARY_MAX_EVENTS_PER_REQUEST)."
+            f"{len(documents)} events in one request; the limit is "
+            f"{max_events} (SESSIONARY_MAX_EVENTS_PER_REQUEST)."
         )
-    prepared = [prepare(event, settings) for event in events if not event.partial]
+    prepared = [prepare(document, limits) for document in documents if not document.get("partial")]
     if len({event.id for event in prepared}) != len(prepared):
         raise InvalidInput("Two events in one request share an id.", field="events")
     return prepared

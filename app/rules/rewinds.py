@@ -8,7 +8,7 @@ and Sessionary agree on what a rewound session holds.
 from collections.abc import Sequence
 from typing import Any
 
-from app.rules.scopes import StateMap
+from app.domain import StateMap
 
 
 def live_seqs(marks: Sequence[tuple[int, str | None, str | None]]) -> list[int]:

@@ -4,26 +4,11 @@ A state delta names keys with their scope prefix (`app:theme`, `user:name`, `tem
 `step`). Storage keeps each scope in its own row without the prefix; reads merge them back.
 """
 
-from dataclasses import dataclass, field
-from typing import Any
+from app.domain import ScopedDelta, StateMap
 
 APP_PREFIX = "app:"
 USER_PREFIX = "user:"
 TEMP_PREFIX = "temp:"
-
-StateMap = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ScopedDelta:
-    """A delta split by scope, keys unprefixed; `temp:` keys are gone."""
-
-    app: StateMap = field(default_factory=dict)
-    user: StateMap = field(default_factory=dict)
-    session: StateMap = field(default_factory=dict)
-
-    def __bool__(self) -> bool:
-        return bool(self.app or self.user or self.session)
 
 
 def split_delta(delta: StateMap) -> ScopedDelta:

@@ -22,7 +22,7 @@ from app.domain import ContextRead, SessionKey
 from app.errors import InvalidInput
 from app.repositories import context as context_rows
 from app.rules import context as rules
-from app.rules.events import compose
+from app.rules.events import prepare
 from app.schemas import SessionCompact
 from app.services.events import EventService
 from app.services.live_events import read_plan
@@ -47,7 +47,7 @@ class ContextService:
         self.pool = pool
         self.settings = settings
         self.events = events
-        self.estimate = rules.token_estimator(settings.token_estimator)
+        self.estimate = settings.event_limits.estimate
 
     async def view(self, key: SessionKey, budget: int | None) -> tuple[ContextRead, int]:
         """The view, and the session's version it was read at."""
@@ -72,7 +72,7 @@ class ContextService:
             reading, _ = await _Reading.start(connection, key, self.estimate)
             items, _ = await reading.resolve_calls(await reading.everything(), True, 0)
             compacted = _compacted(items, request.keep_last)
-            event = compose(_compaction_event(request, compacted), self.settings)
+            event = prepare(_compaction_event(request, compacted), self.settings.event_limits)
             stored = await self.events.append_prepared(connection, key, [event], held.version)
         assert stored is not None  # the row is held: the session is there, at that version
         return stored[0]

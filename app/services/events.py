@@ -65,7 +65,7 @@ class EventService:
             async with self.pool.connection() as connection:
                 await require_session(connection, key, writable=True)
             return event.model_dump(exclude_unset=True), Appended.PARTIAL
-        new = prepare(event, self.settings)
+        new = prepare(event.as_document(), self.settings.event_limits)
         require_app_state_write(app_state_writable, [new.delta])
         stored, appended = await self._append(key, [new], expected_version)
         return stored[0], appended
@@ -79,7 +79,11 @@ class EventService:
         app_state_writable: bool,
     ) -> tuple[list[dict[str, Any]], Appended]:
         """Store events all or nothing, at consecutive seqs; partial events are skipped."""
-        new = prepare_batch(events, self.settings)
+        new = prepare_batch(
+            [event.as_document() for event in events],
+            self.settings.event_limits,
+            self.settings.max_events_per_request,
+        )
         require_app_state_write(app_state_writable, [event.delta for event in new])
         if not new:
             async with self.pool.connection() as connection:

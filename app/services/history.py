@@ -18,7 +18,7 @@ from app.repositories import history as history_rows
 from app.repositories import lineage as lineage_rows
 from app.repositories.live import announce
 from app.rules import tool_calls
-from app.rules.events import compose
+from app.rules.events import prepare
 from app.rules.rewinds import restoring_delta
 from app.services.events import EventService
 from app.services.preconditions import first_seq_of_invocation, hold_for_write
@@ -52,7 +52,7 @@ class HistoryService:
             }
             async with driver(db) as connection:
                 stored = await self.events.append_prepared(
-                    connection, key, [compose(event, self.settings)], held.version
+                    connection, key, [prepare(event, self.settings.event_limits)], held.version
                 )
         assert stored is not None  # the row is held: the session is there, at that version
         return stored[0]
@@ -114,7 +114,7 @@ class HistoryService:
         async with self.engine.begin() as db:
             await hold_for_write(db, key, expected_version)
             seq, document = await _find(db, key, event_id)
-            rewritten = compose({**document, "content": content}, self.settings)
+            rewritten = prepare({**document, "content": content}, self.settings.event_limits)
             old = tool_calls.links(seq, document.get("content"))
             new = tool_calls.links(seq, content)
             links = await history_rows.tool_links(db, key)

@@ -20,6 +20,7 @@ from app.domain import (
     Page,
     PageRequest,
     ParentLink,
+    ScopedDelta,
     SessionKey,
     SessionRead,
     StoredSession,
@@ -29,9 +30,9 @@ from app.repositories import history as history_rows
 from app.repositories import lineage as lineage_rows
 from app.repositories.live import announce
 from app.rules import tool_calls
-from app.rules.events import compose
+from app.rules.events import prepare
 from app.rules.rewinds import live_seqs
-from app.rules.scopes import ScopedDelta, split_delta
+from app.rules.scopes import split_delta
 from app.schemas import ChildCreate, SessionClose, SessionFork
 from app.services.events import EventService
 from app.services.preconditions import (
@@ -178,7 +179,7 @@ class LineageService:
         }
         if invocation_id is not None:
             event["invocationId"] = invocation_id
-        return compose(event, self.settings)
+        return prepare(event, self.settings.event_limits)
 
     async def ancestors(self, key: SessionKey) -> list[StoredSession]:
         async with self.engine.connect() as db:

@@ -25,9 +25,9 @@ from app.config import Settings
 from app.db import DISCONNECTED, Connector, DriverPool
 from app.domain import Change, SessionKey
 from app.errors import InvalidInput, SessionNotFound, TooManyStreams
+from app.limits import INT64_MAX
 from app.observability import STREAMS_DROPPED, STREAMS_OPEN
 from app.repositories import live as live_rows
-from app.rules.limits import INT64_MAX
 
 logger = logging.getLogger("sessionary.live")
 

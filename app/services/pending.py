@@ -16,8 +16,7 @@ from app.errors import (
     ToolCallsPending,
 )
 from app.repositories import pending as pending_rows
-from app.rules import context as context_rules
-from app.rules.events import canonical_json, compose, prepare
+from app.rules.events import canonical_json, prepare
 from app.schemas import EventIn
 from app.services.events import EventService
 from app.services.live_events import calls_of
@@ -37,7 +36,7 @@ class PendingService:
         self.engine = engine
         self.settings = settings
         self.events = events
-        self.estimate = context_rules.token_estimator(settings.token_estimator)
+        self.estimate = settings.event_limits.estimate
 
     async def enqueue(
         self, key: SessionKey, event: EventIn, *, app_state_writable: bool
@@ -46,7 +45,7 @@ class PendingService:
         promoted: it then sorts after the turn it waited for); the same event again is queued
         once, another under a queued id is an EventConflict. The queue holds at most what one
         promote appends (PayloadTooLarge)."""
-        new = prepare(event, self.settings)
+        new = prepare(event.as_document(), self.settings.event_limits)
         require_app_state_write(app_state_writable, [new.delta])
         document = dict(new.document)
         if event.timestamp is None:
@@ -101,7 +100,7 @@ class PendingService:
                 waiting = [call.id for call in calls if call.status != "answered"]
                 if waiting:
                     raise ToolCallsPending(waiting)
-            events = [compose(event, self.settings) for event in queued]
+            events = [prepare(event, self.settings.event_limits) for event in queued]
             require_app_state_write(app_state_writable, [event.delta for event in events])
             # One appended meanwhile (a client's retry through the log) is not appended again;
             # one in the log with other content is an EventConflict (clear the queue).

@@ -5,9 +5,11 @@ every session of an app, a user or the whole store from the command line, in con
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import asyncpg
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.config import Settings
@@ -17,6 +19,7 @@ from app.domain import (
     Change,
     ExportItem,
     NewEvent,
+    SessionHeader,
     SessionKey,
     SessionRead,
     SharedState,
@@ -36,7 +39,7 @@ from app.repositories.live import announce
 from app.rules import portability as format
 from app.rules.events import canonical_json, prepare
 from app.rules.scopes import split_delta
-from app.schemas import AppStateExport, SessionExport, UserStateExport
+from app.schemas import AppStateExport, Event, SessionExport, UserStateExport
 from app.services.preconditions import read_session, require_app_state_write
 
 # Events read per round trip by an export, and written per statement by an import.
@@ -137,7 +140,15 @@ class PortabilityService:
                     f"The header announces {header.event_count} events; {count} follow it.",
                     field="eventCount",
                 )
-            format.check_usage(header, used)
+            usage = header.usage
+            announced = None
+            if usage is not None:
+                announced = (
+                    usage.prompt_token_count,
+                    usage.candidates_token_count,
+                    usage.total_token_count,
+                )
+            format.check_usage(announced, used)
             read = await read_session(connection, key, num_recent_events=0)
         if created:
             EVENTS_APPENDED.inc(count)
@@ -155,7 +166,7 @@ class PortabilityService:
         max_depth = self.settings.max_json_depth
         async for number, text in numbered:
             try:
-                record = format.record(format.decode(text, number, max_depth), number)
+                record = read_record(format.decode(text, number, max_depth), number)
             except InvalidInput as error:
                 report.refused.append((f"line {number}", error.detail))
                 continue
@@ -196,7 +207,7 @@ class PortabilityService:
         report = ImportReport()
         async for header, events in sessions:
             try:
-                record = format.record(header, 1)
+                record = read_record(header, 1)
             except InvalidInput as error:
                 report.refused.append((f"session {header.get('id')!r}", error.detail))
                 continue
@@ -256,7 +267,7 @@ class PortabilityService:
         async for batch in events:
             prepared = [self._prepared(event, number) for number, event in batch]
             previous = format.check_seqs(
-                header, previous, [seq for seq, _ in prepared], batch[0][0]
+                header.version, previous, [seq for seq, _ in prepared], batch[0][0]
             )
             await rows.store_events(connection, key, prepared, self.settings.search_config)
             count += len(batch)
@@ -266,9 +277,9 @@ class PortabilityService:
     def _prepared(self, event: dict[str, Any], number: int) -> tuple[int, NewEvent]:
         """An event line as an append would store it, at its seq; refused as an append
         would refuse it, naming the line."""
-        stored = format.event(event, number)
+        stored = _event(event, number)
         try:
-            return stored.seq, prepare(stored, self.settings)
+            return stored.seq, prepare(stored.as_document(), self.settings.event_limits)
         except (InvalidInput, PayloadTooLarge) as error:
             error.detail = f"Line {number}: {error.detail}"
             error.extra["field"] = f"line {number}"
@@ -287,7 +298,7 @@ class PortabilityService:
         time)."""
         found = await rows.header(connection, key)
         assert found is not None  # the insert found it, in this transaction
-        if not format.same_session(header, state, found):
+        if not _same_session(header, state, found):
             raise _different(key)
         count, used = 0, NO_USAGE
         async for batch in events:
@@ -320,3 +331,70 @@ async def _session_lines(
     yield found
     async for event in rows.events(connection, key, BATCH):
         yield event
+
+
+Record = SessionExport | AppStateExport | UserStateExport
+RECORDS: dict[str, type[Record]] = {
+    format.SESSION_FORMAT: SessionExport,
+    format.APP_STATE_FORMAT: AppStateExport,
+    format.USER_STATE_FORMAT: UserStateExport,
+}
+
+
+def read_record(value: Any, number: int) -> Record:
+    """A header line: a session's, or (in a bulk export) an app's or a user's state."""
+    kind = value.get("format") if isinstance(value, dict) else None
+    model = RECORDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise InvalidInput(
+            f"Line {number} is not a header: its `format` must be one of {', '.join(RECORDS)}.",
+            field=f"line {number}",
+        )
+    try:
+        return model.model_validate(value)
+    except ValidationError as error:
+        raise _invalid(number, "header", error) from None
+
+
+def _event(value: Any, number: int) -> Event:
+    """An event line: an event as stored, `id`, `timestamp` and `seq` included."""
+    try:
+        return Event.model_validate(value)
+    except ValidationError as error:
+        raise _invalid(number, "stored event", error) from None
+
+
+def _invalid(number: int, what: str, error: ValidationError) -> InvalidInput:
+    problem = error.errors()[0]
+    where = ".".join(str(part) for part in problem["loc"])
+    return InvalidInput(
+        f"Line {number} is not a valid {what}: {where + ': ' if where else ''}{problem['msg']}",
+        field=f"line {number}",
+    )
+
+
+def _same_session(header: SessionExport, state: dict[str, Any], stored: SessionHeader) -> bool:
+    """Whether `header`, with `state` its session-scoped keys, describes the stored session
+    (its events aside). Times are compared to the microsecond PostgreSQL keeps."""
+    session, parent = stored.session, header.parent
+    return (
+        canonical_json([state, header.base_state, header.labels])
+        == canonical_json([session.state, stored.base_state, session.labels])
+        and (header.version, header.base_seq, header.kind, header.status, header.outcome)
+        == (session.version, session.base_seq, session.kind, session.status, session.outcome)
+        and (parent and (parent.session_id, parent.seq, parent.function_call_id))
+        == (
+            session.parent
+            and (session.parent.session_id, session.parent.seq, session.parent.function_call_id)
+        )
+        and header.display_name == session.display_name
+        and _same_time(header.create_time, session.create_time)
+        and _same_time(header.last_update_time, session.update_time)
+        and _same_time(header.expire_time, session.expire_time)
+    )
+
+
+def _same_time(seconds: float | None, moment: datetime | None) -> bool:
+    if seconds is None or moment is None:
+        return seconds is None and moment is None
+    return round(seconds, 6) == round(moment.timestamp(), 6)

@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.domain import NewEvent, SessionKey, SessionRead
+from app.domain import NewEvent, ScopedDelta, SessionKey, SessionRead
 from app.errors import (
     AppStateForbidden,
     EventConflict,
@@ -22,7 +22,6 @@ from app.repositories import events as event_rows
 from app.repositories import lineage as lineage_rows
 from app.repositories import sessions as session_rows
 from app.rules.events import is_resent
-from app.rules.scopes import ScopedDelta
 
 
 async def require_session(

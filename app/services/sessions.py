@@ -18,6 +18,7 @@ from app.domain import (
     Origin,
     Page,
     PageRequest,
+    ScopedDelta,
     SessionKey,
     SessionQuery,
     SessionRead,
@@ -25,13 +26,13 @@ from app.domain import (
     Tally,
 )
 from app.errors import Conflict, InvalidInput, SessionAlreadyExists, SessionNotFound, StaleSession
+from app.limits import MIN_LIFETIME
 from app.observability import EVENTS_APPENDED
 from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
 from app.repositories.live import announce
-from app.rules.events import compose, prepare_batch, server_time
-from app.rules.limits import MIN_LIFETIME
-from app.rules.scopes import ScopedDelta, split_delta
+from app.rules.events import prepare, prepare_batch, server_time
+from app.rules.scopes import split_delta
 from app.schemas import SessionCreate, SessionUpdate
 from app.services.events import EventService
 from app.services.preconditions import read_session, require_app_state_write, require_session
@@ -55,7 +56,11 @@ class SessionService:
         key = SessionKey(app_name, user_id, body.session_id or str(uuid.uuid4()))
         created = server_time()  # before the events: theirs, when the server assigns, come later
         delta = split_delta(body.state or {})
-        new_events = prepare_batch(body.events or [], self.settings)
+        new_events = prepare_batch(
+            [event.as_document() for event in body.events or []],
+            self.settings.event_limits,
+            self.settings.max_events_per_request,
+        )
         require_app_state_write(app_state_writable, [delta, *(new.delta for new in new_events)])
         descriptor = Descriptor(
             body.display_name, body.labels or {}, expiry(body.ttl, body.expire_time, created)
@@ -181,7 +186,7 @@ class SessionService:
                 "invocationId": f"p-{uuid.uuid4()}",
                 "actions": {"stateDelta": body.state_delta},
             }
-            events = [compose(event, self.settings)]
+            events = [prepare(event, self.settings.event_limits)]
             require_app_state_write(app_state_writable, [events[0].delta])
         changes = descriptor_changes(body)
         async with self.engine.begin() as db, driver(db) as connection:

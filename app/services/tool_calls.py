@@ -7,8 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.config import Settings
 from app.db import DriverPool, driver
 from app.domain import SessionKey
-from app.rules import context as context_rules
-from app.rules.events import compose
+from app.rules.events import prepare
 from app.rules.tool_calls import ToolCall, healing_events
 from app.services.events import EventService
 from app.services.live_events import calls_of
@@ -25,7 +24,7 @@ class ToolCallService:
         self.pool = pool
         self.settings = settings
         self.events = events
-        self.estimate = context_rules.token_estimator(settings.token_estimator)
+        self.estimate = settings.event_limits.estimate
 
     def timeout(self, timeout_seconds: float | None) -> float:
         return self.settings.tool_call_timeout if timeout_seconds is None else timeout_seconds
@@ -56,7 +55,10 @@ class ToolCallService:
             orphans = [call for call in found if call.status == "orphaned"]
             if not orphans:
                 return 0, held.version
-            healing = [compose(event, self.settings) for event in healing_events(orphans, timeout)]
+            healing = [
+                prepare(event, self.settings.event_limits)
+                for event in healing_events(orphans, timeout)
+            ]
             stored = await self.events.append_prepared(connection, key, healing, held.version)
         assert stored is not None  # the row is held: the session is there, at that version
         return len(orphans), stored[-1]["seq"]
