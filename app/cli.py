@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-import asyncpg
 from alembic.util import CommandError
 from fastapi import FastAPI
 from sqlalchemy.exc import SQLAlchemyError
@@ -110,20 +109,11 @@ def serve(args: argparse.Namespace) -> None:
 def _revision(connector: db.Connector) -> str | None:
     """The schema's revision, read before a command does anything: a database that cannot be
     used fails here, named, rather than halfway through (a server: in every worker)."""
-
-    async def read() -> str | None:
-        engine = db.create_engine(connector, pool_size=1)
-        try:
-            return await db.current_revision(engine)
-        finally:
-            await engine.dispose()
-
     try:
-        return asyncio.run(read())
-    except (*db.UNAVAILABLE, SQLAlchemyError, asyncpg.PostgresError) as error:
-        cause = getattr(error, "orig", None) or error  # SQLAlchemy's wrapping says no more
+        return asyncio.run(db.current_revision(connector))
+    except db.DRIVER_ERRORS as error:
         raise DatabaseUnavailable(
-            f"cannot use the database at {connector.where()}: {str(cause) or type(cause).__name__}"
+            f"cannot use the database at {connector.where()}: {str(error) or type(error).__name__}"
             "; check that it is up and that DATABASE_URL points at it."
         ) from error
 
@@ -182,9 +172,9 @@ def keys(args: argparse.Namespace) -> None:
 
 
 async def _keys(args: argparse.Namespace, connector: db.Connector) -> None:
-    engine = db.create_engine(connector, pool_size=1)
+    pool = await db.DriverPool.open(connector, size=1)
     try:
-        service = AuthService(engine, GrantCache(0))
+        service = AuthService(pool, GrantCache(0))
         if args.action == "create":
             if args.admin == (args.app is not None):
                 sys.exit("sessionary keys create: give exactly one of --app APP or --admin.")
@@ -209,7 +199,7 @@ async def _keys(args: argparse.Namespace, connector: db.Connector) -> None:
                 sys.exit(f"sessionary keys revoke: {error.detail}")
             print(f"revoked {args.key_id}", file=sys.stderr)
     finally:
-        await engine.dispose()
+        await pool.close()
 
 
 def sweep(args: argparse.Namespace) -> None:
@@ -217,11 +207,11 @@ def sweep(args: argparse.Namespace) -> None:
 
 
 async def _sweep(connector: db.Connector) -> None:
-    engine = db.create_engine(connector, pool_size=2)
+    pool = await db.DriverPool.open(connector, size=1)
     try:
-        swept = await RetentionService(engine, Settings()).sweep()
+        swept = await RetentionService(pool, Settings()).sweep()
     finally:
-        await engine.dispose()
+        await pool.close()
     if swept is None:
         print("another sweeper is at work (a server's); it deletes the expired sessions")
     else:
@@ -316,13 +306,11 @@ def _summarise(progress: "Progress", report: ImportReport) -> None:
 
 @contextlib.asynccontextmanager
 async def _portability(connector: db.Connector) -> AsyncIterator[PortabilityService]:
-    engine = db.create_engine(connector, pool_size=1)
     pool = await db.DriverPool.open(connector, size=1)
     try:
-        yield PortabilityService(engine, pool, Settings())
+        yield PortabilityService(pool, Settings())
     finally:
         await pool.close()
-        await engine.dispose()
 
 
 @contextlib.contextmanager

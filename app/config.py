@@ -53,14 +53,8 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(
         default=20,
         ge=1,
-        description="Connections each worker keeps open for appends and session reads; a "
-        "request beyond them waits for one. The other routes share a quarter as many.",
-    )
-    db_max_overflow: int = Field(
-        default=10,
-        ge=0,
-        description="Extra, short-lived connections a worker may open in a burst on the routes "
-        "other than appends and session reads.",
+        description="Connections each worker keeps open, for every request that reads or "
+        "writes; a request beyond them waits for one (503 after SESSIONARY_DB_CONNECT_TIMEOUT).",
     )
     db_connect_timeout: float = Field(
         default=5.0, gt=0, description="Seconds to wait for a database connection."

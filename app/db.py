@@ -1,11 +1,13 @@
-"""The database handles (the request path's asyncpg pool, SQLAlchemy's engine for the rest),
-the driver statements, and the schema's migration state."""
+"""The database boundary: one connection type (asyncpg's), from one pool per worker, for every
+unit of work; SQLAlchemy Core statements compiled once for it; the schema's migrations (the
+only user of SQLAlchemy's engine)."""
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -15,20 +17,23 @@ from urllib.parse import parse_qsl, urlencode
 import asyncpg
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import ClauseElement, Connection
-from sqlalchemy import exc as sa_exc
+from sqlalchemy import ClauseElement
+from sqlalchemy import types as sa_types
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from app import strict_json
 from app.config import Settings
+from app.errors import DatabaseUnavailable, InvalidInput, SessionaryError
+
+logger = logging.getLogger("sessionary")
 
 ALEMBIC_INI = Path(__file__).resolve().parent.parent / "alembic.ini"
 
-# What "the database cannot be reached right now" looks like, as opposed to a bad request:
-# through SQLAlchemy, or straight from asyncpg on the driver path.
+# What "the database cannot be reached right now" looks like, as opposed to a bad request.
 DISCONNECTED = (
     OSError,
     TimeoutError,
@@ -39,33 +44,44 @@ DISCONNECTED = (
     # failover, before the standby is promoted.
     asyncpg.exceptions.TargetServerAttributeNotMatched,
 )
-UNAVAILABLE = (
-    *DISCONNECTED,
-    sa_exc.TimeoutError,
-    sa_exc.OperationalError,
-    sa_exc.InterfaceError,
-)
+# Every error the driver raises: what `translated` looks at.
+DRIVER_ERRORS = (asyncpg.PostgresError, *DISCONNECTED)
 # SQLSTATE classes of a server that cannot serve now, whatever the request: 08 connection
 # exception, 53 insufficient resources (too many connections, out of memory or disk), 57
-# operator intervention (starting up, shutting down, restarted, query canceled). SQLAlchemy
-# wraps some of them, 57P03 "starting up / shutting down" among them, in a plain DBAPIError.
+# operator intervention (starting up, shutting down, restarted, query canceled).
 UNAVAILABLE_SQLSTATE_CLASSES = ("08", "53", "57")
+# SQLSTATE class 22, data exception: a value PostgreSQL cannot store. Input is checked before
+# it reaches PostgreSQL, so one that still fails there is the request's fault, not a 500.
+DATA_EXCEPTION = "22"
 
 
 def sqlstate(error: BaseException) -> str | None:
-    """The SQLSTATE of a driver error, whether asyncpg's own or wrapped by SQLAlchemy."""
-    code = getattr(error, "sqlstate", None) or getattr(
-        getattr(error, "orig", None), "sqlstate", None
-    )
+    """The SQLSTATE of a driver error, if it has one."""
+    code = getattr(error, "sqlstate", None)
     return code if isinstance(code, str) else None
 
 
 def is_unavailable(error: BaseException) -> bool:
     """The database cannot serve right now (a 503 worth retrying), not a fault of the request."""
-    if isinstance(error, UNAVAILABLE) or getattr(error, "connection_invalidated", False):
-        return True
     code = sqlstate(error)
-    return code is not None and code.startswith(UNAVAILABLE_SQLSTATE_CLASSES)
+    return isinstance(error, DISCONNECTED) or (
+        code is not None and code.startswith(UNAVAILABLE_SQLSTATE_CLASSES)
+    )
+
+
+def translated(error: BaseException) -> SessionaryError | None:
+    """Sessionary's own error for a driver's where the database, not the code, is why: a value
+    it cannot store (422), a database that cannot serve now (503); None for the rest (a bug,
+    for the 500 handler). Logged by kind and SQLSTATE only: PostgreSQL's messages may quote
+    the values refused."""
+    code = sqlstate(error)
+    if code is not None and code.startswith(DATA_EXCEPTION):
+        logger.warning("database refused a value (SQLSTATE %s)", code)
+        return InvalidInput("PostgreSQL cannot store a value of this request.")
+    if is_unavailable(error):
+        logger.warning("database unavailable: %s (SQLSTATE %s)", type(error).__name__, code)
+        return DatabaseUnavailable("The database cannot be reached; retry shortly.")
+    return None
 
 
 @dataclass(frozen=True)
@@ -148,12 +164,11 @@ async def _keep_session(connection: asyncpg.Connection) -> None:
 
 
 class DriverPool:
-    """The request path's connections: asyncpg's own pool, without SQLAlchemy's around it.
-
-    SQLAlchemy's checkout, greenlet hand-offs and connection wrapper were ~200 µs of an
-    append's ~1,300 µs of CPU (bench/README.md). The pool keeps at most `size` connections
-    and never opens one per request: past `size`, a request waits for a connection, up to
-    `acquire_timeout` (then 503). A broken connection is closed on release and replaced.
+    """Every unit of work's connection: asyncpg's own pool, without SQLAlchemy's around it
+    (its checkout, greenlet hand-offs and connection wrapper cost an append a good part of
+    its CPU: bench/README.md). The pool keeps at most `size` connections and never opens one
+    per request: past `size`, a request waits for a connection, up to `acquire_timeout`
+    (then 503). A broken connection is closed on release and replaced.
     """
 
     def __init__(self, pool: asyncpg.Pool, connector: Connector) -> None:
@@ -172,8 +187,26 @@ class DriverPool:
         )
         return cls(pool, connector)
 
-    def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
-        return self._pool.acquire(timeout=self.acquire_timeout)  # type: ignore[no-any-return]
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A connection of the pool for the block; a driver error raised in it that is the
+        database's doing comes out as Sessionary's own (`translated`), so that nothing above
+        this module handles a driver's errors."""
+        try:
+            async with self._pool.acquire(timeout=self.acquire_timeout) as connection:
+                yield connection
+        except DRIVER_ERRORS as error:
+            ours = translated(error)
+            if ours is None:
+                raise
+            raise ours from error
+
+    @asynccontextmanager
+    async def transaction(self, **options: Any) -> AsyncIterator[asyncpg.Connection]:
+        """A connection in a transaction (asyncpg's `options`: isolation, readonly), committed
+        when the block ends, rolled back when it raises: a unit of work."""
+        async with self.connection() as connection, connection.transaction(**options):
+            yield connection
 
     def idle_count(self) -> int:
         return int(self._pool.get_idle_size())
@@ -188,23 +221,11 @@ class DriverPool:
             self._pool.terminate()
 
 
-def engine_pool_size(request_path_pool_size: int) -> int:
-    """The engine serves the routes off the request path (create, list, delete, shared state,
-    key checks): a quarter of the request path's connections, at least one."""
-    return max(1, request_path_pool_size // 4)
-
-
-def create_engine(
-    connector: Connector, *, pool_size: int = 10, max_overflow: int = 10
-) -> AsyncEngine:
-    """Every wait is bounded: a database that is down or stuck is a 503, never a hang.
-
-    `hide_parameters`: a logged database error must not carry event bodies or state.
-    `pool_use_lifo`: the connection used last is used next, so a quiet period is served by a
-    few connections whose prepared statements and plans are warm, not by every connection in
-    turn (a 20-event read took 2.4 ms instead of 1.3 ms after a burst had opened 16).
-    Behind a transaction pooler, SQLAlchemy prepares each statement unnamed, uncached.
-    """
+def migration_engine(connector: Connector) -> AsyncEngine:
+    """SQLAlchemy's engine, for what runs on it: Alembic (the migrations, and comparing the
+    models with them). One connection at a time, opened by `connector` and closed after use.
+    `hide_parameters`: a logged database error must not carry state. Behind a transaction
+    pooler, SQLAlchemy prepares each statement unnamed, uncached."""
     unprepared = {
         "prepared_statement_cache_size": 0,
         "prepared_statement_name_func": lambda: "",  # "": the unnamed statement
@@ -214,10 +235,7 @@ def create_engine(
         async_creator=lambda: connector.connect(),
         connect_args=unprepared if connector.transaction_pooling else {},
         hide_parameters=True,
-        pool_size=pool_size,
-        max_overflow=max_overflow,
-        pool_timeout=connector.connect_timeout,
-        pool_use_lifo=True,
+        poolclass=NullPool,
     )
 
 
@@ -235,7 +253,7 @@ class DriverStatement:
 
     @classmethod
     def compile(cls, statement: ClauseElement) -> "DriverStatement":
-        compiled = statement.compile(dialect=PGDialect_asyncpg())  # type: ignore[no-untyped-call]
+        compiled = statement.compile(dialect=_DIALECT)
         assert isinstance(compiled, SQLCompiler)
         bound = sorted(name for bind, name in compiled.bind_names.items() if not bind.required)
         if bound:
@@ -246,32 +264,65 @@ class DriverStatement:
         return [values[name] for name in self.names]
 
 
-def driver_call(statement: ClauseElement) -> tuple[str, list[Any]]:
-    """A Core statement whose shape varies from call to call (its filters), with its values,
-    compiled for asyncpg: the SQL and the positional arguments."""
-    compiled = statement.compile(dialect=PGDialect_asyncpg())  # type: ignore[no-untyped-call]
-    assert isinstance(compiled, SQLCompiler)
-    values = compiled.construct_params()
-    return compiled.string, [values[name] for name in compiled.positiontup or ()]
+_DIALECT = PGDialect_asyncpg()  # type: ignore[no-untyped-call]
+# Each shape of statement compiled once, as SQLAlchemy's own engine caches it: by the cache
+# key SQLAlchemy derives from the statement's structure, its values left out. Shapes are
+# finite (the repositories' statements and their optional filters); the bound is a guard.
+_COMPILED: dict[Any, tuple[SQLCompiler, frozenset[str]]] = {}
+_MAX_COMPILED = 2000
 
 
-@asynccontextmanager
-async def driver(db: AsyncConnection) -> AsyncIterator[asyncpg.Connection]:
-    """The asyncpg connection under `db`, for the statements on the hot path.
+def _compiled(statement: ClauseElement) -> tuple[str, list[Any]]:
+    """A Core statement built for this call, compiled for asyncpg (from the cache when its
+    shape was seen before): the SQL and its positional arguments, JSON values as JSON text
+    (what the connections' codec takes)."""
+    key = statement._generate_cache_key()
+    cached = _COMPILED.get(key.key) if key is not None else None
+    if cached is None:
+        compiled = statement.compile(dialect=_DIALECT, cache_key=key)
+        assert isinstance(compiled, SQLCompiler)
+        json = frozenset(
+            name for name, bind in compiled.binds.items() if isinstance(bind.type, sa_types.JSON)
+        )
+        cached = compiled, json
+        if key is not None and len(_COMPILED) < _MAX_COMPILED:
+            _COMPILED[key.key] = cached
+    compiled, json = cached
+    values = compiled.construct_params(
+        extracted_parameters=key.bindparams if key is not None else None, escape_names=False
+    )
+    arguments = []
+    for name in compiled.positiontup or ():
+        value = values[name]
+        if name in json:
+            value = strict_json.dumps(value).decode()
+        arguments.append(value)
+    return compiled.string, arguments
 
-    A statement sent this way skips SQLAlchemy's execution machinery, a quarter of an append's
-    CPU (bench/README.md), yet runs on the same pooled connection and inside the transaction
-    SQLAlchemy has begun on it, if a statement of its own began one; otherwise it is its own
-    transaction, as a lone statement is. JSONB parameters go in as JSON text and come out
-    decoded (SQLAlchemy's codecs on this connection). A connection found broken is
-    invalidated, so the pool replaces it.
-    """
-    pooled = await db.get_raw_connection()
-    try:
-        yield pooled.driver_connection
-    except DISCONNECTED:
-        await db.invalidate()
-        raise
+
+async def fetch(connection: asyncpg.Connection, statement: ClauseElement) -> list[asyncpg.Record]:
+    """The rows of a Core statement, run on the unit of work's connection."""
+    sql, arguments = _compiled(statement)
+    return await connection.fetch(sql, *arguments)  # type: ignore[no-any-return]
+
+
+async def fetchrow(
+    connection: asyncpg.Connection, statement: ClauseElement
+) -> asyncpg.Record | None:
+    """The first row of a Core statement, or None."""
+    sql, arguments = _compiled(statement)
+    return await connection.fetchrow(sql, *arguments)
+
+
+async def fetchval(connection: asyncpg.Connection, statement: ClauseElement) -> Any:
+    """The first column of the first row of a Core statement, or None."""
+    sql, arguments = _compiled(statement)
+    return await connection.fetchval(sql, *arguments)
+
+
+async def execute(connection: asyncpg.Connection, statement: ClauseElement) -> None:
+    sql, arguments = _compiled(statement)
+    await connection.execute(sql, *arguments)
 
 
 def alembic_config(dsn: str) -> Config:
@@ -295,9 +346,14 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(Config(ALEMBIC_INI)).get_current_head()
 
 
-async def current_revision(engine: AsyncEngine) -> str | None:
-    def read(connection: Connection) -> str | None:
-        return MigrationContext.configure(connection).get_current_revision()
-
-    async with engine.connect() as connection:
-        return await connection.run_sync(read)
+async def current_revision(connector: Connector) -> str | None:
+    """The schema's Alembic revision (None for a database never migrated), on a connection of
+    its own."""
+    connection = await connector.connect()
+    try:
+        revision: str | None = await connection.fetchval("SELECT version_num FROM alembic_version")
+    except asyncpg.UndefinedTableError:
+        return None
+    finally:
+        await connection.close()
+    return revision

@@ -24,10 +24,32 @@
     ├── SchemaBehind                     (503 schema_behind)
     └── TooManyStreams                   (503 too_many_streams)
 
-Services raise these; `app.api.problems` renders them as RFC 9457 problem+json.
+Services raise these; `problem_body` is their RFC 9457 problem+json document, which
+`app.api.problems` answers with, and so do the CORS layer and the HTTP connection
+(`app.protocol`) for what they refuse before any route runs.
 """
 
 from typing import Any, ClassVar
+
+# The media type of `problem_body`'s document.
+PROBLEM_JSON = "application/problem+json"
+
+
+def problem_body(
+    status: int, code: str, title: str, detail: str, instance: str | None, **extra: Any
+) -> dict[str, Any]:
+    """The RFC 9457 document; `instance` is the path, when the request got as far as one."""
+    body = {
+        "type": f"urn:sessionary:problem:{code}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+        **extra,
+    }
+    if instance is not None:
+        body["instance"] = instance
+    return body
 
 
 class SessionaryError(Exception):
@@ -40,6 +62,10 @@ class SessionaryError(Exception):
         super().__init__(detail)
         self.detail = detail
         self.extra = extra
+
+    def problem_body(self, instance: str | None = None) -> dict[str, Any]:
+        """This error's RFC 9457 document (`problem_body`)."""
+        return problem_body(self.status, self.code, self.title, self.detail, instance, **self.extra)
 
 
 class BadRequest(SessionaryError):

@@ -101,14 +101,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if settings.database_url is None:
         raise RuntimeError("DATABASE_URL is not set; `sessionary serve` starts an embedded one.")
     connector = db.connector(str(settings.database_url), settings)
-    engine = db.create_engine(
-        connector,
-        pool_size=db.engine_pool_size(settings.db_pool_size),
-        max_overflow=settings.db_max_overflow,
-    )
     async with AsyncExitStack() as stack:
-        stack.push_async_callback(engine.dispose)
-        await check_ready(engine, settings.db_connect_timeout)
+        await check_ready(connector, settings.db_connect_timeout)
         pool = await db.DriverPool.open(connector, size=settings.db_pool_size)
         stack.push_async_callback(pool.close)
         replica = None
@@ -124,17 +118,17 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                 "AUTH IS OFF: anyone who can reach this port can read and write every session. "
                 "Set SESSIONARY_AUTH=true and create keys with `sessionary keys create`."
             )
-        await stack.enter_async_context(pool_gauges(engine, pool))
-        app.state.engine = engine
-        services = Services.create(engine, pool, settings, replica)
+        await stack.enter_async_context(pool_gauges(pool))
+        app.state.pool = pool
+        services = Services.create(pool, settings, replica)
         app.state.services = services
         await services.live.start()
         stack.push_async_callback(services.live.close)
         sweeper = asyncio.create_task(services.retention.sweep_forever())
         stack.callback(sweeper.cancel)
-        # What is alive now (modules, the app, its routes: ~124k objects) lives as long as the
-        # process. Frozen, it is no longer walked by every full collection: those took 75-145 ms,
-        # several times per worker per 15 s under load, and were the appends' p99.
+        # What is alive now (modules, the app, its routes) lives as long as the process.
+        # Frozen, it is no longer walked by every full collection, whose pauses under load were
+        # the appends' p99 (bench/README.md).
         gc.freeze()
         yield
 
@@ -180,8 +174,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestObserver)  # added last, so outermost: it sees every answer
     install_error_handlers(app)
     # Events first: a request is matched against the routes in order, each test costing some
-    # microseconds, and appends are the hottest route (~200 µs of CPU less per append than
-    # behind the session, lineage, history and context routes).
+    # CPU, and appends are the hottest route (bench/README.md measures the difference).
     for module in (
         events,
         sessions,

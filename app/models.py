@@ -94,7 +94,7 @@ class StorageSession(Base):
     prompt_tokens: Mapped[int] = _count()
     candidates_tokens: Mapped[int] = _count()
     total_tokens: Mapped[int] = _count()
-    # What people call it and tag it with (DESIGN §6.6); the lists filter on both.
+    # What people call it and tag it with; the lists filter on both.
     display_name: Mapped[str | None] = mapped_column(String(DISPLAY_NAME_LENGTH))
     labels: Mapped[dict[str, str]] = _state()
     # Past it the session reads as absent (`live`), until the sweeper deletes it.

@@ -28,9 +28,6 @@ from prometheus_client import (
     values,
 )
 from prometheus_client.multiprocess import MultiProcessCollector
-from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlalchemy.pool import QueuePool
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -71,20 +68,13 @@ STREAMS_DROPPED = Counter(
 )
 POOL_OPEN = Gauge(
     "sessionary_db_pool_connections_open",
-    "Database connections open, over all workers and both pools (the request path's and "
-    "the engine's), sampled twice a second.",
+    "Database connections open in the workers' pools, over all workers, sampled twice a second.",
     multiprocess_mode="livesum",
 )
 POOL_IN_USE = Gauge(
     "sessionary_db_pool_connections_in_use",
     "Database connections checked out by requests, over all workers, sampled twice a second.",
     multiprocess_mode="livesum",
-)
-POOL_OVERFLOW = Counter(
-    "sessionary_db_pool_overflow_connections",
-    "Connections the engine (the routes off the request path: create, list, delete, state) "
-    "opened beyond its pool, each closed after its one request: if this keeps growing under "
-    "steady load, raise SESSIONARY_DB_POOL_SIZE.",
 )
 
 # Every answer carries it, as most are JSON: a browser must not read one as another type.
@@ -110,36 +100,25 @@ def metrics_text() -> tuple[bytes, str]:
 
 
 @asynccontextmanager
-async def pool_gauges(
-    engine: AsyncEngine, pool: DriverPool, every: float = 0.5
-) -> AsyncIterator[None]:
-    """Keeps this worker's pool gauges current while the app runs, and counts the engine's
-    overflow connections.
+async def pool_gauges(pool: DriverPool, every: float = 0.5) -> AsyncIterator[None]:
+    """Keeps this worker's pool gauges current while the app runs.
 
     Sampled rather than counted at each checkout and checkin: in multiprocess mode every gauge
     change is a write to a shared file, two per request.
     """
-    engine_pool = engine.sync_engine.pool
-    assert isinstance(engine_pool, QueuePool)
-
-    def connected(*_: object) -> None:
-        if engine_pool.overflow() > 0:
-            POOL_OVERFLOW.inc()
 
     async def sample() -> None:
         while True:
-            in_use = engine_pool.checkedout() + pool.in_use_count()
-            POOL_OPEN.set(engine_pool.checkedin() + in_use + pool.idle_count())
+            in_use = pool.in_use_count()
+            POOL_OPEN.set(in_use + pool.idle_count())
             POOL_IN_USE.set(in_use)
             await asyncio.sleep(every)
 
-    event.listen(engine_pool, "connect", connected)
     sampler = asyncio.create_task(sample())
     try:
         yield
     finally:
         sampler.cancel()
-        event.remove(engine_pool, "connect", connected)
 
 
 class RequestObserver:
@@ -212,9 +191,9 @@ class RequestObserver:
 def write_access_line(fields: dict[str, Any]) -> None:
     """The request's line, as `JSONFormatter` would write it, straight to stderr.
 
-    Not through `logging`: its record, caller lookup, formatter and handler lock were ~150 µs
-    of every request, a tenth of an append. The `sessionary.access` logger's level still
-    decides whether lines are written.
+    Not through `logging`: its record, caller lookup, formatter and handler lock cost every
+    request a good part of an append's CPU (bench/README.md). The `sessionary.access` logger's
+    level still decides whether lines are written.
     """
     entry = {
         "time": _iso_time(time.time()),

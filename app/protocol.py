@@ -1,10 +1,17 @@
-"""The HTTP/1.1 connection: uvicorn's httptools protocol with a cap on the request head, and
-problem+json for every request refused before it reaches the app.
+"""The HTTP/1.1 connection, past uvicorn's own handling of the request head: uvicorn's
+httptools protocol subclassed with a cap on the head, and problem+json for every request
+refused before it reaches the app.
 
 httptools buffers a request line or a header until it ends, however long: a 256 MB header was
 read whole while the worker's other requests waited. Here the head (request line and headers)
 is counted as it arrives and refused with 431 once one line passes `max_line_bytes` or the
 whole head `max_head_bytes`; at most one read from the socket beyond the cap is buffered.
+
+The one module that uses uvicorn's internals: `uvicorn.protocols.http.httptools_impl`'s
+`HttpToolsProtocol` (its parser callbacks, `url`, `transport`, `server_state` and
+`send_400_response`, which it calls when a callback raises) and `STATUS_LINE`. pyproject.toml
+holds uvicorn below its next minor version, and tests/test_fast_paths.py checks each of these.
+It takes the problem document from `app.errors`, and nothing from `app.api`.
 """
 
 import json
@@ -13,9 +20,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from app.api.problems import problem_body
-from app.api.responses import PROBLEM_JSON
-from app.errors import BadRequest, HeadersTooLarge, SessionaryError
+from app.errors import PROBLEM_JSON, BadRequest, HeadersTooLarge, SessionaryError
 from app.observability import NOSNIFF
 
 # What separates a header's name and value, and ends its line, on the wire.
@@ -101,9 +106,7 @@ class CappedHttpToolsProtocol(HttpToolsProtocol):
         self._in_head = False
         if self.transport.is_closing():
             return
-        body = json.dumps(
-            problem_body(error.status, error.code, error.title, error.detail, None)
-        ).encode()
+        body = json.dumps(error.problem_body()).encode()
         head = [STATUS_LINE[error.status]]
         for name, value in (*self.server_state.default_headers, NOSNIFF):
             head.append(name + b": " + value + b"\r\n")

@@ -1,4 +1,4 @@
-"""The one table and the target checks, printed as Markdown so a run pastes into the README."""
+"""The one table and the target checks, printed as Markdown so a run pastes into bench/README.md."""
 
 import math
 from dataclasses import dataclass, field

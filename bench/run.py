@@ -298,7 +298,6 @@ async def bench(args: argparse.Namespace) -> str:
     server_env = {
         "SESSIONARY_AUTH": "false",
         "SESSIONARY_DB_POOL_SIZE": str(per_worker),
-        "SESSIONARY_DB_MAX_OVERFLOW": str(per_worker // 2),
     }
     with server.Server(dbs.sessionary, args.workers, server_env) as serve:
         log(f"sessionary serve --workers {args.workers} on port {serve.port}")

@@ -6,7 +6,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from app.config import Settings
-from app.db import connector, create_engine
+from app.db import connector, migration_engine
 from app.models import Base
 
 target_metadata = Base.metadata
@@ -23,7 +23,7 @@ async def _run_online() -> None:
     url = context.config.attributes.get("database_url") or settings.database_url
     if url is None:
         raise SystemExit("DATABASE_URL is not set: there is no database to migrate.")
-    engine = create_engine(connector(str(url), settings), pool_size=1)
+    engine = migration_engine(connector(str(url), settings))
     try:
         async with engine.connect() as connection:
             await connection.run_sync(_run)

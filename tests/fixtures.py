@@ -23,7 +23,6 @@ import asyncpg
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from app import db
@@ -117,8 +116,8 @@ async def _empty_tables(request: pytest.FixtureRequest) -> AsyncIterator[None]:
     yield
     if "app" in request.fixturenames:
         application: FastAPI = request.getfixturevalue("app")
-        async with application.state.engine.begin() as db:
-            await db.execute(text(f"TRUNCATE {DATA_TABLES}"))
+        async with application.state.pool.connection() as connection:
+            await connection.execute(f"TRUNCATE {DATA_TABLES}")
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """ADK's session semantics as HTTP behaviour: one rule per test, named for the rule.
 
 Checked against google-adk 2.x's DatabaseSessionService; where our HTTP contract differs
-(201 on create, 404 on deleting a missing session), DESIGN.md says so.
+(201 on create, 404 on deleting a missing session), docs/semantics.md says so.
 """
 
 import uuid

@@ -1,19 +1,35 @@
-"""The README documents every setting, with the default the code has."""
+"""The docs stand alone: docs/operations.md documents every setting with the default the code
+has, every relative link between the docs resolves (to a file, and to a heading when it names
+one), and no doc points outside the repository's own docs."""
 
 import re
 from pathlib import Path
 
+import pytest
 from pydantic import AliasChoices
 
 from app.config import Settings
 
-README = Path(__file__).parents[1] / "README.md"
+ROOT = Path(__file__).parents[1]
+OPERATIONS = ROOT / "docs" / "operations.md"
+DOCS = sorted(
+    [
+        ROOT / "README.md",
+        ROOT / "SCALING.md",
+        ROOT / "bench" / "README.md",
+        ROOT / "clients" / "python" / "README.md",
+        ROOT / "clients" / "typescript" / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+    ]
+)
 
 
 def documented_settings() -> dict[str, str]:
-    """Variable → default cell, from the README's configuration table."""
-    section = README.read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    """Variable → default cell, from the tables of docs/operations.md's "Configuration"."""
+    section = OPERATIONS.read_text().split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `([A-Z_]+)` \| ([^|]+) \|", section, re.MULTILINE)
+    names = [name for name, _ in rows]
+    assert len(names) == len(set(names)), "a setting is documented twice"
     return {name: default.strip() for name, default in rows}
 
 
@@ -31,11 +47,11 @@ def variables() -> dict[str, str]:
     return names
 
 
-def test_every_setting_is_in_the_readme_with_its_default() -> None:
+def test_every_setting_is_documented_with_its_default() -> None:
     documented = documented_settings()
     for name, variable in variables().items():
         field = Settings.model_fields[name]
-        assert variable in documented, f"{variable} is missing from the README"
+        assert variable in documented, f"{variable} is missing from docs/operations.md"
         default = field.default
         shown = documented[variable]
         if default is None:
@@ -49,3 +65,43 @@ def test_every_setting_is_in_the_readme_with_its_default() -> None:
             assert shown.split()[0].strip("`") == value, (variable, shown, default)
     unknown = set(documented) - set(variables().values())
     assert not unknown, unknown
+
+
+def prose(text: str) -> str:
+    """The text without its fenced code blocks, where `#` and `](` mean something else."""
+    return re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives a file's headings: lower case, punctuation but `-` and `_`
+    dropped, spaces as `-`, a repeated one numbered."""
+    found: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", prose(path.read_text()), re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchor, n = slug, 0
+        while anchor in found:
+            n += 1
+            anchor = f"{slug}-{n}"
+        found.add(anchor)
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_links_resolve(doc: Path) -> None:
+    links = re.findall(r"\]\(([^)\s]+)\)", prose(doc.read_text()))
+    for link in links:
+        if re.match(r"[a-z]+:", link):  # https:, mailto:
+            continue
+        target, _, anchor = link.partition("#")
+        path = (doc.parent / target).resolve() if target else doc
+        assert path.exists(), f"{doc.relative_to(ROOT)}: {link} leads nowhere"
+        if anchor and path.suffix == ".md":
+            assert anchor in anchors(path), f"{doc.relative_to(ROOT)}: no heading for {link}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_docs_cite_only_what_a_reader_has(doc: Path) -> None:
+    """No design document, no sibling folder, no tracker numbers: a reader has this repository."""
+    text = doc.read_text()
+    for cited in (r"DESIGN\s*§", r"\.\./shared", r"\bissues? #?\d+", r"\bthe coming\b"):
+        assert not re.search(cited, text), f"{doc.relative_to(ROOT)} cites {cited}"

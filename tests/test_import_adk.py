@@ -108,7 +108,7 @@ def test_every_session_reads_back_as_adk_reads_it(new_database: Callable[[], str
                 read = await ours.get_session(app_name=app, user_id=user, session_id=session_id)
                 assert read is not None and theirs is not None
                 # Sessionary's is the last event's timestamp, exact; ADK's database keeps it
-                # to the microsecond (README: where it differs from ADK).
+                # to the microsecond (docs/semantics.md: where it differs from ADK).
                 assert abs(read.last_update_time - theirs.last_update_time) < 1e-6
                 same_time = {"last_update_time": theirs.last_update_time}
                 # Fields only: ADK's database service adds a private marker of its own.

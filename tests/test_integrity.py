@@ -18,8 +18,10 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+from fastapi import Request
 
 from app import db
+from app.api.deps import PUBLIC
 from app.embedded import EmbeddedPostgres
 from app.main import create_app
 from tests.fixtures import start_server, stop_server
@@ -415,15 +417,20 @@ async def test_sigterm_lets_in_flight_requests_finish_then_exits(database_url, h
     ids=["data error", "connection lost", "server starting", "driver interface"],
 )
 async def test_driver_errors_become_problems_never_500s(settings, error, status, code):
-    """The hot path talks to asyncpg directly; its errors must map like SQLAlchemy's do."""
+    """A driver error raised in a unit of work's connection, where the database is why, comes
+    out of the pool as Sessionary's own error (app/db.py), whatever the route."""
     app = create_app(settings)
 
-    async def failing() -> None:
-        raise error
+    async def failing(request: Request) -> None:
+        async with request.app.state.pool.connection():
+            raise error
 
-    app.add_api_route("/failing", failing)
+    app.add_api_route("/failing", failing, dependencies=[PUBLIC])
     transport = httpx.ASGITransport(app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http:
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http,
+    ):
         response = await http.get("/failing")
     assert response.status_code == status
     assert response.json()["code"] == code

@@ -12,7 +12,7 @@ TABLES = {"sessions", "events", "pending_events", "app_states", "user_states", "
 
 def tables(url: str) -> set[str]:
     async def read() -> set[str]:
-        engine = db.create_engine(db.Connector.of(url), pool_size=1)
+        engine = db.migration_engine(db.Connector.of(url))
         try:
             async with engine.connect() as connection:
                 names = await connection.run_sync(lambda c: inspect(c).get_table_names())
@@ -41,7 +41,7 @@ def test_models_match_the_migrations(database_url: str) -> None:
     from app.models import Base
 
     async def diff() -> list[object]:
-        engine = db.create_engine(db.Connector.of(database_url), pool_size=1)
+        engine = db.migration_engine(db.Connector.of(database_url))
         try:
             async with engine.connect() as connection:
                 return await connection.run_sync(

@@ -136,7 +136,6 @@ def test_metrics_are_prometheus_text_of_the_documented_families(server):
         ("sessionary_events_appended", "counter"),
         ("sessionary_db_pool_connections_open", "gauge"),
         ("sessionary_db_pool_connections_in_use", "gauge"),
-        ("sessionary_db_pool_overflow_connections", "counter"),
     }
 
 
@@ -315,12 +314,14 @@ async def test_pool_in_use_gauge_counts_a_connection_held_by_a_request(server):
         await wait_for(0)
 
 
-def test_pools_of_one_connection(new_database, tmp_path):
-    """A worker whose pools keep one connection each, under requests held on a row lock."""
+def test_a_pool_of_one_connection(new_database, tmp_path):
+    """A worker whose pool keeps one connection, under requests held on a row lock: appends
+    (the hot path) and deletes (a unit of work in a transaction) alike."""
     env = {"SESSIONARY_AUTH": "false", "SESSIONARY_DB_POOL_SIZE": "1"}
     with serve(new_database, tmp_path / "stderr.log", env, workers=1) as small:
-        asyncio.run(appends_wait_for_the_pool(small))
-        asyncio.run(deletes_beyond_the_engine_pool_count_as_overflow(small))
+        asyncio.run(requests_wait_for_the_pool(small, "POST", "/events", [201, 201, 201]))
+        # One delete wins; the two that waited behind it find no session.
+        asyncio.run(requests_wait_for_the_pool(small, "DELETE", "", [204, 404, 404]))
 
 
 async def held(server: Server, method: str, suffix: str, expected: list[int], check: Any) -> None:
@@ -347,35 +348,18 @@ async def held(server: Server, method: str, suffix: str, expected: list[int], ch
     assert sorted(statuses) == expected
 
 
-async def appends_wait_for_the_pool(server: Server) -> None:
-    """The request path never opens a connection beyond its pool: the other appends wait."""
-    overflow = "sessionary_db_pool_overflow_connections_total"
-    before = value(scrape(server), overflow)
+async def requests_wait_for_the_pool(
+    server: Server, method: str, suffix: str, expected: list[int]
+) -> None:
+    """A worker never opens a connection beyond its one pool: the other requests wait."""
 
     async def check() -> None:
         await asyncio.sleep(1)  # time enough to open connections, were any opened
         held_now = await asyncio.to_thread(connections_held, server)
-        # One per pool at most, and the test's own connection holding the lock.
-        assert held_now <= 3, f"{held_now} connections"
+        # The pool's one, and the test's own connection holding the lock.
+        assert held_now <= 2, f"{held_now} connections"
 
-    await held(server, "POST", "/events", [201, 201, 201], check)
-    assert value(scrape(server), overflow) == before
-
-
-async def deletes_beyond_the_engine_pool_count_as_overflow(server: Server) -> None:
-    """The engine (create, list, delete, state) may open short-lived connections beyond its
-    pool in a burst; each is counted."""
-    overflow = "sessionary_db_pool_overflow_connections_total"
-    before = value(scrape(server), overflow)
-
-    async def check() -> None:
-        deadline = time.monotonic() + 10  # one connection in the pool, two beyond it
-        while value(await asyncio.to_thread(scrape, server), overflow) - before < 2:
-            assert time.monotonic() < deadline, "no overflow connection was counted"
-            await asyncio.sleep(0.05)
-
-    # One delete wins; the two that waited behind it find no session.
-    await held(server, "DELETE", "", [204, 404, 404], check)
+    await held(server, method, suffix, expected, check)
 
 
 # Logs

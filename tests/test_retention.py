@@ -11,24 +11,23 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
-from sqlalchemy import text
 
 from tests.fixtures import start_server, stop_server
 from tests.helpers import APP, SESSIONS, append, assert_problem, create_session, session_url
 
-EXPIRE_NOW = "UPDATE sessions SET expire_time = now() - interval '1 second' WHERE id = ANY(:ids)"
+EXPIRE_NOW = "UPDATE sessions SET expire_time = now() - interval '1 second' WHERE id = ANY($1)"
 
 
 async def expire(app, *session_ids: str) -> None:
     """Move the sessions' expiry into the past, as time would."""
-    async with app.state.engine.begin() as db:
-        await db.execute(text(EXPIRE_NOW), {"ids": list(session_ids)})
+    async with app.state.pool.connection() as connection:
+        await connection.execute(EXPIRE_NOW, list(session_ids))
 
 
 async def stored_ids(app) -> set[str]:
     """The sessions still in the table, expired or not."""
-    async with app.state.engine.connect() as db:
-        return set((await db.execute(text("SELECT id FROM sessions"))).scalars())
+    async with app.state.pool.connection() as connection:
+        return {row["id"] for row in await connection.fetch("SELECT id FROM sessions")}
 
 
 async def test_ttl_and_expire_time_set_the_expiry(client):
@@ -144,8 +143,8 @@ async def test_sweep_deletes_expired_sessions_with_their_events(app, client, dat
     output, _ = sweep_command(database_url, SESSIONARY_SWEEP_BATCH="10").communicate(timeout=60)
     assert output.strip() == "swept 25 expired sessions"
     assert await stored_ids(app) == {"live"}
-    async with app.state.engine.connect() as db:
-        assert (await db.execute(text("SELECT count(*) FROM events"))).scalar() == 0
+    async with app.state.pool.connection() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM events") == 0
 
 
 async def test_one_sweeper_at_a_time(app, client, database_url):

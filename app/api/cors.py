@@ -7,9 +7,7 @@ from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 
-from app.api.problems import problem_body
-from app.api.responses import PROBLEM_JSON
-from app.errors import CorsPreflightRefused
+from app.errors import PROBLEM_JSON, CorsPreflightRefused
 
 
 class ProblemCORSMiddleware(CORSMiddleware):
@@ -30,9 +28,7 @@ class ProblemCORSMiddleware(CORSMiddleware):
             + "; its ".join(asked.get(what, what) for what in refused)
             + "."
         )
-        response.body = json.dumps(
-            problem_body(error.status, error.code, error.title, error.detail, None)
-        ).encode()
+        response.body = json.dumps(error.problem_body()).encode()
         response.headers["Content-Type"] = PROBLEM_JSON
         response.headers["Content-Length"] = str(len(response.body))
         return response

@@ -5,7 +5,8 @@ in a thread pool, a hand-off that costs more than the dependency itself.
 
 The hot routes (an append, a session read) take plain parameters instead (the path ids, the
 `IfMatch` header) and call the plain functions below: FastAPI resolves each dependency anew on
-every request, ~20 µs apiece, a tenth of an append's CPU for the five such a route would use.
+every request, which for the five such a route would use is a good part of an append's CPU
+(bench/README.md).
 `StrictRoute` then binds such a route's parameters itself, past FastAPI's dependency solver.
 """
 

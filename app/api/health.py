@@ -30,7 +30,9 @@ async def healthz() -> Health:
 async def readyz(request: Request) -> Readiness:
     """The database answers within `SESSIONARY_READY_TIMEOUT` and its schema is at this code's
     migration head; else 503."""
-    ready = await check_ready(request.app.state.engine, request.app.state.settings.ready_timeout)
+    ready = await check_ready(
+        request.app.state.pool.connector, request.app.state.settings.ready_timeout
+    )
     return Readiness.model_validate(ready)
 
 

@@ -1,12 +1,23 @@
-"""The append's own lane: `POST …/sessions/{id}/events` handed straight to its route's handler.
+"""The fast path past FastAPI's dispatch: `POST …/sessions/{id}/events` handed straight to its
+route's handler.
 
-Appends are most of a session store's traffic. FastAPI's dispatch in front of a handler (its
-exception and exit-stack layers, then fourteen included routers tried in turn, the one that
-holds the route matched twice) was ~40 µs of an append's ~590 µs of CPU in the server (6%;
-`python -m bench.inprocess`, lane on and off in alternating rounds). The route is still
-declared on its router, so its OpenAPI description is the same, and the handler the lane
-calls is the route's own (`StrictRoute`: the key, strict input, one validation): what the
-lane leaves out is only the search for it.
+Appends are most of a session store's traffic, and FastAPI's dispatch in front of a handler
+(its exception and exit-stack layers, then every included router tried in turn, the one that
+holds the route matched twice) is a measurable share of an append's CPU: bench/README.md ("How
+it got here") has the figures, `python -m bench.inprocess` with the lane on and off in
+alternating rounds. The route is still declared on its router, so its OpenAPI description is
+the same, and the handler the lane calls is the route's own (`StrictRoute`: the key, strict
+input, one validation): what the lane leaves out is only the search for it.
+
+The one module that bypasses the dispatch. It uses no private name, but relies on what
+FastAPI's and Starlette's dispatch do, and so on FastAPI and Starlette held below their next
+minor versions (pyproject.toml); tests/test_fast_paths.py checks each of these:
+- a route bound by `app.api.fastapi_binding` needs none of the exit stacks FastAPI's dispatch
+  opens (`binds_plainly`; any other route is refused a lane);
+- `APIRoute.matches` gives the child scope routing would set (`route`, `endpoint`,
+  `path_params`);
+- Starlette gives the handler of `500` and `Exception` to its outermost middleware and every
+  other one to `ExceptionMiddleware`, which the lane stands in for.
 """
 
 import inspect

@@ -3,37 +3,22 @@
 import logging
 from typing import Any
 
-import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
-from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException
 
-from app import db
-from app.api.responses import PROBLEM_JSON
-from app.errors import HTTP_CODES, DatabaseUnavailable, InvalidInput, SessionaryError
+from app.errors import (
+    HTTP_CODES,
+    PROBLEM_JSON,
+    InvalidInput,
+    SessionaryError,
+    problem_body,
+)
 from app.observability import NOSNIFF
 
 logger = logging.getLogger("sessionary")
-
-
-def problem_body(
-    status: int, code: str, title: str, detail: str, instance: str | None, **extra: Any
-) -> dict[str, Any]:
-    """The RFC 9457 document; `instance` is the path, when the request got as far as one."""
-    body = {
-        "type": f"urn:sessionary:problem:{code}",
-        "title": title,
-        "status": status,
-        "detail": detail,
-        "code": code,
-        **extra,
-    }
-    if instance is not None:
-        body["instance"] = instance
-    return body
 
 
 def problem(
@@ -90,21 +75,6 @@ def _allowed_methods(request: Request) -> list[str]:
     return sorted(methods | {"HEAD"} if "GET" in methods else methods)
 
 
-async def _database_error(request: Request, error: Exception) -> JSONResponse:
-    # Logged by kind and SQLSTATE only: PostgreSQL's messages may quote the values refused.
-    sqlstate = db.sqlstate(error)
-    if isinstance(error, sa_exc.DataError) or str(sqlstate).startswith("22"):
-        # Input is checked before it reaches PostgreSQL; a value that still fails there is a 4xx.
-        logger.warning("database refused a value (SQLSTATE %s)", sqlstate)
-        return render(request, InvalidInput("PostgreSQL cannot store a value of this request."))
-    if db.is_unavailable(error):
-        logger.warning("database unavailable: %s (SQLSTATE %s)", type(error).__name__, sqlstate)
-        return render(
-            request, DatabaseUnavailable("The database cannot be reached; retry shortly.")
-        )
-    return _internal_error(request, error)
-
-
 def _internal_error(request: Request, error: Exception) -> JSONResponse:
     """Logged with the request's id; the answer says nothing of what failed."""
     logger.error(
@@ -141,6 +111,4 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SessionaryError, _domain_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
-    for kind in (sa_exc.DBAPIError, asyncpg.PostgresError, *db.UNAVAILABLE):
-        app.add_exception_handler(kind, _database_error)
     app.add_exception_handler(Exception, _unexpected)

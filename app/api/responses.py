@@ -4,7 +4,7 @@ from typing import Any
 
 from fastapi.responses import Response
 
-PROBLEM_JSON = "application/problem+json"
+from app.errors import PROBLEM_JSON
 
 
 def _etag(version: int | None) -> dict[str, str] | None:
@@ -38,9 +38,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {
         status: {
             "description": DESCRIPTIONS[status],
-            "content": {
-                "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
-            },
+            "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
         }
         for status in statuses
     }

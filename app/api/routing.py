@@ -4,28 +4,28 @@ FastAPI would otherwise parse and validate the query and body before any depende
 caller without a key would be told what is wrong with its input; and it would ignore unknown
 query parameters, accept bodies that are not JSON, and let Python's JSON parser guess at
 duplicate keys or NaN.
+
+Only FastAPI's public API is used here, with a route's `dependant` tree (each node's `call`
+and `dependencies`: `DependencyTree`) for the access rules it declares. Which query parameters
+a route binds, and the binding of a plain route's parameters past FastAPI's own binder, are
+`app.api.fastapi_binding`: the one module that uses FastAPI's private names.
 """
 
-import inspect
-import json
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, NamedTuple, get_type_hints
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request, Response
-from fastapi._compat import ModelField, field_annotation_is_scalar
-from fastapi.dependencies.models import Dependant
-from fastapi.dependencies.utils import request_body_to_args
-from fastapi.exceptions import RequestValidationError
-from fastapi.params import Param as FastAPIParam
-from fastapi.params import ParamTypes
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticUndefined
 from starlette.convertors import Convertor, register_url_convertor
 
 from app import strict_json
 from app.api.deps import Authorized, Public, authorize
+
+# Looked up here as each route's handler is built: a test puts FastAPI's own handler back.
+from app.api.fastapi_binding import plain_handler as _plain_handler
+from app.api.fastapi_binding import query_names
 from app.errors import InvalidInput, UnsupportedMediaType
 from app.limits import SESSION_VERBS
 from app.services.auth import Need
@@ -68,13 +68,24 @@ def _is_json(content_type: str) -> bool:
     return media_type == "application/json" or media_type.endswith("+json")
 
 
-def declared_needs(dependant: Dependant) -> tuple[Need, ...]:
+class DependencyTree(Protocol):
+    """What the access checks read of a route's `dependant` (FastAPI's `Dependant`, which mypy
+    checks against this): each node's callable and the dependencies below it."""
+
+    @property
+    def call(self) -> Callable[..., Any] | None: ...
+
+    @property
+    def dependencies(self) -> Sequence["DependencyTree"]: ...
+
+
+def declared_needs(dependant: DependencyTree) -> tuple[Need, ...]:
     """The access rules a route declares, its router's and its dependencies' included."""
     own = (dependant.call.need,) if isinstance(dependant.call, Authorized) else ()
     return own + tuple(need for sub in dependant.dependencies for need in declared_needs(sub))
 
 
-def declares_public(dependant: Dependant) -> bool:
+def declares_public(dependant: DependencyTree) -> bool:
     return isinstance(dependant.call, Public) or any(
         declares_public(sub) for sub in dependant.dependencies
     )
@@ -96,19 +107,6 @@ def unguarded_routes(app: FastAPI) -> list[str]:
         elif getattr(route, "path", None) not in docs:
             unguarded.append(f"{route!r}")
     return unguarded
-
-
-def _query_names(dependant: Dependant, *, repeatable: bool = False) -> frozenset[str]:
-    """Every query parameter a route reads, its dependencies' included; with `repeatable`,
-    only those that take a list (`label=a:1&label=b:2`)."""
-    names = {
-        field.alias
-        for field in dependant.query_params
-        if not repeatable or not field_annotation_is_scalar(field.field_info.annotation)
-    }
-    for dependency in dependant.dependencies:
-        names |= _query_names(dependency, repeatable=repeatable)
-    return frozenset(names)
 
 
 # Headers that decide what a request does; sent twice, which one counts would be a guess.
@@ -156,139 +154,6 @@ def _check_query(request: Request, known: frozenset[str], repeatable: frozenset[
         request.scope["query_string"] = urlencode(renamed).encode()
 
 
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-def _is_access_rule(dependant: Dependant) -> bool:
-    return isinstance(dependant.call, Authorized | Public)
-
-
-def _answers_response(endpoint: Callable[..., Any]) -> bool:
-    answer = get_type_hints(endpoint).get("return")
-    return isinstance(answer, type) and issubclass(answer, Response)
-
-
-def _plain_handler(route: APIRoute) -> Handler | None:
-    """A handler that binds the route's parameters itself, for a route that takes only plain
-    ones (path, query and header values, one JSON body, the `Request`), has no dependencies
-    but its access rules, which `StrictRoute` has judged already, and answers a `Response`.
-
-    FastAPI's own handler solves the dependency tree anew for each request (the access rule,
-    its bearer scheme, a response object, caches, exit stacks): ~150 µs of an append, which
-    this skips. Each parameter is validated by its own FastAPI field, so the errors are the
-    same; the declaration, and so the OpenAPI description, is untouched. None for any other
-    route, which keeps FastAPI's handler.
-    """
-    dependant = route.dependant
-    if (
-        not all(_is_access_rule(sub) for sub in dependant.dependencies)
-        or dependant.cookie_params
-        or len(dependant.body_params) > 1
-        or not inspect.iscoroutinefunction(dependant.call)
-        or not _answers_response(dependant.call)
-        or any(
-            name is not None
-            for name in (
-                dependant.response_param_name,
-                dependant.background_tasks_param_name,
-                dependant.http_connection_param_name,
-                dependant.websocket_param_name,
-                dependant.security_scopes_param_name,
-            )
-        )
-    ):
-        return None
-    params = _scalar_params(dependant)
-    if params is None:
-        return None
-    endpoint = dependant.call
-    assert endpoint is not None
-
-    async def handle(request: Request) -> Response:
-        values: dict[str, Any] = {}
-        errors: list[Any] = []
-        for param in params:
-            value = getattr(request, param.source).get(param.name)
-            if value is None:  # only an optional one can be absent: a path always has its own
-                values[param.field.name] = param.field.default
-                continue
-            bound, failed = param.field.validate(value, values, loc=param.loc)
-            values[param.field.name] = bound
-            errors += failed
-        body: Any = PydanticUndefined
-        if dependant.body_params:
-            if await request.body():
-                try:
-                    body = await request.json()
-                except json.JSONDecodeError as error:
-                    raise _invalid_json(error) from error
-            bound, failed = await request_body_to_args(
-                dependant.body_params, body, route._embed_body_fields
-            )
-            values.update(bound)
-            errors += failed
-        if errors:
-            raise RequestValidationError(errors, body=body)
-        if dependant.request_param_name is not None:
-            values[dependant.request_param_name] = request
-        response: Response = await endpoint(**values)
-        return response
-
-    return handle
-
-
-# Where the request holds each location's values.
-_SOURCES = {"path": "path_params", "query": "query_params", "header": "headers"}
-
-
-class _Param(NamedTuple):
-    field: ModelField
-    source: str  # the request's attribute that holds it: path_params, query_params, headers
-    name: str  # as the request names it
-    loc: tuple[str, str]  # as validation errors name it
-
-
-def _scalar_params(dependant: Dependant) -> list[_Param] | None:
-    """The route's path, query and header parameters, if each is one plain value, and those
-    not in the path optional, with an immutable default: each is then bound by one lookup and
-    one validation. FastAPI's binder works out each field's shape again on every request:
-    ~130 µs of an append."""
-    params = []
-    for field in (*dependant.path_params, *dependant.query_params, *dependant.header_params):
-        info = field.field_info
-        if (
-            not isinstance(info, FastAPIParam)
-            or not field_annotation_is_scalar(info.annotation)
-            or info.validation_alias not in (None, field.alias)
-            or info.validate_default
-            or not (
-                info.in_ is ParamTypes.path
-                if info.is_required()
-                else isinstance(field.default, str | int | float | None)
-            )
-        ):
-            return None
-        location = info.in_.value
-        params.append(_Param(field, _SOURCES[location], field.alias, (location, field.alias)))
-    return params
-
-
-def _invalid_json(error: json.JSONDecodeError) -> RequestValidationError:
-    """As FastAPI reports a body it cannot parse."""
-    return RequestValidationError(
-        [
-            {
-                "type": "json_invalid",
-                "loc": ("body", error.pos),
-                "msg": "JSON decode error",
-                "input": {},
-                "ctx": {"error": error.msg},
-            }
-        ],
-        body=error.doc,
-    )
-
-
 class StrictRoute(APIRoute):
     """Checks, in this order: the API key against the route's `Authorized` rules (401/403);
     headers that must come once but came twice (422, a repeated `Authorization` even before
@@ -296,7 +161,8 @@ class StrictRoute(APIRoute):
     return every event); a body where the route takes none (422); a body that is not JSON
     (415); JSON that `app.strict_json` refuses (422)."""
 
-    # Whether the route's parameters are bound by `_plain_handler`, set with its handler.
+    # Whether the route's parameters are bound by `app.api.fastapi_binding.plain_handler`, set
+    # with its handler.
     binds_plainly = False
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -306,8 +172,8 @@ class StrictRoute(APIRoute):
         needs = declared_needs(self.dependant)
         # A body the route would ignore is a mistake (options it does not have): refused.
         takes_body = self.body_field is not None or "requestBody" in (self.openapi_extra or {})
-        known_query = _query_names(self.dependant)
-        repeatable_query = _query_names(self.dependant, repeatable=True)
+        known_query = query_names(self.dependant)
+        repeatable_query = query_names(self.dependant, repeatable=True)
 
         async def strict_handler(request: Request) -> Response:
             repeated = _repeated_headers(request)

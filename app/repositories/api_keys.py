@@ -1,10 +1,12 @@
 """SQL for API keys."""
 
+from collections.abc import Mapping
 from typing import Any
 
+import asyncpg
 from sqlalchemy import func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db import fetch, fetchrow, fetchval
 from app.domain import ApiKey
 from app.models import StorageApiKey
 
@@ -20,40 +22,42 @@ _KEY_COLUMNS = (
 )
 
 
-def _key(row: Any) -> ApiKey:
-    return ApiKey(**row._mapping)
+def _key(row: Mapping[str, Any]) -> ApiKey:
+    return ApiKey(**row)
 
 
-async def insert_key(db: AsyncConnection, key: ApiKey, secret_hash: bytes) -> ApiKey:
+async def insert_key(connection: asyncpg.Connection, key: ApiKey, secret_hash: bytes) -> ApiKey:
     """Store a new key (its creation time is the database's); returns it as stored."""
     values = {column.key: getattr(key, column.key) for column in _KEY_COLUMNS[:6]}
     statement = (
         insert(StorageApiKey).values(**values, secret_hash=secret_hash).returning(*_KEY_COLUMNS)
     )
-    return _key((await db.execute(statement)).one())
+    row = await fetchrow(connection, statement)
+    assert row is not None  # an INSERT … RETURNING returns its row
+    return _key(row)
 
 
-async def find_active(db: AsyncConnection, secret_hash: bytes) -> ApiKey | None:
-    row = (
-        await db.execute(
-            select(*_KEY_COLUMNS).where(
-                StorageApiKey.secret_hash == secret_hash, StorageApiKey.revoke_time.is_(None)
-            )
-        )
-    ).one_or_none()
+async def find_active(connection: asyncpg.Connection, secret_hash: bytes) -> ApiKey | None:
+    row = await fetchrow(
+        connection,
+        select(*_KEY_COLUMNS).where(
+            StorageApiKey.secret_hash == secret_hash, StorageApiKey.revoke_time.is_(None)
+        ),
+    )
     return None if row is None else _key(row)
 
 
-async def list_all(db: AsyncConnection) -> list[ApiKey]:
-    rows = await db.execute(select(*_KEY_COLUMNS).order_by(StorageApiKey.create_time))
+async def list_all(connection: asyncpg.Connection) -> list[ApiKey]:
+    rows = await fetch(connection, select(*_KEY_COLUMNS).order_by(StorageApiKey.create_time))
     return [_key(row) for row in rows]
 
 
-async def revoke(db: AsyncConnection, key_id: str) -> bool:
-    revoked = await db.scalar(
+async def revoke(connection: asyncpg.Connection, key_id: str) -> bool:
+    revoked = await fetchval(
+        connection,
         update(StorageApiKey)
         .where(StorageApiKey.id == key_id, StorageApiKey.revoke_time.is_(None))
         .values(revoke_time=func.now())
-        .returning(StorageApiKey.id)
+        .returning(StorageApiKey.id),
     )
     return revoked is not None

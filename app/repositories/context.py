@@ -5,7 +5,7 @@ what rewinds drop and compactions cover left out in the query; and the calls and
 the view must find beyond its pages.
 
 Fixed statements, sent on the driver connection: prepared once per connection, so PostgreSQL
-plans each once, not on every view (planning a statement on `events` costs ~1 ms). What the
+plans each once, not on every view (planning a statement on `events` is costly). What the
 plan decides goes in as parameters: the seqs to skip as a multirange, the covered timestamps
 as arrays of bounds.
 """

@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG
 from sqlalchemy.sql.elements import ColumnElement
 
 from app import strict_json
-from app.db import DriverStatement, driver_call
+from app.db import DriverStatement, fetch
 from app.domain import NO_USAGE, EventQuery, NewEvent, Order, SessionKey
 from app.models import LIVE_SQL, StorageEvent
 from app.repositories.live import CHANNEL
@@ -101,7 +101,7 @@ def event_records(events: Sequence[NewEvent]) -> list[dict[str, Any]]:
 # `APPEND_ANNOUNCED`, run inside a larger transaction, also tells every worker at commit
 # (`app.repositories.live`); a lone append's worker tells them once it has committed
 # (`Broker.announce_later`): a NOTIFY in the append's own commit would serialise it with every
-# other notifying commit, fsync included, and took a third of S1's throughput.
+# other notifying commit, fsync included (bench/README.md: S1).
 _APPEND = """
 WITH bump AS (
     UPDATE sessions
@@ -274,5 +274,5 @@ async def select_events(
     if query.before_timestamp is not None:
         statement = statement.where(StorageEvent.timestamp < query.before_timestamp)
     order = StorageEvent.seq.desc() if newest_first else StorageEvent.seq
-    sql, arguments = driver_call(statement.order_by(order).limit(limit))
-    return [(row[0], row[1]) for row in await connection.fetch(sql, *arguments)]
+    rows = await fetch(connection, statement.order_by(order).limit(limit))
+    return [(row[0], row[1]) for row in rows]

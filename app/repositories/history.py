@@ -4,10 +4,11 @@ the session's row held for writing (`lineage.hold`), in the caller's transaction
 from collections.abc import Iterable
 from typing import Any
 
+import asyncpg
 from sqlalchemy import ARRAY, BigInteger, bindparam, delete, func, literal, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db import execute, fetch, fetchrow, fetchval
 from app.domain import NO_USAGE, Facts, SessionKey, Usage
 from app.models import StorageEvent, StorageSession
 from app.repositories.events import USAGE_COLUMNS, event_filter, search_vector
@@ -32,22 +33,26 @@ ORDER BY seq
 )
 
 
-async def tool_links(db: AsyncConnection, key: SessionKey) -> list[ToolLinks]:
-    rows = await db.execute(_TOOL_LINKS.bindparams(**key.columns()))
-    return [ToolLinks(row.seq, frozenset(row.calls), frozenset(row.responses)) for row in rows]
+async def tool_links(connection: asyncpg.Connection, key: SessionKey) -> list[ToolLinks]:
+    rows = await fetch(connection, _TOOL_LINKS.bindparams(**key.columns()))
+    return [
+        ToolLinks(row["seq"], frozenset(row["calls"]), frozenset(row["responses"])) for row in rows
+    ]
 
 
 async def find_event(
-    db: AsyncConnection, key: SessionKey, event_id: str
+    connection: asyncpg.Connection, key: SessionKey, event_id: str
 ) -> tuple[int, dict[str, Any]] | None:
     statement = select(StorageEvent.seq, StorageEvent.event).where(
         event_filter(key), StorageEvent.id == event_id
     )
-    row = (await db.execute(statement)).first()
-    return None if row is None else (row.seq, row.event)
+    row = await fetchrow(connection, statement)
+    return None if row is None else (row["seq"], row["event"])
 
 
-async def newest_trimmed_seq(db: AsyncConnection, key: SessionKey, keep_last: int) -> int | None:
+async def newest_trimmed_seq(
+    connection: asyncpg.Connection, key: SessionKey, keep_last: int
+) -> int | None:
     """The seq of the newest event a trim to the last `keep_last` removes; None if none."""
     statement = (
         select(StorageEvent.seq)
@@ -56,16 +61,16 @@ async def newest_trimmed_seq(db: AsyncConnection, key: SessionKey, keep_last: in
         .offset(keep_last)
         .limit(1)
     )
-    seq: int | None = await db.scalar(statement)
+    seq: int | None = await fetchval(connection, statement)
     return seq
 
 
-async def count_events(db: AsyncConnection, key: SessionKey) -> int:
-    return int(await db.scalar(select(func.count()).where(event_filter(key))) or 0)
+async def count_events(connection: asyncpg.Connection, key: SessionKey) -> int:
+    return int(await fetchval(connection, select(func.count()).where(event_filter(key))) or 0)
 
 
 async def remove_events(
-    db: AsyncConnection, key: SessionKey, *, seqs: Iterable[int] = (), up_to: int = 0
+    connection: asyncpg.Connection, key: SessionKey, *, seqs: Iterable[int] = (), up_to: int = 0
 ) -> list[str]:
     """Delete the events at `seqs` and every event up to `up_to`, and take their token usage
     off the session's; their ids, in seq order."""
@@ -78,22 +83,23 @@ async def remove_events(
         )
         .returning(StorageEvent.seq, StorageEvent.id, *USAGE_COLUMNS)
     )
-    rows = sorted(await db.execute(statement))
+    rows = sorted(await fetch(connection, statement), key=lambda row: row["seq"])
     used = sum((Usage(*row[2:]) for row in rows), NO_USAGE)
     if used != NO_USAGE:
-        await db.execute(
+        await execute(
+            connection,
             update(StorageSession)
             .where(key_filter(key))
             .values(
                 prompt_tokens=StorageSession.prompt_tokens - used.prompt,
                 candidates_tokens=StorageSession.candidates_tokens - used.candidates,
                 total_tokens=StorageSession.total_tokens - used.total,
-            )
+            ),
         )
-    return [row.id for row in rows]
+    return [row["id"] for row in rows]
 
 
-async def rebase(db: AsyncConnection, key: SessionKey, seq: int) -> int:
+async def rebase(connection: asyncpg.Connection, key: SessionKey, seq: int) -> int:
     """Start the kept history after `seq`, its state then as the base (before the events up to
     it go); takes a version, which it returns."""
     statement = (
@@ -106,10 +112,10 @@ async def rebase(db: AsyncConnection, key: SessionKey, seq: int) -> int:
         )
         .returning(StorageSession.version)
     )
-    return int((await db.execute(statement)).scalar_one())
+    return int(await fetchval(connection, statement))
 
 
-async def clear(db: AsyncConnection, key: SessionKey) -> int:
+async def clear(connection: asyncpg.Connection, key: SessionKey) -> int:
     """Empty the session's own state and start its history afresh; takes a version."""
     statement = (
         update(StorageSession)
@@ -122,10 +128,10 @@ async def clear(db: AsyncConnection, key: SessionKey) -> int:
         )
         .returning(StorageSession.version)
     )
-    return int((await db.execute(statement)).scalar_one())
+    return int(await fetchval(connection, statement))
 
 
-async def bump(db: AsyncConnection, key: SessionKey) -> int:
+async def bump(connection: asyncpg.Connection, key: SessionKey) -> int:
     """Take a version for a write that appends nothing; returns it."""
     statement = (
         update(StorageSession)
@@ -133,11 +139,11 @@ async def bump(db: AsyncConnection, key: SessionKey) -> int:
         .values(version=StorageSession.version + 1)
         .returning(StorageSession.version)
     )
-    return int((await db.execute(statement)).scalar_one())
+    return int(await fetchval(connection, statement))
 
 
 async def rewrite_content(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     key: SessionKey,
     seq: int,
     content: dict[str, Any],
@@ -160,4 +166,4 @@ async def rewrite_content(
         )
         .returning(StorageEvent.event)
     )
-    return dict((await db.execute(statement)).scalar_one())
+    return dict(await fetchval(connection, statement))

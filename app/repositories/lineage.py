@@ -3,6 +3,7 @@ ancestors, children, and closing."""
 
 from typing import Any, NamedTuple
 
+import asyncpg
 from sqlalchemy import (
     ARRAY,
     BigInteger,
@@ -19,8 +20,8 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db import execute, fetch, fetchrow, fetchval
 from app.domain import SessionKey, StoredSession
 from app.models import StorageEvent, StorageSession
 from app.repositories.events import USAGE_COLUMNS, event_filter
@@ -37,7 +38,7 @@ class Held(NamedTuple):
     is_open: bool
 
 
-async def hold(db: AsyncConnection, key: SessionKey, *, write: bool) -> Held | None:
+async def hold(connection: asyncpg.Connection, key: SessionKey, *, write: bool) -> Held | None:
     """Lock the session's row until the transaction ends: to write it (`write`), or shared, so
     that its history cannot change while it is copied (appends wait; other copies do not)."""
     statement = select(
@@ -48,30 +49,32 @@ async def hold(db: AsyncConnection, key: SessionKey, *, write: bool) -> Held | N
         StorageSession.status,
     ).where(key_filter(key))
     statement = statement.with_for_update(read=not write)
-    row = (await db.execute(statement)).first()
+    row = await fetchrow(connection, statement)
     if row is None:
         return None
-    return Held(row.version, row.base_seq, row.base_state, row.state, row.status == "open")
+    return Held(
+        row["version"], row["base_seq"], row["base_state"], row["state"], row["status"] == "open"
+    )
 
 
 async def first_seq_of_invocation(
-    db: AsyncConnection, key: SessionKey, invocation_id: str
+    connection: asyncpg.Connection, key: SessionKey, invocation_id: str
 ) -> int | None:
     statement = select(func.min(StorageEvent.seq)).where(
         event_filter(key), StorageEvent.invocation_id == invocation_id
     )
-    seq: int | None = await db.scalar(statement)
+    seq: int | None = await fetchval(connection, statement)
     return seq
 
 
-async def state_at(db: AsyncConnection, key: SessionKey, seq: int) -> dict[str, Any]:
+async def state_at(connection: asyncpg.Connection, key: SessionKey, seq: int) -> dict[str, Any]:
     """The session's own state as it was at `seq`, which lies within its kept history."""
     statement = select(state_as_of(literal(seq, BigInteger))).where(key_filter(key))
-    return dict(await db.scalar(statement) or {})
+    return dict(await fetchval(connection, statement) or {})
 
 
 async def copy_events(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     source: SessionKey,
     target: SessionKey,
     *,
@@ -104,20 +107,24 @@ async def copy_events(
         chosen = chosen.where(
             StorageEvent.seq == func.any(bindparam("seqs", only_seqs, type_=ARRAY(BigInteger)))
         )
-    await db.execute(insert(StorageEvent).from_select(list(chosen.selected_columns.keys()), chosen))
+    await execute(
+        connection, insert(StorageEvent).from_select(list(chosen.selected_columns.keys()), chosen)
+    )
     copied = select(*(func.coalesce(func.sum(column), 0) for column in USAGE_COLUMNS)).where(
         event_filter(target)
     )
-    used = (await db.execute(copied)).one()
-    await db.execute(
+    used = await fetchrow(connection, copied)
+    assert used is not None  # an aggregate has its row
+    await execute(
+        connection,
         update(StorageSession)
         .where(key_filter(target))
-        .values(prompt_tokens=used[0], candidates_tokens=used[1], total_tokens=used[2])
+        .values(prompt_tokens=used[0], candidates_tokens=used[1], total_tokens=used[2]),
     )
 
 
 async def rewind_marks(
-    db: AsyncConnection, key: SessionKey
+    connection: asyncpg.Connection, key: SessionKey
 ) -> list[tuple[int, str | None, str | None]]:
     """Each event's seq, invocation and the invocation it rewinds before (if it does), in
     order: what `app.rules.rewinds.live_seqs` needs, without the events themselves."""
@@ -130,11 +137,11 @@ async def rewind_marks(
         .where(event_filter(key))
         .order_by(StorageEvent.seq)
     )
-    return [(row[0], row[1], row[2]) for row in await db.execute(statement)]
+    return [(row[0], row[1], row[2]) for row in await fetch(connection, statement)]
 
 
 async def function_call(
-    db: AsyncConnection, key: SessionKey, call_id: str
+    connection: asyncpg.Connection, key: SessionKey, call_id: str
 ) -> tuple[str | None, str | None, str | None] | None:
     """The author and invocation of the event holding the function call `call_id`, and the
     called function's name; None if no event of the session holds that call."""
@@ -158,11 +165,11 @@ async def function_call(
         .order_by(StorageEvent.seq)
         .limit(1)
     )
-    row = (await db.execute(statement)).first()
+    row = await fetchrow(connection, statement)
     return None if row is None else (row[0], row[1], row[2])
 
 
-async def is_answered(db: AsyncConnection, key: SessionKey, call_id: str) -> bool:
+async def is_answered(connection: asyncpg.Connection, key: SessionKey, call_id: str) -> bool:
     """Whether an event of the session holds a `functionResponse` to `call_id`."""
     answer = literal([{"functionResponse": {"id": call_id}}], JSONB)
     statement = select(
@@ -170,10 +177,10 @@ async def is_answered(db: AsyncConnection, key: SessionKey, call_id: str) -> boo
         .where(event_filter(key), StorageEvent.event["content"]["parts"].contains(answer))
         .exists()
     )
-    return bool(await db.scalar(statement))
+    return bool(await fetchval(connection, statement))
 
 
-async def ancestors(db: AsyncConnection, key: SessionKey) -> list[StoredSession]:
+async def ancestors(connection: asyncpg.Connection, key: SessionKey) -> list[StoredSession]:
     """The session's parent, its parent's parent, …, root first; the chain ends at the first
     ancestor that has been deleted (it held the link to the next)."""
     chain = text(
@@ -191,7 +198,7 @@ WITH RECURSIVE chain(id, depth, path) AS (
 SELECT id, depth FROM chain
 """
     ).bindparams(**key.columns())
-    depths = {row.id: row.depth for row in await db.execute(chain)}
+    depths = {row["id"]: row["depth"] for row in await fetch(connection, chain)}
     if not depths:
         return []
     statement = with_shared_state().where(
@@ -199,12 +206,12 @@ SELECT id, depth FROM chain
         StorageSession.user_id == key.user_id,
         StorageSession.id == func.any(bindparam("ids", list(depths), type_=ARRAY(String))),
     )
-    found = [stored_session(row._mapping) for row in await db.execute(statement)]
+    found = [stored_session(row) for row in await fetch(connection, statement)]
     return sorted(found, key=lambda session: -depths[session.key.session_id])
 
 
 async def children_page(
-    db: AsyncConnection, key: SessionKey, *, after: tuple[Any, ...] | None, limit: int
+    connection: asyncpg.Connection, key: SessionKey, *, after: tuple[Any, ...] | None, limit: int
 ) -> list[StoredSession]:
     """Keyset page of the session's forks and children, in the order they were made."""
     sort_key = tuple_(StorageSession.create_time, StorageSession.id)
@@ -215,12 +222,12 @@ async def children_page(
     )
     if after is not None:
         statement = statement.where(sort_key > tuple_(*after))
-    rows = await db.execute(statement.order_by(*sort_key.clauses).limit(limit))
-    return [stored_session(row._mapping) for row in rows]
+    rows = await fetch(connection, statement.order_by(*sort_key.clauses).limit(limit))
+    return [stored_session(row) for row in rows]
 
 
 async def close(
-    db: AsyncConnection, key: SessionKey, outcome: str, expected_version: int | None
+    connection: asyncpg.Connection, key: SessionKey, outcome: str, expected_version: int | None
 ) -> tuple[str | None, str | None] | None:
     """Close an open session at `expected_version` (any, when None), taking a version; its
     parent and the function call it answers, or None if nothing was closed."""
@@ -232,5 +239,5 @@ async def close(
     )
     if expected_version is not None:
         statement = statement.where(StorageSession.version == expected_version)
-    row = (await db.execute(statement)).first()
+    row = await fetchrow(connection, statement)
     return None if row is None else (row[0], row[1])

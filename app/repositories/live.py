@@ -10,7 +10,6 @@ from typing import Any
 
 import asyncpg
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db import DriverStatement
 from app.domain import Change, SessionKey
@@ -51,11 +50,10 @@ def change_of(payload: str) -> Change:
     )
 
 
-async def announce(db: AsyncConnection, change: Change) -> None:
+async def announce(connection: asyncpg.Connection, change: Change) -> None:
     """Tell every worker, when the caller's transaction commits (never before, never if it
     rolls back)."""
-    statement = text("SELECT pg_notify(:channel, :payload)")
-    await db.execute(statement, {"channel": CHANNEL, "payload": payload(change)})
+    await connection.execute("SELECT pg_notify($1, $2)", CHANNEL, payload(change))
 
 
 # Many changes in one transaction of their own, committed without waiting for the disk: it

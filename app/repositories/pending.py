@@ -2,10 +2,11 @@
 
 from typing import Any
 
+import asyncpg
 from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert as upsert
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db import execute, fetch, fetchval
 from app.domain import SessionKey
 from app.models import StoragePendingEvent
 
@@ -19,7 +20,7 @@ def _session(key: SessionKey) -> Any:
 
 
 async def enqueue(
-    db: AsyncConnection, key: SessionKey, event: dict[str, Any]
+    connection: asyncpg.Connection, key: SessionKey, event: dict[str, Any]
 ) -> tuple[dict[str, Any], bool]:
     """Queue the event; if its id is queued already, the event queued under it. Whether it
     was queued now."""
@@ -29,21 +30,21 @@ async def enqueue(
         .on_conflict_do_nothing(constraint="uq_pending_events_app_name_user_id_session_id_id")
         .returning(StoragePendingEvent.event)
     )
-    queued = (await db.execute(statement)).scalar()
+    queued = await fetchval(connection, statement)
     if queued is not None:
         return dict(queued), True
     found = select(StoragePendingEvent.event).where(
         _session(key), StoragePendingEvent.id == event["id"]
     )
-    return dict((await db.execute(found)).scalar_one()), False
+    return dict(await fetchval(connection, found)), False
 
 
-async def count(db: AsyncConnection, key: SessionKey) -> int:
-    return int(await db.scalar(select(func.count()).where(_session(key))) or 0)
+async def count(connection: asyncpg.Connection, key: SessionKey) -> int:
+    return int(await fetchval(connection, select(func.count()).where(_session(key))) or 0)
 
 
 async def queued(
-    db: AsyncConnection, key: SessionKey, *, lock: bool = False
+    connection: asyncpg.Connection, key: SessionKey, *, lock: bool = False
 ) -> list[dict[str, Any]]:
     """The queued events in order; with `lock`, held until the transaction ends."""
     statement = (
@@ -53,8 +54,8 @@ async def queued(
     )
     if lock:
         statement = statement.with_for_update()
-    return [dict(event) for event in (await db.execute(statement)).scalars()]
+    return [dict(row[0]) for row in await fetch(connection, statement)]
 
 
-async def clear(db: AsyncConnection, key: SessionKey) -> None:
-    await db.execute(delete(StoragePendingEvent).where(_session(key)))
+async def clear(connection: asyncpg.Connection, key: SessionKey) -> None:
+    await execute(connection, delete(StoragePendingEvent).where(_session(key)))

@@ -19,10 +19,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app import strict_json
-from app.db import DriverStatement
+from app.db import DriverStatement, execute, fetchval
 from app.domain import NewEvent, ParentLink, SessionHeader, SessionKey, Usage
 from app.errors import InvalidInput
 from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState, live
@@ -101,7 +100,7 @@ async def events_between(
 
 
 async def insert_exact(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     key: SessionKey,
     record: SessionExport,
     state: dict[str, Any],
@@ -143,21 +142,23 @@ async def insert_exact(
         else ParentLink(parent.session_id, parent.seq, parent.function_call_id)
     )
     async with session_rows.refusals(link, max_state_bytes):
-        if await db.scalar(statement) is not None:
+        if await fetchval(connection, statement) is not None:
             return True
-    if await session_rows.delete_expired(db, key):
-        return await insert_exact(db, key, record, state, max_state_bytes)
+    if await session_rows.delete_expired(connection, key):
+        return await insert_exact(connection, key, record, state, max_state_bytes)
     return False
 
 
-async def set_usage(db: AsyncConnection, key: SessionKey, usage: Usage) -> None:
+async def set_usage(connection: asyncpg.Connection, key: SessionKey, usage: Usage) -> None:
     """The session's token counts, summed from the events an import stored."""
     counts = {
         "prompt_tokens": usage.prompt or 0,
         "candidates_tokens": usage.candidates or 0,
         "total_tokens": usage.total or 0,
     }
-    await db.execute(update(StorageSession).where(session_rows.row_filter(key)).values(**counts))
+    await execute(
+        connection, update(StorageSession).where(session_rows.row_filter(key)).values(**counts)
+    )
 
 
 # The events at the seqs they had, with the columns an append derives from them.

@@ -1,8 +1,9 @@
 """SQL for retention: finding and deleting expired sessions, and the sweepers' lock."""
 
+import asyncpg
 from sqlalchemy import delete, func, select, tuple_
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db import fetch, fetchval
 from app.domain import Deleted, SessionKey
 from app.models import StorageSession
 
@@ -11,13 +12,13 @@ from app.models import StorageSession
 SWEEPER_LOCK = 0x5E55_10_5EEB
 
 
-async def take_sweeper_lock(db: AsyncConnection) -> bool:
+async def take_sweeper_lock(connection: asyncpg.Connection) -> bool:
     """Take the lock for the caller's transaction, if no other sweeper holds it: it is let go
     when the transaction ends, however it ends."""
-    return bool(await db.scalar(select(func.pg_try_advisory_xact_lock(SWEEPER_LOCK))))
+    return bool(await fetchval(connection, select(func.pg_try_advisory_xact_lock(SWEEPER_LOCK))))
 
 
-async def delete_expired(db: AsyncConnection, limit: int) -> list[Deleted]:
+async def delete_expired(connection: asyncpg.Connection, limit: int) -> list[Deleted]:
     """Delete up to `limit` expired sessions (their events go with them), soonest expired
     first, skipping rows another transaction holds."""
     key = tuple_(StorageSession.app_name, StorageSession.user_id, StorageSession.id)
@@ -39,5 +40,5 @@ async def delete_expired(db: AsyncConnection, limit: int) -> list[Deleted]:
             StorageSession.parent_id,
         )
     )
-    rows = await db.execute(statement)
-    return [Deleted(SessionKey(*row[:3]), row.version, row.parent_id) for row in rows]
+    rows = await fetch(connection, statement)
+    return [Deleted(SessionKey(*row[:3]), row["version"], row["parent_id"]) for row in rows]

@@ -3,10 +3,11 @@ ranked, paged by (rank, user, session, seq), with a snippet cut from each hit's 
 
 from typing import Any
 
+import asyncpg
 from sqlalchemy import Float, Text, and_, cast, exists, func, literal, or_, select, tuple_
 from sqlalchemy.dialects.postgresql import REGCONFIG
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db import fetch
 from app.domain import SearchHit, SearchQuery
 from app.models import StorageEvent, StorageSession, live
 from app.rules.search import MARK_END, MARK_START
@@ -18,7 +19,7 @@ HEADLINE_OPTIONS = (
 
 
 async def search(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     query: SearchQuery,
     config: str,
     *,
@@ -94,7 +95,7 @@ async def search(
         best.c.rank,
         snippet,
     ).order_by(best.c.rank.desc(), best.c.user_id, best.c.session_id, best.c.seq)
-    rows = await db.execute(statement)
+    rows = await fetch(connection, statement)
     return [SearchHit(*row) for row in rows]
 
 

@@ -27,11 +27,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
-from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.db import DriverStatement, sqlstate
+from app.db import DriverStatement, fetch, fetchrow, fetchval
 from app.domain import (
     ROOT,
     UNDESCRIBED,
@@ -58,7 +56,6 @@ from app.models import (
 from app.repositories.shared_state import checked_state, is_state_too_large, state_too_large
 
 EMPTY_STATE = literal_column("'{}'", JSONB)
-UNIQUE_VIOLATION = "23505"
 
 
 def row_filter(key: SessionKey) -> ColumnElement[bool]:
@@ -131,7 +128,7 @@ def with_shared_state(
 
 
 def stored_session(row: Mapping[str, Any]) -> StoredSession:
-    """A row of `with_shared_state`, from SQLAlchemy (`row._mapping`) or from the driver."""
+    """A row of `with_shared_state`."""
     return StoredSession(
         key=SessionKey(row["app_name"], row["user_id"], row["id"]),
         state=row["state"],
@@ -158,7 +155,7 @@ def stored_session(row: Mapping[str, Any]) -> StoredSession:
 
 
 async def insert_new(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     key: SessionKey,
     state: dict[str, Any],
     created: float,
@@ -204,9 +201,11 @@ async def insert_new(
         .returning(StorageSession.version)
     )
     async with refusals(parent, max_state_bytes):
-        created_row = await db.scalar(statement)
-    if created_row is None and await delete_expired(db, key):
-        return await insert_new(db, key, state, created, max_state_bytes, origin, descriptor)
+        created_row = await fetchval(connection, statement)
+    if created_row is None and await delete_expired(connection, key):
+        return await insert_new(
+            connection, key, state, created, max_state_bytes, origin, descriptor
+        )
     return created_row is not None
 
 
@@ -216,23 +215,23 @@ async def refusals(parent: ParentLink | None, max_state_bytes: int) -> AsyncIter
     child for one function call (409)."""
     try:
         yield
-    except IntegrityError as error:
-        if parent is None or sqlstate(error) != UNIQUE_VIOLATION:
+    except asyncpg.UniqueViolationError as error:
+        if parent is None:
             raise
         raise Conflict(
             f"Function call {parent.function_call_id!r} of session {parent.session_id!r} "
             "already has a child session working on it."
         ) from error
-    except DBAPIError as error:
+    except asyncpg.PostgresError as error:
         if is_state_too_large(error):
             raise state_too_large(error, max_state_bytes) from error
         raise
 
 
-async def delete_expired(db: AsyncConnection, key: SessionKey) -> bool:
+async def delete_expired(connection: asyncpg.Connection, key: SessionKey) -> bool:
     expired = and_(row_filter(key), StorageSession.expire_time <= func.now())
     deleted = delete(StorageSession).where(expired).returning(StorageSession.id)
-    return await db.scalar(deleted) is not None
+    return await fetchval(connection, deleted) is not None
 
 
 def epoch_time(seconds: float | None) -> ColumnElement[Any]:
@@ -362,7 +361,11 @@ def whole_second(moment: ColumnElement[Any]) -> ColumnElement[int]:
 
 
 async def list_page(
-    db: AsyncConnection, query: SessionQuery, *, after: tuple[Any, ...] | None, limit: int
+    connection: asyncpg.Connection,
+    query: SessionQuery,
+    *,
+    after: tuple[Any, ...] | None,
+    limit: int,
 ) -> list[StoredSession]:
     """Keyset page by (update_time, id), or (update_time, user_id, id) across an app's users.
 
@@ -393,12 +396,12 @@ async def list_page(
         )
     columns = list(sort_key.clauses)
     order = [column.desc() for column in columns] if newest_first else columns
-    rows = await db.execute(statement.order_by(*order).limit(limit))
-    return [stored_session(row._mapping) for row in rows]
+    rows = await fetch(connection, statement.order_by(*order).limit(limit))
+    return [stored_session(row) for row in rows]
 
 
 async def tally(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     app_name: str | None,
     *,
     only: str | None,
@@ -416,7 +419,7 @@ async def tally(
         statement = statement.where(name == only)
     if after is not None:
         statement = statement.where(name > after)
-    rows = await db.execute(statement.group_by(name).order_by(name).limit(limit))
+    rows = await fetch(connection, statement.group_by(name).order_by(name).limit(limit))
     return [Tally(*row) for row in rows]
 
 
@@ -428,7 +431,7 @@ def sort_key(session: StoredSession, query: SessionQuery) -> tuple[Any, ...]:
 
 
 async def delete_one(
-    db: AsyncConnection, key: SessionKey, expected_version: int | None
+    connection: asyncpg.Connection, key: SessionKey, expected_version: int | None
 ) -> Deleted | None:
     """None if there is no such session, or it is not at `expected_version` (when given)."""
     statement = (
@@ -438,12 +441,12 @@ async def delete_one(
     )
     if expected_version is not None:
         statement = statement.where(StorageSession.version == expected_version)
-    row = (await db.execute(statement)).first()
-    return None if row is None else Deleted(key, row.version, row.parent_id)
+    row = await fetchrow(connection, statement)
+    return None if row is None else Deleted(key, row["version"], row["parent_id"])
 
 
 async def describe(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     key: SessionKey,
     changes: dict[str, Any],
     expected_version: int | None,
@@ -469,5 +472,5 @@ async def describe(
     )
     if expected_version is not None:
         statement = statement.where(StorageSession.version == expected_version)
-    version: int | None = await db.scalar(statement)
+    version: int | None = await fetchval(connection, statement)
     return version

@@ -6,10 +6,9 @@ from typing import Any
 import asyncpg
 from sqlalchemy import func, literal, select
 from sqlalchemy.dialects.postgresql import JSONB, insert
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
+from app.db import fetchval
 from app.errors import StateTooLarge
 from app.models import StorageAppState, StorageUserState
 
@@ -24,36 +23,39 @@ def checked_state(state: ColumnElement[Any], scope: str, max_bytes: int) -> Colu
 
 def state_too_large(error: BaseException, max_bytes: int) -> StateTooLarge:
     """The domain error for a write the guard refused (SQLSTATE 54000, which PostgreSQL also
-    raises for a jsonb value over its own 256 MB maximum). `error` is asyncpg's, maybe wrapped
-    by SQLAlchemy; the guard's DETAIL says `<scope> <bytes>`."""
-    cause: BaseException | None = error
-    while cause is not None and not isinstance(cause, asyncpg.PostgresError):
-        cause = getattr(cause, "orig", None) or cause.__cause__
-    scope, _, size = (getattr(cause, "detail", None) or "").partition(" ")
+    raises for a jsonb value over its own 256 MB maximum); the guard's DETAIL says
+    `<scope> <bytes>`."""
+    scope, _, size = (getattr(error, "detail", None) or "").partition(" ")
     return StateTooLarge(scope or "resulting", int(size) if size.isdigit() else None, max_bytes)
 
 
-def is_state_too_large(error: DBAPIError) -> bool:
-    return getattr(error.orig, "sqlstate", None) == PROGRAM_LIMIT_EXCEEDED
+def is_state_too_large(error: asyncpg.PostgresError) -> bool:
+    return bool(error.sqlstate == PROGRAM_LIMIT_EXCEEDED)
 
 
 async def merge_app(
-    db: AsyncConnection, app_name: str, delta: dict[str, Any], max_bytes: int
+    connection: asyncpg.Connection, app_name: str, delta: dict[str, Any], max_bytes: int
 ) -> dict[str, Any]:
     """Merge into the app's state (top level, atomic); returns the new state."""
-    return await _merge(db, StorageAppState, "app", {"app_name": app_name}, delta, max_bytes)
+    return await _merge(
+        connection, StorageAppState, "app", {"app_name": app_name}, delta, max_bytes
+    )
 
 
 async def merge_user(
-    db: AsyncConnection, app_name: str, user_id: str, delta: dict[str, Any], max_bytes: int
+    connection: asyncpg.Connection,
+    app_name: str,
+    user_id: str,
+    delta: dict[str, Any],
+    max_bytes: int,
 ) -> dict[str, Any]:
     """Merge into the user's state (top level, atomic); returns the new state."""
     keys = {"app_name": app_name, "user_id": user_id}
-    return await _merge(db, StorageUserState, "user", keys, delta, max_bytes)
+    return await _merge(connection, StorageUserState, "user", keys, delta, max_bytes)
 
 
 async def _merge(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     table: SharedState,
     scope: str,
     keys: dict[str, str],
@@ -77,25 +79,26 @@ async def _merge(
         },
     )
     try:
-        state: dict[str, Any] = (await db.execute(statement.returning(table.state))).scalar_one()
-    except DBAPIError as error:
+        state: dict[str, Any] = await fetchval(connection, statement.returning(table.state))
+    except asyncpg.PostgresError as error:
         if is_state_too_large(error):
             raise state_too_large(error, max_bytes) from error
         raise
     return state
 
 
-async def get_app(db: AsyncConnection, app_name: str) -> dict[str, Any]:
-    state = await db.scalar(
-        select(StorageAppState.state).where(StorageAppState.app_name == app_name)
+async def get_app(connection: asyncpg.Connection, app_name: str) -> dict[str, Any]:
+    state = await fetchval(
+        connection, select(StorageAppState.state).where(StorageAppState.app_name == app_name)
     )
     return state or {}
 
 
-async def get_user(db: AsyncConnection, app_name: str, user_id: str) -> dict[str, Any]:
-    state = await db.scalar(
+async def get_user(connection: asyncpg.Connection, app_name: str, user_id: str) -> dict[str, Any]:
+    state = await fetchval(
+        connection,
         select(StorageUserState.state).where(
             StorageUserState.app_name == app_name, StorageUserState.user_id == user_id
-        )
+        ),
     )
     return state or {}

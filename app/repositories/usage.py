@@ -2,16 +2,17 @@
 
 from typing import Any
 
+import asyncpg
 from sqlalchemy import BigInteger, cast, func, or_, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db import fetch
 from app.domain import Usage
 from app.models import StorageEvent
 from app.repositories.events import USAGE_COLUMNS
 
 
 async def by_user(
-    db: AsyncConnection,
+    connection: asyncpg.Connection,
     app_name: str,
     user_id: str | None,
     after_timestamp: float | None,
@@ -37,5 +38,5 @@ async def by_user(
         statement = statement.where(StorageEvent.timestamp >= after_timestamp)
     if before_timestamp is not None:
         statement = statement.where(StorageEvent.timestamp < before_timestamp)
-    rows = await db.execute(statement)
+    rows = await fetch(connection, statement)
     return [(row[0], row[1], Usage(row[2], row[3], row[4])) for row in rows]

@@ -21,7 +21,7 @@ def event_text(event: dict[str, Any]) -> str | None:
 
     The same as PostgreSQL's `sessionary_event_text` (migration 0013), which search's
     snippets use. Computed here for every event stored, that function is not run by the
-    append: PostgreSQL's CPU per single append fell from ~790 to ~670 µs (bench/README.md).
+    append, which takes PostgreSQL's CPU per append down (bench/README.md).
     """
     words = []
     for part in content_parts(event):

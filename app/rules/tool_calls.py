@@ -71,7 +71,7 @@ def with_answers(events: Iterable[ToolLinks], seqs: set[int], *, strict: bool = 
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A function call of a session, and where it stands (DESIGN §6.4)."""
+    """A function call of a session, and where it stands."""
 
     id: str
     name: str | None

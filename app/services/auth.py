@@ -12,8 +12,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
+from app.db import DriverPool
 from app.domain import ApiKey
 from app.errors import AppStateForbidden, Forbidden, NotFound, Unauthorized
 from app.repositories import api_keys as key_rows
@@ -87,8 +86,8 @@ class GrantCache:
 class AuthService:
     """Opens its own database connections: a request whose key is cached needs none."""
 
-    def __init__(self, engine: AsyncEngine, cache: GrantCache) -> None:
-        self.engine = engine
+    def __init__(self, pool: DriverPool, cache: GrantCache) -> None:
+        self.pool = pool
         self.cache = cache
 
     async def authenticate(self, key: str | None) -> Grant:
@@ -97,8 +96,8 @@ class AuthService:
         key_hash = hash_key(key)
         grant = self.cache.get(key_hash)
         if grant is None:
-            async with self.engine.connect() as db:
-                found = await key_rows.find_active(db, key_hash)
+            async with self.pool.connection() as connection:
+                found = await key_rows.find_active(connection, key_hash)
             if found is None:
                 raise Unauthorized("This API key is not valid (unknown or revoked).")
             grant = Grant(
@@ -119,15 +118,15 @@ class AuthService:
         key_id = secrets.token_hex(6)
         secret = f"sk_{key_id}_{secrets.token_urlsafe(32)}"
         key = ApiKey(key_id, name, app_name, user_id, read_only, app_state_write)
-        async with self.engine.begin() as db:
-            stored = await key_rows.insert_key(db, key, hash_key(secret))
+        async with self.pool.transaction() as connection:
+            stored = await key_rows.insert_key(connection, key, hash_key(secret))
         return stored, secret
 
     async def list(self) -> list[ApiKey]:
-        async with self.engine.connect() as db:
-            return await key_rows.list_all(db)
+        async with self.pool.connection() as connection:
+            return await key_rows.list_all(connection)
 
     async def revoke(self, key_id: str) -> None:
-        async with self.engine.begin() as db:
-            if not await key_rows.revoke(db, key_id):
+        async with self.pool.transaction() as connection:
+            if not await key_rows.revoke(connection, key_id):
                 raise NotFound(f"No active API key with id {key_id!r}.")

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.config import Settings
-from app.db import DriverPool, driver
+from app.db import DriverPool
 from app.domain import ContextRead, SessionKey
 from app.errors import InvalidInput
 from app.repositories import context as context_rows
@@ -40,10 +39,7 @@ DEFAULT_TOOL_OUTPUT_MAX_CHARS = 1000
 class ContextService:
     """The view reads in one snapshot; a compaction is one transaction that appends one event."""
 
-    def __init__(
-        self, engine: AsyncEngine, pool: DriverPool, settings: Settings, events: EventService
-    ) -> None:
-        self.engine = engine
+    def __init__(self, pool: DriverPool, settings: Settings, events: EventService) -> None:
         self.pool = pool
         self.settings = settings
         self.events = events
@@ -67,8 +63,8 @@ class ContextService:
     ) -> dict[str, Any]:
         """Append one compaction event over the live events older than the newest `keepLast`
         (and older than any call one of those answers)."""
-        async with self.engine.begin() as db, driver(db) as connection:
-            held = await hold_for_write(db, key, expected_version)
+        async with self.pool.transaction() as connection:
+            held = await hold_for_write(connection, key, expected_version)
             reading, _ = await _Reading.start(connection, key, self.estimate)
             items, _ = await reading.resolve_calls(await reading.everything(), True, 0)
             compacted = _compacted(items, request.keep_last)

@@ -5,7 +5,6 @@ from collections.abc import Callable
 from typing import Any
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import paging
 from app.config import Settings
@@ -39,13 +38,11 @@ class EventService:
 
     def __init__(
         self,
-        engine: AsyncEngine,
         pool: DriverPool,
         settings: Settings,
         announce_later: Callable[[Change], None],
         reads: Reads,
     ) -> None:
-        self.engine = engine
         self.pool = pool
         self.reads = reads
         self.settings = settings

@@ -2,27 +2,25 @@
 
 import asyncio
 
-import asyncpg
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from app import db
 from app.errors import DatabaseUnavailable, SchemaBehind
 
 
-async def check_ready(engine: AsyncEngine, wait_seconds: float) -> dict[str, str]:
+async def check_ready(connector: db.Connector, wait_seconds: float) -> dict[str, str]:
     """Within `wait_seconds`, whatever the database does: a probe that hangs on a stalled
-    database would keep a load balancer sending traffic to a replica that cannot serve it."""
-    probe = asyncio.ensure_future(db.current_revision(engine))
+    database would keep a load balancer sending traffic to a replica that cannot serve it.
+    The probe opens a connection of its own, so that a pool busy with requests is not taken
+    for a database that cannot serve."""
+    probe = asyncio.ensure_future(db.current_revision(connector))
     done, _ = await asyncio.wait({probe}, timeout=wait_seconds)
     if not done:
-        # Not awaited: SQLAlchemy gives a cancelled connection 2 s more to close politely.
+        # Not awaited: a cancelled connection may take a moment more to close.
         probe.cancel()
         probe.add_done_callback(_retrieve)
         raise DatabaseUnavailable(f"The database did not answer within {wait_seconds:g} s.")
     try:
         current = probe.result()
-    except (*db.UNAVAILABLE, sa_exc.DBAPIError, asyncpg.PostgresError) as error:
+    except db.DRIVER_ERRORS as error:
         # Any database error, even one that would be a bug on a request (a revoked privilege),
         # means this replica cannot serve: a probe answers 503, never 500.
         raise DatabaseUnavailable(

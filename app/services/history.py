@@ -8,10 +8,10 @@ If-Match, refuses a closed session, and takes a version; seqs are never reused.
 import uuid
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+import asyncpg
 
 from app.config import Settings
-from app.db import driver
+from app.db import DriverPool
 from app.domain import Change, SessionKey
 from app.errors import EventNotFound, ToolPairViolation
 from app.repositories import history as history_rows
@@ -27,8 +27,8 @@ from app.services.preconditions import first_seq_of_invocation, hold_for_write
 class HistoryService:
     """Each public method is one unit of work, committed before it returns."""
 
-    def __init__(self, engine: AsyncEngine, settings: Settings, events: EventService) -> None:
-        self.engine = engine
+    def __init__(self, pool: DriverPool, settings: Settings, events: EventService) -> None:
+        self.pool = pool
         self.settings = settings
         self.events = events
 
@@ -38,10 +38,10 @@ class HistoryService:
         """Append ADK's rewind event: `actions.rewindBeforeInvocationId`, and the state delta
         that takes the session's own state back to what it was before the invocation's first
         event. Nothing is removed; readers drop the rewound events (`rules.rewinds`)."""
-        async with self.engine.begin() as db:
-            held = await hold_for_write(db, key, expected_version)
-            first = await first_seq_of_invocation(db, key, before_invocation_id)
-            then = await lineage_rows.state_at(db, key, first - 1)
+        async with self.pool.transaction() as connection:
+            held = await hold_for_write(connection, key, expected_version)
+            first = await first_seq_of_invocation(connection, key, before_invocation_id)
+            then = await lineage_rows.state_at(connection, key, first - 1)
             event = {
                 "author": "user",
                 "invocationId": f"e-{uuid.uuid4()}",
@@ -50,10 +50,9 @@ class HistoryService:
                     "stateDelta": restoring_delta(held.state, then),
                 },
             }
-            async with driver(db) as connection:
-                stored = await self.events.append_prepared(
-                    connection, key, [prepare(event, self.settings.event_limits)], held.version
-                )
+            stored = await self.events.append_prepared(
+                connection, key, [prepare(event, self.settings.event_limits)], held.version
+            )
         assert stored is not None  # the row is held: the session is there, at that version
         return stored[0]
 
@@ -63,28 +62,30 @@ class HistoryService:
         """Keep the newest `keep_last` events, and of those none that answers a removed call;
         (removed, kept, version). The state before the first kept event becomes the base that
         point-in-time reads start from."""
-        async with self.engine.begin() as db:
-            await hold_for_write(db, key, expected_version)
-            cut = await history_rows.newest_trimmed_seq(db, key, keep_last)
+        async with self.pool.transaction() as connection:
+            await hold_for_write(connection, key, expected_version)
+            cut = await history_rows.newest_trimmed_seq(connection, key, keep_last)
             if cut is None:
-                version = await history_rows.bump(db, key)
-                return 0, await history_rows.count_events(db, key), version
-            links = await history_rows.tool_links(db, key)
+                version = await history_rows.bump(connection, key)
+                return 0, await history_rows.count_events(connection, key), version
+            links = await history_rows.tool_links(connection, key)
             trimmed = {link.seq for link in links if link.seq <= cut}
             answers = tool_calls.with_answers(links, trimmed, strict=False) - trimmed
-            version = await history_rows.rebase(db, key, cut)
-            removed = await history_rows.remove_events(db, key, seqs=answers, up_to=cut)
-            kept = await history_rows.count_events(db, key)
-            await announce(db, Change("trimmed", key, version, detail=counts(removed, kept)))
+            version = await history_rows.rebase(connection, key, cut)
+            removed = await history_rows.remove_events(connection, key, seqs=answers, up_to=cut)
+            kept = await history_rows.count_events(connection, key)
+            await announce(
+                connection, Change("trimmed", key, version, detail=counts(removed, kept))
+            )
         return len(removed), kept, version
 
     async def reset(self, key: SessionKey, expected_version: int | None) -> tuple[int, int, int]:
         """Remove every event and the session's own state; (removed, 0, version)."""
-        async with self.engine.begin() as db:
-            await hold_for_write(db, key, expected_version)
-            version = await history_rows.clear(db, key)
-            removed = await history_rows.remove_events(db, key, up_to=version)
-            await announce(db, Change("reset", key, version, detail=counts(removed, 0)))
+        async with self.pool.transaction() as connection:
+            await hold_for_write(connection, key, expected_version)
+            version = await history_rows.clear(connection, key)
+            removed = await history_rows.remove_events(connection, key, up_to=version)
+            await announce(connection, Change("reset", key, version, detail=counts(removed, 0)))
         return len(removed), 0, version
 
     async def remove_event(
@@ -92,14 +93,16 @@ class HistoryService:
     ) -> tuple[list[str], int]:
         """Remove the event and the events answering its function calls; (their ids, version).
         ToolPairViolation if the event answers a call whose event would stay."""
-        async with self.engine.begin() as db:
-            await hold_for_write(db, key, expected_version)
-            seq, _ = await _find(db, key, event_id)
-            links = await history_rows.tool_links(db, key)
+        async with self.pool.transaction() as connection:
+            await hold_for_write(connection, key, expected_version)
+            seq, _ = await _find(connection, key, event_id)
+            links = await history_rows.tool_links(connection, key)
             removing = tool_calls.with_answers(links, {seq})
-            version = await history_rows.bump(db, key)
-            removed = await history_rows.remove_events(db, key, seqs=removing)
-            await announce(db, Change("removed", key, version, detail={"removedEventIds": removed}))
+            version = await history_rows.bump(connection, key)
+            removed = await history_rows.remove_events(connection, key, seqs=removing)
+            await announce(
+                connection, Change("removed", key, version, detail={"removedEventIds": removed})
+            )
         return removed, version
 
     async def rewrite_event(
@@ -111,13 +114,13 @@ class HistoryService:
     ) -> tuple[dict[str, Any], int]:
         """Replace the event's `content` (a redaction, say); a function call it no longer makes
         takes its answers with it. (The event as stored, version.)"""
-        async with self.engine.begin() as db:
-            await hold_for_write(db, key, expected_version)
-            seq, document = await _find(db, key, event_id)
+        async with self.pool.transaction() as connection:
+            await hold_for_write(connection, key, expected_version)
+            seq, document = await _find(connection, key, event_id)
             rewritten = prepare({**document, "content": content}, self.settings.event_limits)
             old = tool_calls.links(seq, document.get("content"))
             new = tool_calls.links(seq, content)
-            links = await history_rows.tool_links(db, key)
+            links = await history_rows.tool_links(connection, key)
             _check_answers(links, old, new)
             # The session's links as the rewrite leaves them: what the cascade is judged on.
             after = [link for link in links if link.seq != seq] + [new]
@@ -129,13 +132,19 @@ class HistoryService:
                 )
             answering = {link.seq for link in after if link.responses & dropped_calls}
             removing = tool_calls.with_answers(after, answering) if answering else set()
-            version = await history_rows.bump(db, key)
-            removed = await history_rows.remove_events(db, key, seqs=removing)
+            version = await history_rows.bump(connection, key)
+            removed = await history_rows.remove_events(connection, key, seqs=removing)
             stored = await history_rows.rewrite_content(
-                db, key, seq, content, rewritten.facts, rewritten.text, self.settings.search_config
+                connection,
+                key,
+                seq,
+                content,
+                rewritten.facts,
+                rewritten.text,
+                self.settings.search_config,
             )
             detail = {"seq": seq, "removedEventIds": removed}
-            await announce(db, Change("updated", key, version, detail=detail))
+            await announce(connection, Change("updated", key, version, detail=detail))
         return stored, version
 
 
@@ -143,8 +152,10 @@ def counts(removed: list[str], kept: int) -> dict[str, int]:
     return {"removedEvents": len(removed), "keptEvents": kept}
 
 
-async def _find(db: AsyncConnection, key: SessionKey, event_id: str) -> tuple[int, dict[str, Any]]:
-    found = await history_rows.find_event(db, key, event_id)
+async def _find(
+    connection: asyncpg.Connection, key: SessionKey, event_id: str
+) -> tuple[int, dict[str, Any]]:
+    found = await history_rows.find_event(connection, key, event_id)
     if found is None:
         raise EventNotFound(key.session_id, event_id)
     return found

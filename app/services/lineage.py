@@ -8,11 +8,11 @@ deleted, and every read of it is the plain read of one session.
 import uuid
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+import asyncpg
 
 from app import paging
 from app.config import Settings
-from app.db import driver
+from app.db import DriverPool
 from app.domain import (
     Change,
     NewEvent,
@@ -51,12 +51,12 @@ class LineageService:
 
     def __init__(
         self,
-        engine: AsyncEngine,
+        pool: DriverPool,
         settings: Settings,
         sessions: SessionService,
         events: EventService,
     ) -> None:
-        self.engine = engine
+        self.pool = pool
         self.settings = settings
         self.sessions = sessions
         self.events = events
@@ -67,24 +67,23 @@ class LineageService:
         Returned without its events, which can be thousands: a second read of them all would
         cost as much as the copy."""
         fork = _new_key(key, body.session_id)
-        async with self.engine.begin() as db:
-            parent = await hold_session(db, key, write=False)
+        async with self.pool.transaction() as connection:
+            parent = await hold_session(connection, key, write=False)
             if body.before_invocation_id is not None:
-                at = await first_seq_of_invocation(db, key, body.before_invocation_id) - 1
+                at = await first_seq_of_invocation(connection, key, body.before_invocation_id) - 1
             else:
                 at = parent.version if body.at_seq is None else body.at_seq
                 require_kept(parent.version, parent.base_seq, at, "atSeq")
-            state = await lineage_rows.state_at(db, key, at)
+            state = await lineage_rows.state_at(connection, key, at)
             origin = Origin(
                 kind="fork",
                 parent=ParentLink(key.session_id, at, None),
                 version=at,
                 base=(parent.base_seq, parent.base_state),
             )
-            await self.sessions.insert(db, fork, ScopedDelta(session=state), origin=origin)
-            await lineage_rows.copy_events(db, key, fork, until_seq=at)
-            async with driver(db) as connection:
-                return await read_session(connection, fork, num_recent_events=0)
+            await self.sessions.insert(connection, fork, ScopedDelta(session=state), origin=origin)
+            await lineage_rows.copy_events(connection, key, fork, until_seq=at)
+            return await read_session(connection, fork, num_recent_events=0)
 
     async def create_child(
         self, key: SessionKey, body: ChildCreate, *, app_state_writable: bool
@@ -94,13 +93,13 @@ class LineageService:
         child = _new_key(key, body.session_id)
         delta = split_delta(body.state or {})
         require_app_state_write(app_state_writable, [delta])
-        async with self.engine.begin() as db:
-            parent = await hold_session(db, key, write=False)
+        async with self.pool.transaction() as connection:
+            parent = await hold_session(connection, key, write=False)
             if not parent.is_open:
                 raise SessionClosed(key.session_id)
             call_id = body.function_call_id
             if call_id is not None:
-                await _require_open_call(db, key, call_id)
+                await _require_open_call(connection, key, call_id)
             inherits = body.inherit != "none"
             state = {**(parent.state if inherits else {}), **delta.session}
             origin = Origin(
@@ -109,16 +108,15 @@ class LineageService:
                 version=parent.version if inherits else 0,
             )
             own = ScopedDelta(app=delta.app, user=delta.user, session=state)
-            await self.sessions.insert(db, child, own, origin=origin)
+            await self.sessions.insert(connection, child, own, origin=origin)
             if inherits:
                 live = None
                 if body.inherit == "context":
-                    live = await _live_context(db, key)
+                    live = await _live_context(connection, key)
                 await lineage_rows.copy_events(
-                    db, key, child, until_seq=parent.version, only_seqs=live
+                    connection, key, child, until_seq=parent.version, only_seqs=live
                 )
-            async with driver(db) as connection:
-                return await read_session(connection, child, num_recent_events=0)
+            return await read_session(connection, child, num_recent_events=0)
 
     async def close(
         self, key: SessionKey, body: SessionClose, expected_version: int | None
@@ -127,27 +125,28 @@ class LineageService:
         call's `functionResponse` is appended to the parent in the same transaction, the
         parent's row held so that the call cannot be removed meanwhile (unless the parent is
         gone or closed, when nobody waits for it, or the call is gone or answered already)."""
-        async with self.engine.begin() as db:
-            closed = await lineage_rows.close(db, key, body.outcome, expected_version)
-            async with driver(db) as connection:
-                if closed is None:  # absent, closed already, or (with If-Match) moved on
-                    version = await require_session(connection, key, writable=True)
-                    assert expected_version is not None
-                    raise StaleSession(expected_version, version)
-                parent_id, call_id = closed
-                if parent_id is not None and call_id is not None:
-                    parent = SessionKey(key.app_name, key.user_id, parent_id)
-                    answer = await self._answer(db, parent, call_id, key.session_id, body)
-                    if answer is not None:
-                        await self.events.append_prepared(connection, parent, [answer], None)
-                read = await read_session(connection, key)
+        async with self.pool.transaction() as connection:
+            closed = await lineage_rows.close(connection, key, body.outcome, expected_version)
+            if closed is None:  # absent, closed already, or (with If-Match) moved on
+                version = await require_session(connection, key, writable=True)
+                assert expected_version is not None
+                raise StaleSession(expected_version, version)
+            parent_id, call_id = closed
+            if parent_id is not None and call_id is not None:
+                parent = SessionKey(key.app_name, key.user_id, parent_id)
+                answer = await self._answer(connection, parent, call_id, key.session_id, body)
+                if answer is not None:
+                    await self.events.append_prepared(connection, parent, [answer], None)
+            read = await read_session(connection, key)
             detail = {"outcome": body.outcome}
-            await announce(db, Change("closed", key, read.session.version, parent_id, detail))
+            await announce(
+                connection, Change("closed", key, read.session.version, parent_id, detail)
+            )
         return read
 
     async def _answer(
         self,
-        db: AsyncConnection,
+        connection: asyncpg.Connection,
         parent: SessionKey,
         call_id: str,
         child_id: str,
@@ -158,10 +157,14 @@ class LineageService:
         author), in the call's invocation when it has one; None when there is nothing to
         answer. Holds the parent's row (the child's is held already: always child, then
         parent)."""
-        held = await lineage_rows.hold(db, parent, write=True)
-        if held is None or not held.is_open or await lineage_rows.is_answered(db, parent, call_id):
+        held = await lineage_rows.hold(connection, parent, write=True)
+        if (
+            held is None
+            or not held.is_open
+            or await lineage_rows.is_answered(connection, parent, call_id)
+        ):
             return None
-        call = await lineage_rows.function_call(db, parent, call_id)
+        call = await lineage_rows.function_call(connection, parent, call_id)
         if call is None:  # the call was removed
             return None
         author, invocation_id, name = call
@@ -182,20 +185,20 @@ class LineageService:
         return prepare(event, self.settings.event_limits)
 
     async def ancestors(self, key: SessionKey) -> list[StoredSession]:
-        async with self.engine.connect() as db:
-            async with driver(db) as connection:
-                await require_session(connection, key)
-            return await lineage_rows.ancestors(db, key)
+        async with self.pool.connection() as connection:
+            await require_session(connection, key)
+            return await lineage_rows.ancestors(connection, key)
 
     async def children(self, key: SessionKey, page: PageRequest) -> Page[StoredSession]:
         listing = paging.listing("children", key)
         after = None
         if page.token:
             after = paging.time_position(paging.decode(page.token, listing, (int, str)))
-        async with self.engine.connect() as db:
-            async with driver(db) as connection:
-                await require_session(connection, key)
-            rows = await lineage_rows.children_page(db, key, after=after, limit=page.size + 1)
+        async with self.pool.connection() as connection:
+            await require_session(connection, key)
+            rows = await lineage_rows.children_page(
+                connection, key, after=after, limit=page.size + 1
+            )
 
         def position(row: StoredSession) -> list[Any]:
             return paging.time_cursor((row.create_time, row.key.session_id))
@@ -203,13 +206,13 @@ class LineageService:
         return Page(*paging.cut(rows, page.size, listing, position))
 
 
-async def _live_context(db: AsyncConnection, key: SessionKey) -> list[int]:
+async def _live_context(connection: asyncpg.Connection, key: SessionKey) -> list[int]:
     """The seqs of the live events (rewinds applied), less any that answers a call of a
     rewound one: a copy never holds a response without its call."""
-    marks = await lineage_rows.rewind_marks(db, key)
+    marks = await lineage_rows.rewind_marks(connection, key)
     live = live_seqs(marks)
     rewound = {seq for seq, _, _ in marks} - set(live)
-    links = await history_rows.tool_links(db, key)
+    links = await history_rows.tool_links(connection, key)
     dropped = tool_calls.with_answers(links, rewound, strict=False)
     return [seq for seq in live if seq not in dropped]
 
@@ -218,12 +221,12 @@ def _new_key(parent: SessionKey, session_id: str | None) -> SessionKey:
     return SessionKey(parent.app_name, parent.user_id, session_id or str(uuid.uuid4()))
 
 
-async def _require_open_call(db: AsyncConnection, key: SessionKey, call_id: str) -> None:
+async def _require_open_call(connection: asyncpg.Connection, key: SessionKey, call_id: str) -> None:
     """422 unless the session holds the function call; 409 if it is answered already."""
-    if await lineage_rows.function_call(db, key, call_id) is None:
+    if await lineage_rows.function_call(connection, key, call_id) is None:
         raise InvalidInput(
             f"No event of session {key.session_id!r} holds a functionCall with id {call_id!r}.",
             field="functionCallId",
         )
-    if await lineage_rows.is_answered(db, key, call_id):
+    if await lineage_rows.is_answered(connection, key, call_id):
         raise Conflict(f"Function call {call_id!r} is answered already.")

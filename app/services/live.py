@@ -18,11 +18,9 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import asyncpg
-
 from app import strict_json
 from app.config import Settings
-from app.db import DISCONNECTED, Connector, DriverPool
+from app.db import DRIVER_ERRORS, Connector, DriverPool
 from app.domain import Change, SessionKey
 from app.errors import InvalidInput, SessionNotFound, TooManyStreams
 from app.limits import INT64_MAX
@@ -298,7 +296,7 @@ class Broker:
             lost = asyncio.Event()
             try:
                 connection = await self.listen_to.connect(application_name=LISTENER_NAME)
-            except (*DISCONNECTED, asyncpg.PostgresError):
+            except DRIVER_ERRORS:
                 logger.warning("cannot listen for changes; retrying in 1 s", exc_info=True)
                 await asyncio.sleep(1)
                 continue

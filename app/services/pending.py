@@ -1,13 +1,11 @@
 """Queued input: a user's messages sent while a turn runs wait in a queue of their own, and
-are promoted into the log together once the turn's function calls are answered (DESIGN
-§6.4), so that a provider never sees a user message between a call and its result."""
+are promoted into the log together once the turn's function calls are answered, so that a
+provider never sees a user message between a call and its result."""
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from app.config import Settings
-from app.db import driver
+from app.db import DriverPool
 from app.domain import SessionKey
 from app.errors import (
     EventConflict,
@@ -32,8 +30,8 @@ from app.services.preconditions import (
 class PendingService:
     """Each public method is one transaction."""
 
-    def __init__(self, engine: AsyncEngine, settings: Settings, events: EventService) -> None:
-        self.engine = engine
+    def __init__(self, pool: DriverPool, settings: Settings, events: EventService) -> None:
+        self.pool = pool
         self.settings = settings
         self.events = events
         self.estimate = settings.event_limits.estimate
@@ -50,13 +48,13 @@ class PendingService:
         document = dict(new.document)
         if event.timestamp is None:
             del document["timestamp"]
-        async with self.engine.begin() as db:
+        async with self.pool.transaction() as connection:
             # Held shared: a delete of the session waits, rather than break the queue's key.
-            if not (await hold_session(db, key, write=False)).is_open:
+            if not (await hold_session(connection, key, write=False)).is_open:
                 raise SessionClosed(key.session_id)
-            queued, added = await pending_rows.enqueue(db, key, document)
+            queued, added = await pending_rows.enqueue(connection, key, document)
             limit = self.settings.max_events_per_request
-            if added and await pending_rows.count(db, key) > limit:
+            if added and await pending_rows.count(connection, key) > limit:
                 raise PayloadTooLarge(
                     f"The queue holds {limit} events, the most one promote appends "
                     "(SESSIONARY_MAX_EVENTS_PER_REQUEST): promote or clear it first."
@@ -67,15 +65,14 @@ class PendingService:
 
     async def clear(self, key: SessionKey) -> None:
         """Empty the queue (the log is untouched)."""
-        async with self.engine.begin() as db:
-            await hold_session(db, key, write=False)
-            await pending_rows.clear(db, key)
+        async with self.pool.transaction() as connection:
+            await hold_session(connection, key, write=False)
+            await pending_rows.clear(connection, key)
 
     async def queued(self, key: SessionKey) -> list[dict[str, Any]]:
-        async with self.engine.connect() as db:
-            async with driver(db) as connection:
-                await require_session(connection, key)
-            return await pending_rows.queued(db, key)
+        async with self.pool.connection() as connection:
+            await require_session(connection, key)
+            return await pending_rows.queued(connection, key)
 
     async def promote(
         self,
@@ -88,9 +85,9 @@ class PendingService:
         """Append every queued event, in order, at consecutive seqs, and empty the queue, in
         one transaction; ToolCallsPending while a function call is unanswered, unless
         `force`. The events as stored ([] when none was queued)."""
-        async with self.engine.begin() as db, driver(db) as connection:
-            held = await hold_for_write(db, key, expected_version)
-            queued = await pending_rows.queued(db, key, lock=True)
+        async with self.pool.transaction() as connection:
+            held = await hold_for_write(connection, key, expected_version)
+            queued = await pending_rows.queued(connection, key, lock=True)
             if not queued:
                 return []
             if not force:
@@ -106,7 +103,7 @@ class PendingService:
             # one in the log with other content is an EventConflict (clear the queue).
             already = await stored_identically(connection, key, events)
             events = [event for event in events if event.id not in already]
-            await pending_rows.clear(db, key)
+            await pending_rows.clear(connection, key)
             if not events:
                 return []
             stored = await self.events.append_prepared(connection, key, events, held.version)

@@ -10,10 +10,9 @@ from typing import Any
 
 import asyncpg
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.config import Settings
-from app.db import DriverPool, driver
+from app.db import DriverPool
 from app.domain import (
     NO_USAGE,
     Change,
@@ -66,8 +65,7 @@ class ImportReport:
 
 
 class PortabilityService:
-    def __init__(self, engine: AsyncEngine, pool: DriverPool, settings: Settings) -> None:
-        self.engine = engine
+    def __init__(self, pool: DriverPool, settings: Settings) -> None:
         self.pool = pool
         self.settings = settings
 
@@ -120,18 +118,21 @@ class PortabilityService:
         delta = split_delta(header.state)
         require_app_state_write(app_state_writable, [delta])
         limit = self.settings.max_state_bytes
-        async with self.engine.begin() as db, driver(db) as connection:
-            created = await rows.insert_exact(db, key, header, delta.session, limit)
+        async with self.pool.transaction() as connection:
+            created = await rows.insert_exact(connection, key, header, delta.session, limit)
             if created:
                 count, used = await self._store(connection, key, header, events)
-                await rows.set_usage(db, key, used)
+                await rows.set_usage(connection, key, used)
                 if delta.app:
-                    await state_rows.merge_app(db, key.app_name, delta.app, limit)
+                    await state_rows.merge_app(connection, key.app_name, delta.app, limit)
                 if delta.user:
-                    await state_rows.merge_user(db, key.app_name, key.user_id, delta.user, limit)
+                    await state_rows.merge_user(
+                        connection, key.app_name, key.user_id, delta.user, limit
+                    )
                 parent = None if header.parent is None else header.parent.session_id
                 await announce(
-                    db, Change("created", key, header.version, parent, {"kind": header.kind})
+                    connection,
+                    Change("created", key, header.version, parent, {"kind": header.kind}),
                 )
             else:
                 count, used = await self._compare(connection, key, header, delta.session, events)
@@ -247,12 +248,12 @@ class PortabilityService:
     async def import_shared(self, record: AppStateExport | UserStateExport) -> None:
         """Merge a bulk export's app or user state into what is stored (its keys win)."""
         limit = self.settings.max_state_bytes
-        async with self.engine.begin() as db:
+        async with self.pool.transaction() as connection:
             if isinstance(record, AppStateExport):
-                await state_rows.merge_app(db, record.app_name, record.state, limit)
+                await state_rows.merge_app(connection, record.app_name, record.state, limit)
             else:
                 await state_rows.merge_user(
-                    db, record.app_name, record.user_id, record.state, limit
+                    connection, record.app_name, record.user_id, record.state, limit
                 )
 
     async def _store(

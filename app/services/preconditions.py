@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain import NewEvent, ScopedDelta, SessionKey, SessionRead
 from app.errors import (
@@ -38,20 +37,22 @@ async def require_session(
     return version
 
 
-async def hold_session(db: AsyncConnection, key: SessionKey, *, write: bool) -> lineage_rows.Held:
+async def hold_session(
+    connection: asyncpg.Connection, key: SessionKey, *, write: bool
+) -> lineage_rows.Held:
     """The session's row, locked for the transaction (`lineage_rows.hold`); SessionNotFound if
     there is none."""
-    held = await lineage_rows.hold(db, key, write=write)
+    held = await lineage_rows.hold(connection, key, write=write)
     if held is None:
         raise SessionNotFound(key.app_name, key.user_id, key.session_id)
     return held
 
 
 async def hold_for_write(
-    db: AsyncConnection, key: SessionKey, expected_version: int | None
+    connection: asyncpg.Connection, key: SessionKey, expected_version: int | None
 ) -> lineage_rows.Held:
     """The session's row, locked for a write that If-Match allows on an open session."""
-    held = await hold_session(db, key, write=True)
+    held = await hold_session(connection, key, write=True)
     if not held.is_open:
         raise SessionClosed(key.session_id)
     if expected_version is not None and held.version != expected_version:
@@ -97,9 +98,11 @@ def require_kept(version: int, base_seq: int, seq: int, field: str) -> None:
         )
 
 
-async def first_seq_of_invocation(db: AsyncConnection, key: SessionKey, invocation_id: str) -> int:
+async def first_seq_of_invocation(
+    connection: asyncpg.Connection, key: SessionKey, invocation_id: str
+) -> int:
     """The seq of the invocation's first event; 422 if none of the session's events has it."""
-    first = await lineage_rows.first_seq_of_invocation(db, key, invocation_id)
+    first = await lineage_rows.first_seq_of_invocation(connection, key, invocation_id)
     if first is None:
         raise InvalidInput(
             f"No event of invocation {invocation_id!r} is in the session.",

@@ -7,8 +7,8 @@ from typing import TypeVar
 
 import asyncpg
 
-from app.db import DriverPool, is_unavailable
-from app.errors import SessionNotFound
+from app.db import DriverPool
+from app.errors import DatabaseUnavailable, SessionNotFound
 from app.observability import SESSION_READS
 
 logger = logging.getLogger("sessionary")
@@ -40,9 +40,7 @@ class Reads:
                 if min_version is None:
                     SESSION_READS.labels("replica").inc()
                     raise
-            except Exception as error:
-                if not is_unavailable(error):
-                    raise
+            except DatabaseUnavailable as error:
                 logger.warning("the read replica cannot serve (%s); reading the primary", error)
             SESSION_READS.labels("primary").inc()
         async with self.primary.connection() as connection:

@@ -7,8 +7,6 @@ Each is stateless but for the handles it holds: a unit of work opens its own con
 from dataclasses import dataclass
 from typing import Self
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from app.config import Settings
 from app.db import DriverPool
 from app.services.auth import AuthService, GrantCache
@@ -47,29 +45,26 @@ class Services:
 
     @classmethod
     def create(
-        cls,
-        engine: AsyncEngine,
-        pool: DriverPool,
-        settings: Settings,
-        replica: DriverPool | None = None,
+        cls, pool: DriverPool, settings: Settings, replica: DriverPool | None = None
     ) -> Self:
-        """`replica`: the read replica's pool (DATABASE_READ_URL), if there is one."""
+        """`pool`: the one pool every unit of work takes its connection from; `replica`: the
+        read replica's pool (DATABASE_READ_URL), if there is one."""
         live = Broker(pool, settings)
-        events = EventService(engine, pool, settings, live.announce_later, Reads(pool, replica))
-        sessions = SessionService(engine, pool, settings, events)
+        events = EventService(pool, settings, live.announce_later, Reads(pool, replica))
+        sessions = SessionService(pool, settings, events)
         return cls(
-            auth=AuthService(engine, GrantCache(settings.auth_cache_seconds)),
+            auth=AuthService(pool, GrantCache(settings.auth_cache_seconds)),
             events=events,
             sessions=sessions,
-            lineage=LineageService(engine, settings, sessions, events),
-            history=HistoryService(engine, settings, events),
-            context=ContextService(engine, pool, settings, events),
-            tool_calls=ToolCallService(engine, pool, settings, events),
-            pending=PendingService(engine, settings, events),
-            portability=PortabilityService(engine, pool, settings),
-            usage=UsageService(engine),
-            retention=RetentionService(engine, settings),
-            search=SearchService(engine, settings),
+            lineage=LineageService(pool, settings, sessions, events),
+            history=HistoryService(pool, settings, events),
+            context=ContextService(pool, settings, events),
+            tool_calls=ToolCallService(pool, settings, events),
+            pending=PendingService(pool, settings, events),
+            portability=PortabilityService(pool, settings),
+            usage=UsageService(pool),
+            retention=RetentionService(pool, settings),
+            search=SearchService(pool, settings),
             live=live,
-            shared_state=SharedStateService(engine, settings),
+            shared_state=SharedStateService(pool, settings),
         )

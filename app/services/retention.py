@@ -4,9 +4,8 @@ deleted later, here, by one sweeper at a time across workers and replicas."""
 import asyncio
 import logging
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from app.config import Settings
+from app.db import DriverPool
 from app.domain import Change
 from app.observability import SESSIONS_SWEPT
 from app.repositories import retention as retention_rows
@@ -16,28 +15,37 @@ logger = logging.getLogger("sessionary.sweeper")
 
 
 class RetentionService:
-    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
-        self.engine = engine
+    def __init__(self, pool: DriverPool, settings: Settings) -> None:
+        self.pool = pool
         self.settings = settings
 
     async def sweep(self) -> int | None:
         """Delete every expired session, `sweep_batch` per transaction; how many, or None if
         another sweeper is at work (it will delete them)."""
-        async with self.engine.begin() as lock:  # held, idle, until the sweep is done
-            if not await retention_rows.take_sweeper_lock(lock):
-                return None
-            swept = 0
-            while True:
-                async with self.engine.begin() as db:
-                    deleted = await retention_rows.delete_expired(db, self.settings.sweep_batch)
-                    for gone in deleted:
-                        await announce(
-                            db, Change("deleted", gone.key, gone.version, gone.parent_id)
-                        )
-                swept += len(deleted)
-                SESSIONS_SWEPT.inc(len(deleted))
-                if len(deleted) < self.settings.sweep_batch:
-                    return swept
+        # The lock's transaction stays open, idle, until the sweep is done: on a connection of
+        # its own, not one of the pool's, which the requests need meanwhile.
+        lock = await self.pool.connector.connect()
+        try:
+            async with lock.transaction():
+                if not await retention_rows.take_sweeper_lock(lock):
+                    return None
+                return await self._sweep_batches()
+        finally:
+            await lock.close()
+
+    async def _sweep_batches(self) -> int:
+        swept = 0
+        while True:
+            async with self.pool.transaction() as connection:
+                deleted = await retention_rows.delete_expired(connection, self.settings.sweep_batch)
+                for gone in deleted:
+                    await announce(
+                        connection, Change("deleted", gone.key, gone.version, gone.parent_id)
+                    )
+            swept += len(deleted)
+            SESSIONS_SWEPT.inc(len(deleted))
+            if len(deleted) < self.settings.sweep_batch:
+                return swept
 
     async def sweep_forever(self) -> None:
         """A worker's sweeper: a sweep every `sweep_interval` seconds; a failed sweep is

@@ -5,11 +5,10 @@ from dataclasses import replace
 from typing import Any
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app import paging
 from app.config import Settings
-from app.db import DriverPool, driver
+from app.db import DriverPool
 from app.domain import (
     ROOT,
     UNDESCRIBED,
@@ -41,10 +40,7 @@ from app.services.preconditions import read_session, require_app_state_write, re
 class SessionService:
     """Each public method is one unit of work, committed before it returns."""
 
-    def __init__(
-        self, engine: AsyncEngine, pool: DriverPool, settings: Settings, events: EventService
-    ) -> None:
-        self.engine = engine
+    def __init__(self, pool: DriverPool, settings: Settings, events: EventService) -> None:
         self.pool = pool
         self.settings = settings
         self.events = events  # a state delta on a session is recorded as an event
@@ -65,18 +61,17 @@ class SessionService:
         descriptor = Descriptor(
             body.display_name, body.labels or {}, expiry(body.ttl, body.expire_time, created)
         )
-        async with self.engine.begin() as db:
-            await self.insert(db, key, delta, created=created, descriptor=descriptor)
-            async with driver(db) as connection:  # the same transaction
-                if new_events:
-                    await self.events.append_prepared(connection, key, new_events, None)
-                session = await read_session(connection, key)
+        async with self.pool.transaction() as connection:
+            await self.insert(connection, key, delta, created=created, descriptor=descriptor)
+            if new_events:
+                await self.events.append_prepared(connection, key, new_events, None)
+            session = await read_session(connection, key)
         EVENTS_APPENDED.inc(len(new_events))
         return session
 
     async def insert(
         self,
-        db: AsyncConnection,
+        connection: asyncpg.Connection,
         key: SessionKey,
         delta: ScopedDelta,
         *,
@@ -93,16 +88,16 @@ class SessionService:
         if descriptor.expire_time is None and default_ttl is not None:
             descriptor = replace(descriptor, expire_time=created + default_ttl)
         if not await session_rows.insert_new(
-            db, key, delta.session, created, limit, origin, descriptor
+            connection, key, delta.session, created, limit, origin, descriptor
         ):
             raise SessionAlreadyExists(key.session_id)
         parent_id = None if origin.parent is None else origin.parent.session_id
         detail = {"kind": origin.kind}
-        await announce(db, Change("created", key, origin.version, parent_id, detail))
+        await announce(connection, Change("created", key, origin.version, parent_id, detail))
         if delta.app:
-            await state_rows.merge_app(db, key.app_name, delta.app, limit)
+            await state_rows.merge_app(connection, key.app_name, delta.app, limit)
         if delta.user:
-            await state_rows.merge_user(db, key.app_name, key.user_id, delta.user, limit)
+            await state_rows.merge_user(connection, key.app_name, key.user_id, delta.user, limit)
 
     async def get(
         self,
@@ -133,8 +128,8 @@ class SessionService:
         after = None
         if page.token:
             after = paging.time_position(paging.decode(page.token, listing, shape))
-        async with self.engine.connect() as db:
-            rows = await session_rows.list_page(db, query, after=after, limit=page.size + 1)
+        async with self.pool.connection() as connection:
+            rows = await session_rows.list_page(connection, query, after=after, limit=page.size + 1)
 
         def position(row: StoredSession) -> list[Any]:
             return paging.time_cursor(session_rows.sort_key(row, query))
@@ -150,22 +145,23 @@ class SessionService:
         after = None
         if page.token:
             (after,) = paging.decode(page.token, listing, (str,))
-        async with self.engine.connect() as db:
+        async with self.pool.connection() as connection:
             rows = await session_rows.tally(
-                db, app_name, only=only, after=after, limit=page.size + 1
+                connection, app_name, only=only, after=after, limit=page.size + 1
             )
         return Page(*paging.cut(rows, page.size, listing, lambda row: [row.name]))
 
     async def delete(self, key: SessionKey, expected_version: int | None) -> None:
-        async with self.engine.begin() as db:
-            deleted = await session_rows.delete_one(db, key, expected_version)
+        async with self.pool.transaction() as connection:
+            deleted = await session_rows.delete_one(connection, key, expected_version)
             if deleted is not None:
-                await announce(db, Change("deleted", key, deleted.version, deleted.parent_id))
+                await announce(
+                    connection, Change("deleted", key, deleted.version, deleted.parent_id)
+                )
                 return
             if expected_version is None:
                 raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-            async with driver(db) as connection:
-                raise StaleSession(expected_version, await require_session(connection, key))
+            raise StaleSession(expected_version, await require_session(connection, key))
 
     async def update(
         self,
@@ -189,13 +185,11 @@ class SessionService:
             events = [prepare(event, self.settings.event_limits)]
             require_app_state_write(app_state_writable, [events[0].delta])
         changes = descriptor_changes(body)
-        async with self.engine.begin() as db, driver(db) as connection:
-            # The descriptor first: its statement begins the transaction the append joins
-            # (a driver statement run first would commit on its own).
+        async with self.pool.transaction() as connection:
             written = True
             if changes:
                 version = await session_rows.describe(
-                    db,
+                    connection,
                     key,
                     changes,
                     None if events else expected_version,
@@ -203,7 +197,7 @@ class SessionService:
                 )
                 written = version is not None
                 if version is not None and not events:  # else the append tells of it
-                    await announce(db, Change("described", key, version))
+                    await announce(connection, Change("described", key, version))
             if written and events:
                 added = await self.events.append_prepared(connection, key, events, expected_version)
                 written = added is not None

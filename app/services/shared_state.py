@@ -2,9 +2,8 @@
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from app.config import Settings
+from app.db import DriverPool
 from app.errors import InvalidInput
 from app.repositories import shared_state as state_rows
 from app.rules.scopes import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
@@ -26,28 +25,30 @@ def _unprefixed(delta: dict[str, Any]) -> dict[str, Any]:
 class SharedStateService:
     """Each public method is one unit of work, committed before it returns."""
 
-    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
-        self.engine = engine
+    def __init__(self, pool: DriverPool, settings: Settings) -> None:
+        self.pool = pool
         self.settings = settings
 
     async def get_app(self, app_name: str) -> dict[str, Any]:
-        async with self.engine.connect() as db:
-            return await state_rows.get_app(db, app_name)
+        async with self.pool.connection() as connection:
+            return await state_rows.get_app(connection, app_name)
 
     async def get_user(self, app_name: str, user_id: str) -> dict[str, Any]:
-        async with self.engine.connect() as db:
-            return await state_rows.get_user(db, app_name, user_id)
+        async with self.pool.connection() as connection:
+            return await state_rows.get_user(connection, app_name, user_id)
 
     async def update_app(self, app_name: str, delta: dict[str, Any]) -> dict[str, Any]:
         limit = self.settings.max_state_bytes
-        async with self.engine.begin() as db:
-            state = await state_rows.merge_app(db, app_name, _unprefixed(delta), limit)
+        async with self.pool.transaction() as connection:
+            state = await state_rows.merge_app(connection, app_name, _unprefixed(delta), limit)
         return state
 
     async def update_user(
         self, app_name: str, user_id: str, delta: dict[str, Any]
     ) -> dict[str, Any]:
         limit = self.settings.max_state_bytes
-        async with self.engine.begin() as db:
-            state = await state_rows.merge_user(db, app_name, user_id, _unprefixed(delta), limit)
+        async with self.pool.transaction() as connection:
+            state = await state_rows.merge_user(
+                connection, app_name, user_id, _unprefixed(delta), limit
+            )
         return state

@@ -1,11 +1,9 @@
 """Tool-call integrity: which of a session's function calls are answered, pending or orphaned,
 and healing the orphans with an error response, so that a provider is never sent a call
-without its result (DESIGN §6.4)."""
-
-from sqlalchemy.ext.asyncio import AsyncEngine
+without its result."""
 
 from app.config import Settings
-from app.db import DriverPool, driver
+from app.db import DriverPool
 from app.domain import SessionKey
 from app.rules.events import prepare
 from app.rules.tool_calls import ToolCall, healing_events
@@ -17,10 +15,7 @@ from app.services.preconditions import hold_for_write
 class ToolCallService:
     """A listing reads in one snapshot; a heal is one transaction that holds the session."""
 
-    def __init__(
-        self, engine: AsyncEngine, pool: DriverPool, settings: Settings, events: EventService
-    ) -> None:
-        self.engine = engine
+    def __init__(self, pool: DriverPool, settings: Settings, events: EventService) -> None:
         self.pool = pool
         self.settings = settings
         self.events = events
@@ -49,8 +44,8 @@ class ToolCallService:
         """Answer every orphaned call with an error, in one transaction; (how many, version).
         Idempotent: a healed call is answered, so a second heal finds nothing to do."""
         timeout = self.timeout(timeout_seconds)
-        async with self.engine.begin() as db, driver(db) as connection:
-            held = await hold_for_write(db, key, expected_version)
+        async with self.pool.transaction() as connection:
+            held = await hold_for_write(connection, key, expected_version)
             found, _ = await calls_of(connection, key, self.estimate, timeout)
             orphans = [call for call in found if call.status == "orphaned"]
             if not orphans:

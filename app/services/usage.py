@@ -1,15 +1,14 @@
-"""Token usage of an app, summed by user and time (DESIGN §6.3); a session's own is on the
+"""Token usage of an app, summed by user and time; a session's own is on the
 session (`StoredSession.usage`)."""
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
+from app.db import DriverPool
 from app.domain import Usage
 from app.repositories import usage as usage_rows
 
 
 class UsageService:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
+    def __init__(self, pool: DriverPool) -> None:
+        self.pool = pool
 
     async def by_user(
         self,
@@ -18,7 +17,7 @@ class UsageService:
         after_timestamp: float | None,
         before_timestamp: float | None,
     ) -> list[tuple[str, int, Usage]]:
-        async with self.engine.connect() as db:
+        async with self.pool.connection() as connection:
             return await usage_rows.by_user(
-                db, app_name, user_id, after_timestamp, before_timestamp
+                connection, app_name, user_id, after_timestamp, before_timestamp
             )

@@ -1,5 +1,5 @@
 """Queued input: events a user sent while a turn was running, kept apart from the log until
-they are promoted into it (DESIGN §6.4).
+they are promoted into it.
 
 Revision ID: 0009
 Revises: 0008

@@ -1,4 +1,4 @@
-"""Labels, display names and retention on sessions (DESIGN §6.6): `labels` (a string map the
+"""Labels, display names and retention on sessions: `labels` (a string map the
 lists filter on by containment, GIN-indexed), `display_name` (indexed per app for the list's
 exact filter), `expire_time` (a session past it reads as absent at once; the sweeper finds
 the expired ones through a partial index and deletes them).

@@ -1,4 +1,4 @@
-"""Full-text search over events (DESIGN §6.6): `sessionary_event_text`, the words of an event
+"""Full-text search over events: `sessionary_event_text`, the words of an event
 (its text parts, and the names of its function calls and responses, in order; never JSON
 keys or tool arguments; the first 100,000 characters, which keeps a `tsvector` far under its
 1 MB limit), and `events.search`, its `tsvector` in the configured text-search
