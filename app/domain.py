@@ -207,6 +207,26 @@ ROOT = Origin()
 
 
 @dataclass(frozen=True)
+class SessionRow:
+    """A new session's row, every column as an insert writes it: made by a create, a fork or
+    a child (`Origin`), or exactly as an export has it. Times in epoch seconds; `base_state`
+    None: the history starts from `state` itself."""
+
+    key: SessionKey
+    state: dict[str, Any]
+    version: int
+    create_time: float
+    update_time: float
+    kind: str
+    parent: ParentLink | None
+    base_seq: int
+    base_state: dict[str, Any] | None
+    descriptor: Descriptor
+    status: str = "open"
+    outcome: str | None = None
+
+
+@dataclass(frozen=True)
 class StoredSession:
     """A session row with the shared state of its app and user, before any events."""
 

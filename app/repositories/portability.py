@@ -12,22 +12,28 @@ from sqlalchemy import (
     bindparam,
     cast,
     func,
-    literal,
     literal_column,
     select,
     text,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy.dialects.postgresql import JSONB
 
 from app import strict_json
-from app.db import DriverStatement, execute, fetchval
-from app.domain import NewEvent, ParentLink, SessionHeader, SessionKey, Usage
+from app.db import DriverStatement, execute
+from app.domain import (
+    Descriptor,
+    NewEvent,
+    ParentLink,
+    SessionHeader,
+    SessionKey,
+    SessionRow,
+    Usage,
+)
 from app.errors import InvalidInput
 from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState, live
 from app.repositories import sessions as session_rows
 from app.repositories.events import EVENT_ID_CONSTRAINT, RECORD, event_records, insert_events
-from app.repositories.shared_state import checked_state
 from app.schemas import SessionExport
 
 _KEY = {name: bindparam(name, type_=String) for name in ("app_name", "user_id", "session_id")}
@@ -109,44 +115,26 @@ async def insert_exact(
     """The session's row with every column as `record` has it (its session-scoped `state`);
     False if the id is taken by a live session. An expired one under the id is deleted."""
     parent = record.parent
-    update_time = func.to_timestamp(record.last_update_time)
-    statement = (
-        insert(StorageSession)
-        .values(
-            app_name=key.app_name,
-            user_id=key.user_id,
-            id=key.session_id,
-            state=checked_state(literal(state, JSONB), "session", max_state_bytes),
-            version=record.version,
-            create_time=func.to_timestamp(record.create_time),
-            update_time=update_time,
-            update_second=session_rows.whole_second(update_time),
-            kind=record.kind,
-            parent_id=parent and parent.session_id,
-            parent_seq=parent and parent.seq,
-            function_call_id=parent and parent.function_call_id,
-            status=record.status,
-            outcome=record.outcome,
-            base_seq=record.base_seq,
-            base_state=checked_state(literal(record.base_state, JSONB), "session", max_state_bytes),
-            display_name=record.display_name,
-            labels=literal(record.labels, JSONB),
-            expire_time=session_rows.epoch_time(record.expire_time),
-        )
-        .on_conflict_do_nothing(index_elements=["app_name", "user_id", "id"])
-        .returning(StorageSession.version)
-    )
     link = (
         None
         if parent is None
         else ParentLink(parent.session_id, parent.seq, parent.function_call_id)
     )
-    async with session_rows.refusals(link, max_state_bytes):
-        if await fetchval(connection, statement) is not None:
-            return True
-    if await session_rows.delete_expired(connection, key):
-        return await insert_exact(connection, key, record, state, max_state_bytes)
-    return False
+    row = SessionRow(
+        key=key,
+        state=state,
+        version=record.version,
+        create_time=record.create_time,
+        update_time=record.last_update_time,
+        kind=record.kind,
+        parent=link,
+        base_seq=record.base_seq,
+        base_state=record.base_state,
+        descriptor=Descriptor(record.display_name, record.labels, record.expire_time),
+        status=record.status,
+        outcome=record.outcome,
+    )
+    return await session_rows.insert(connection, row, max_state_bytes)
 
 
 async def set_usage(connection: asyncpg.Connection, key: SessionKey, usage: Usage) -> None:

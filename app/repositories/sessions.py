@@ -26,7 +26,8 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import insert as insert_into
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.db import DriverStatement, fetch, fetchrow, fetchval
@@ -40,6 +41,7 @@ from app.domain import (
     ParentLink,
     SessionKey,
     SessionQuery,
+    SessionRow,
     StoredSession,
     Tally,
     Usage,
@@ -163,38 +165,56 @@ async def insert_new(
     origin: Origin = ROOT,
     descriptor: Descriptor = UNDESCRIBED,
 ) -> bool:
-    """Create the row; False if the id is taken (no exception, so the transaction lives on).
-    An expired session under the id, not yet swept, is deleted to make room."""
-    create_time = func.to_timestamp(created)
-    checked = checked_state(literal(state, JSONB), "session", max_state_bytes)
-    parent = origin.parent
-    link = (
-        {}
-        if parent is None
-        else {
-            "parent_id": parent.session_id,
-            "parent_seq": parent.seq,
-            "function_call_id": parent.function_call_id,
-        }
+    """Create the row of a new session (created, forked or a child), made `created`; False if
+    the id is taken."""
+    row = SessionRow(
+        key=key,
+        state=state,
+        version=origin.version,
+        create_time=created,
+        update_time=created,
+        kind=origin.kind,
+        parent=origin.parent,
+        base_seq=origin.version if origin.base is None else origin.base[0],
+        base_state=None if origin.base is None else origin.base[1],
+        descriptor=descriptor,
     )
+    return await insert(connection, row, max_state_bytes)
+
+
+async def insert(connection: asyncpg.Connection, row: SessionRow, max_state_bytes: int) -> bool:
+    """Insert the row; False if the id is taken (no exception, so the transaction lives on).
+    An expired session under the id, not yet swept, is deleted to make room."""
+    checked = checked_state(literal(row.state, JSONB), "session", max_state_bytes)
+    base_state = (
+        checked
+        if row.base_state is None
+        else checked_state(literal(row.base_state, JSONB), "session", max_state_bytes)
+    )
+    update_time = func.to_timestamp(row.update_time)
+    parent = row.parent
     statement = (
-        insert(StorageSession)
+        insert_into(StorageSession)
         .values(
-            app_name=key.app_name,
-            user_id=key.user_id,
-            id=key.session_id,
+            app_name=row.key.app_name,
+            user_id=row.key.user_id,
+            id=row.key.session_id,
             state=checked,
-            version=origin.version,
-            create_time=create_time,
-            update_time=create_time,
-            update_second=whole_second(create_time),
-            kind=origin.kind,
-            **link,
-            base_seq=origin.version if origin.base is None else origin.base[0],
-            base_state=checked if origin.base is None else literal(origin.base[1], JSONB),
-            display_name=descriptor.display_name,
-            labels=literal(descriptor.labels, JSONB),
-            expire_time=epoch_time(descriptor.expire_time),
+            version=row.version,
+            create_time=func.to_timestamp(row.create_time),
+            update_time=update_time,
+            update_second=whole_second(update_time),
+            kind=row.kind,
+            parent_id=parent and parent.session_id,
+            parent_seq=parent and parent.seq,
+            function_call_id=parent and parent.function_call_id,
+            status=row.status,
+            outcome=row.outcome,
+            base_seq=row.base_seq,
+            base_state=base_state,
+            display_name=row.descriptor.display_name,
+            labels=literal(row.descriptor.labels, JSONB),
+            expire_time=epoch_time(row.descriptor.expire_time),
         )
         # On the key only: a child for a function call that has one is an error, not a no-op.
         .on_conflict_do_nothing(index_elements=["app_name", "user_id", "id"])
@@ -202,10 +222,8 @@ async def insert_new(
     )
     async with refusals(parent, max_state_bytes):
         created_row = await fetchval(connection, statement)
-    if created_row is None and await delete_expired(connection, key):
-        return await insert_new(
-            connection, key, state, created, max_state_bytes, origin, descriptor
-        )
+    if created_row is None and await delete_expired(connection, row.key):
+        return await insert(connection, row, max_state_bytes)
     return created_row is not None
 
 
