@@ -7,9 +7,12 @@ one copy: a second copy of a large body costs more than the join itself, in fres
 """
 
 import json
+from functools import cache
 from typing import Any
 
-from app import strict_json
+from pydantic import BaseModel
+
+from app import schemas, strict_json
 from app.domain import (
     NO_USAGE,
     ContextRead,
@@ -31,6 +34,17 @@ from app.rules.tool_calls import ToolCall
 def dumps(value: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON, as Starlette's JSONResponse renders it."""
     return strict_json.dumps(value)
+
+
+@cache
+def _wire_fields(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, field.alias or name) for name, field in model.model_fields.items())
+
+
+def wire(value: object, model: type[BaseModel]) -> dict[str, Any]:
+    """A value whose attributes are named as `model`'s fields (snake_case) as the JSON of
+    `model`: its fields alone, camelCase. A field added to both needs nothing here."""
+    return {alias: getattr(value, name) for name, alias in _wire_fields(model)}
 
 
 def with_array(
@@ -116,19 +130,7 @@ def export_line(item: ExportItem) -> bytes:
 
 def search_page(page: Page[SearchHit]) -> bytes:
     """A `SearchPage`."""
-    hits = [
-        {
-            "userId": hit.user_id,
-            "sessionId": hit.session_id,
-            "seq": hit.seq,
-            "eventId": hit.event_id,
-            "author": hit.author,
-            "timestamp": hit.timestamp,
-            "rank": hit.rank,
-            "snippet": as_html(hit.snippet),
-        }
-        for hit in page.items
-    ]
+    hits = [{**wire(hit, schemas.SearchHit), "snippet": as_html(hit.snippet)} for hit in page.items]
     return dumps({"hits": hits, "nextPageToken": page.next_page_token})
 
 
@@ -242,23 +244,7 @@ def context_view(view: ContextRead) -> bytes:
 
 def tool_calls(calls: list[ToolCall]) -> bytes:
     """A `ToolCallList`."""
-    return dumps(
-        {
-            "toolCalls": [
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "eventId": call.event_id,
-                    "seq": call.seq,
-                    "timestamp": call.timestamp,
-                    "status": call.status,
-                    "deadline": call.deadline,
-                    "longRunning": call.long_running,
-                }
-                for call in calls
-            ]
-        }
-    )
+    return dumps({"toolCalls": [wire(call, schemas.ToolCall) for call in calls]})
 
 
 def healed(count: int, version: int) -> bytes:

@@ -1,0 +1,55 @@
+"""Errors (RFC 9457 problem details) and the operations probes on the wire."""
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from app.errors import PROBLEM_CODES
+from app.schemas.base import WireModel
+
+
+class ValidationErrorItem(BaseModel):
+    loc: list[str | int] = Field(description="Where: `body`, `query` or `path`, then the field.")
+    msg: str
+    type: str = Field(description="The kind of check that failed, e.g. `missing`.")
+
+
+class Problem(BaseModel):
+    """An error, as RFC 9457 problem details."""
+
+    type: str = Field(description="A URN naming the kind of problem.")
+    title: str
+    status: int
+    detail: str = Field(description="What went wrong with this request, for people.")
+    code: str = Field(
+        description="Stable, machine-readable: what went wrong, for code to act on.",
+        json_schema_extra={"enum": list(PROBLEM_CODES)},
+    )
+    instance: str | None = Field(
+        default=None,
+        description="The request path; absent when the request was refused before its path "
+        "was read (`headers_too_large`, `bad_request`).",
+    )
+    errors: list[ValidationErrorItem] | None = Field(
+        default=None, description="For `validation_error`: each invalid field."
+    )
+    current_version: int | None = Field(
+        default=None,
+        alias="currentVersion",
+        description="For `stale_session`: the session's version now (reload it, then retry "
+        "with this version in `If-Match`).",
+    )
+    call_ids: list[str] | None = Field(
+        default=None,
+        alias="callIds",
+        description="For `tool_calls_pending`: the function calls still unanswered.",
+    )
+
+
+class Health(WireModel):
+    status: Literal["ok"]
+
+
+class Readiness(WireModel):
+    status: Literal["ready"]
+    schema_revision: str = Field(description="The Alembic revision the database is at.")
