@@ -1,8 +1,11 @@
-"""Small HTTP helpers shared by the tests."""
+"""Small helpers shared by the tests."""
 
-from typing import Any
+import os
+import shutil
+from typing import Any, NoReturn
 
 import httpx
+import pytest
 
 APP = "agent-app"
 USER = "alice"
@@ -48,3 +51,20 @@ def assert_problem(response: httpx.Response, status: int, code: str) -> dict[str
     assert body["code"] == code
     assert body["detail"]
     return body
+
+
+def missing_tool(tool: str, package: str) -> NoReturn:
+    """A tool a test starts is not installed: skipped, but failed in CI, which installs every
+    tool (`.ci/test-tools`)."""
+    message = f"{tool} is not installed (Debian: apt-get install {package})"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def chromium() -> str:
+    """The path of Debian's Chromium, which the browser tests drive."""
+    path = shutil.which("chromium")
+    if path is None:
+        missing_tool("Chromium", "chromium")
+    return path

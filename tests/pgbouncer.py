@@ -2,13 +2,11 @@
 those tests, saying how to install it; in CI (`CI=true`, where `.ci/run` installs it) its
 absence fails them."""
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import pytest
-
 from bench import pgbouncer as bouncer
+from tests.helpers import missing_tool
 
 
 @contextmanager
@@ -17,9 +15,6 @@ def pgbouncer(target_dsn: str) -> Iterator[str]:
     four server connections for the clients of two workers, `DISCARD ALL` after each
     transaction."""
     if not bouncer.available():
-        message = "pgbouncer is not installed (Debian: apt-get install pgbouncer)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_tool("pgbouncer", "pgbouncer")
     with bouncer.pgbouncer(target_dsn, pool_size=4, strict=True) as url:
         yield url

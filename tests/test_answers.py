@@ -1,9 +1,7 @@
 """What every answer is: an error is problem+json (a refused CORS preflight too), a JSON answer
 tells browsers not to sniff another type into it, and `/docs` needs nothing but this server."""
 
-import os
 import re
-import shutil
 from collections.abc import AsyncIterator
 
 import httpx
@@ -12,7 +10,7 @@ from playwright.async_api import Request, Route, async_playwright, expect
 
 from app.config import Settings
 from tests.fixtures import client_of
-from tests.helpers import create_session, session_url
+from tests.helpers import chromium, create_session, session_url
 
 PAGE = "https://app.example.com"
 EVENTS = session_url("s1") + "/events"
@@ -87,12 +85,7 @@ async def test_the_docs_load_their_assets_from_this_server(client: httpx.AsyncCl
 async def test_the_docs_show_the_api_in_a_browser_that_reaches_only_this_server(
     live_server: str,
 ) -> None:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        message = "Chromium is not installed (Debian: apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    executable = chromium()
     elsewhere: list[str] = []
 
     async def only_this_server(route: Route, request: Request) -> None:
@@ -104,7 +97,7 @@ async def test_the_docs_show_the_api_in_a_browser_that_reaches_only_this_server(
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
-            executable_path=chromium, args=["--no-sandbox", "--disable-gpu"]
+            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
         )
         try:
             page = await browser.new_page()

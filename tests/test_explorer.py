@@ -7,7 +7,6 @@ With SESSIONARY_SCREENSHOTS=dir (`make screenshots`), the main views are saved t
 
 import asyncio
 import os
-import shutil
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from tests.fixtures import keys_command, start_server, stop_server
+from tests.helpers import chromium
 
 # As root on a machine without network: no sandbox, and none of Chromium's own connections.
 FLAGS = [
@@ -35,14 +35,9 @@ COLOURS = {"session": "rgb(31, 111, 235)", "user": "rgb(26, 127, 55)", "app": "r
 
 @pytest.fixture(scope="module")
 async def browser() -> AsyncIterator[Browser]:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        message = "Chromium is not installed (Debian: apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    executable = chromium()
     async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=chromium, args=FLAGS)
+        launched = await playwright.chromium.launch(executable_path=executable, args=FLAGS)
         yield launched
         await launched.close()
 

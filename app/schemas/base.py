@@ -2,7 +2,8 @@
 three kinds of model (a response, a control body that refuses unknown fields, an ADK record
 kept verbatim)."""
 
-from typing import Annotated, Any, ClassVar
+import dataclasses
+from typing import Annotated, Any, ClassVar, get_type_hints
 
 from pydantic import (
     AfterValidator,
@@ -10,6 +11,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    create_model,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -68,6 +70,18 @@ class WireModel(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True, strict=True
     )
+
+
+def wire_model(value_type: type, **descriptions: str) -> type[WireModel]:
+    """The wire model of a domain dataclass whose fields are the answer's, each as named
+    (camelCase on the wire), with the descriptions the spec gives them: one shape, written
+    once, in `app.domain`."""
+    hints = get_type_hints(value_type)
+    fields: dict[str, Any] = {
+        field.name: (hints[field.name], Field(description=descriptions.get(field.name)))
+        for field in dataclasses.fields(value_type)
+    }
+    return create_model(value_type.__name__, __base__=WireModel, **fields)
 
 
 class ControlBody(WireModel):

@@ -2,23 +2,17 @@
 
 from pydantic import Field
 
-from app.schemas.base import WireModel
+from app import domain
+from app.schemas.base import WireModel, wire_model
 
-
-class SearchHit(WireModel):
-    user_id: str
-    session_id: str
-    seq: int
-    event_id: str
-    author: str | None
-    timestamp: float
-    rank: float = Field(description="How well the event matches (`ts_rank`): higher is better.")
-    snippet: str = Field(
-        description="Up to two fragments of the event's text around the matches: HTML-escaped, "
-        "each match in `<mark>…</mark>`."
-    )
+SearchHit = wire_model(
+    domain.SearchHit,
+    rank="How well the event matches (`ts_rank`): higher is better.",
+    snippet="Up to two fragments of the event's text around the matches: HTML-escaped, each "
+    "match in `<mark>…</mark>`.",
+)
 
 
 class SearchPage(WireModel):
-    hits: list[SearchHit] = Field(description="Best match first.")
-    next_page_token: str | None
+    hits: list[SearchHit] = Field(description="Best match first.")  # type: ignore[valid-type]
+    next_page_token: str | None = Field(description="Pass as `pageToken` for the next page.")

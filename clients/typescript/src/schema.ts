@@ -1234,7 +1234,10 @@ export interface components {
              * @description Best match first.
              */
             hits: components["schemas"]["SearchHit"][];
-            /** Nextpagetoken */
+            /**
+             * Nextpagetoken
+             * @description Pass as `pageToken` for the next page.
+             */
             nextPageToken: string | null;
         };
         /** Session */
