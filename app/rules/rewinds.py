@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.domain import StateMap
+from app.rules.events import canonical_json
 
 
 def live_seqs(marks: Sequence[tuple[int, str | None, str | None]]) -> list[int]:
@@ -41,7 +42,12 @@ def live_seqs(marks: Sequence[tuple[int, str | None, str | None]]) -> list[int]:
 def restoring_delta(current: StateMap, then: StateMap) -> dict[str, Any]:
     """The delta that takes the session state `current` back to `then`: keys that changed get
     their value then, keys that did not exist then become null (a delta cannot remove a key;
-    ADK's rewind nulls them the same way)."""
-    delta = {key: value for key, value in then.items() if current.get(key, ...) != value}
+    ADK's rewind nulls them the same way). Values are compared as JSON, where `true` is not
+    `1` (Python's `==`, which ADK's rewind compares with, takes them for one)."""
+    delta = {
+        key: value
+        for key, value in then.items()
+        if key not in current or canonical_json(current[key]) != canonical_json(value)
+    }
     delta.update({key: None for key in current if key not in then})
     return delta
