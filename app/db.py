@@ -187,19 +187,11 @@ class DriverPool:
         )
         return cls(pool, connector)
 
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
+    def connection(self) -> "_Acquired":
         """A connection of the pool for the block; a driver error raised in it that is the
         database's doing comes out as Sessionary's own (`translated`), so that nothing above
         this module handles a driver's errors."""
-        try:
-            async with self._pool.acquire(timeout=self.acquire_timeout) as connection:
-                yield connection
-        except DRIVER_ERRORS as error:
-            ours = translated(error)
-            if ours is None:
-                raise
-            raise ours from error
+        return _Acquired(self._pool.acquire(timeout=self.acquire_timeout))
 
     @asynccontextmanager
     async def transaction(self, **options: Any) -> AsyncIterator[asyncpg.Connection]:
@@ -219,6 +211,38 @@ class DriverPool:
             await asyncio.wait_for(self._pool.close(), self.acquire_timeout)
         except TimeoutError:
             self._pool.terminate()
+
+
+class _Acquired:
+    """asyncpg's acquisition of a pooled connection, its driver errors translated; a class
+    rather than a generator, as every request takes one."""
+
+    __slots__ = ("_acquisition",)
+
+    def __init__(self, acquisition: Any) -> None:
+        self._acquisition = acquisition
+
+    async def __aenter__(self) -> asyncpg.Connection:
+        try:
+            return await self._acquisition.__aenter__()
+        except DRIVER_ERRORS as error:
+            _raise_translated(error)
+            raise
+
+    async def __aexit__(self, kind: Any, error: BaseException | None, trace: Any) -> None:
+        try:
+            await self._acquisition.__aexit__(kind, error, trace)
+        except DRIVER_ERRORS as released:  # the connection broke as it was given back
+            _raise_translated(released)
+            raise
+        if isinstance(error, DRIVER_ERRORS):
+            _raise_translated(error)  # else the driver's own error goes on: a bug, a 500
+
+
+def _raise_translated(error: BaseException) -> None:
+    ours = translated(error)
+    if ours is not None:
+        raise ours from error
 
 
 def migration_engine(connector: Connector) -> AsyncEngine:

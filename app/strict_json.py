@@ -83,10 +83,10 @@ def _check_tree(value: Any, max_depth: int, check_strings: bool) -> None:
             _check_string(node)
 
 
-def check(value: Any, *, max_depth: int) -> None:
-    """What `loads` checks of what it parses, for a value built otherwise (an event the
-    server composes around a client's value, or one read from another store)."""
-    _check_tree(value, max_depth, check_strings=True)
+def check_depth(value: Any, *, max_depth: int) -> None:
+    """The nesting `loads` allows, for a value built otherwise (an event the server composes
+    around a client's value, or one read from another store)."""
+    _check_tree(value, max_depth, check_strings=False)
 
 
 def loads(body: bytes, *, max_depth: int) -> Any:

@@ -51,3 +51,14 @@ def test_limits_and_duplicate_ids_are_refused():
     with pytest.raises(InvalidInput):
         prepare_all([event(id="same"), event(id="same")])
     assert prepare_all([event(partial=True), event()])[0].document["author"] == "agent"
+
+
+def test_partial_fragments_and_nesting_past_the_limit_are_never_stored():
+    limits = EventLimits(max_bytes=1024 * 1024, max_depth=5, estimate=estimate_tokens)
+    with pytest.raises(InvalidInput):
+        prepare(event(partial=True), limits)
+    # Wide is not deep: a hundred brackets, five levels.
+    wide = event(content={"parts": [{"a": [1]} for _ in range(50)]})
+    assert prepare(wide, limits).document["content"] == wide["content"]
+    with pytest.raises(InvalidInput):
+        prepare(event(content={"a": [[[[1]]]]}), limits)  # six levels
