@@ -37,9 +37,19 @@ install: $(DEV)
 run: $(SERVE)
 	$(BIN)/sessionary serve
 
-## Lint, type-check and run every test (embedded PostgreSQL unless (TEST_)DATABASE_URL is set).
+# The cluster suite runs the tests of the service's behaviour again on a Citus coordinator and
+# two workers that it starts (bench/citus.py), with what only a cluster shows (test_citus.py);
+# not the tests of one server's own machinery (replicas, failover, PgBouncer, the embedded
+# server, set-up) nor those that reach no database.
+NOT_ON_CLUSTER := test_setup.py test_docs.py test_openapi.py test_explorer.py \
+	test_typescript_client.py test_pgbouncer.py test_replicas.py test_failover.py \
+	test_strict_json.py test_rendering.py rules
+
+## Lint, type-check and run every test (embedded PostgreSQL unless (TEST_)DATABASE_URL is set),
+## then the cluster suite on a Citus cluster of its own.
 test: $(DEV) lint test-tools
 	$(BIN)/pytest
+	SESSIONARY_TEST_CITUS=1 $(BIN)/pytest tests $(NOT_ON_CLUSTER:%=--ignore=tests/%)
 
 ## Debian's PgBouncer and Chromium, which some tests start: installed when missing, as root
 ## with apt-get; otherwise one line says how (those tests are skipped).

@@ -21,7 +21,7 @@ from alembic.util import CommandError
 from fastapi import FastAPI
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import db, workers
+from app import db, sharding, workers
 from app.api import render
 from app.config import Settings
 from app.domain import ApiKey, SessionHeader
@@ -132,13 +132,15 @@ def migrate(args: argparse.Namespace) -> None:
     url = _database_url("migrate")
     connector = db.connector(url, Settings())
     current, head = _revision(connector), db.head_revision()
+    distributed = db.upgrade(url)  # at head already, it still shards what Citus has not
     if current == head:
         print(f"{connector.where()} is already at revision {head}")
     else:
-        db.upgrade(url)
         print(
             f"migrated {connector.where()} from {current or 'an empty schema'} to revision {head}"
         )
+    if distributed:
+        print(f"distributed on Citus by {sharding.SHARD_KEY}: {', '.join(distributed)}")
 
 
 def _database_url(command: str) -> str:

@@ -61,6 +61,22 @@ def sqlstate(error: BaseException) -> str | None:
     return code if isinstance(code, str) else None
 
 
+# On Citus a unique violation comes from a shard: its constraint carries the shard's number
+# ("uq_events_…_102019"), the driver's `constraint_name` is empty, and a write Citus ran in steps
+# reports it as an internal error (XX000) with the worker's message.
+_UNIQUE_VIOLATION = re.compile(r'duplicate key value violates unique constraint "(.+?)(?:_\d+)?"')
+
+
+def violated_unique(error: BaseException) -> str | None:
+    """The schema's name of the unique constraint a write violated; None for other errors."""
+    if isinstance(error, asyncpg.UniqueViolationError) and error.constraint_name:
+        return str(error.constraint_name)
+    if sqlstate(error) not in ("23505", "XX000"):
+        return None
+    match = _UNIQUE_VIOLATION.match(str(error))
+    return match[1] if match else None
+
+
 def is_unavailable(error: BaseException) -> bool:
     """The database cannot serve right now (a 503 worth retrying), not a fault of the request."""
     code = sqlstate(error)
@@ -355,9 +371,14 @@ def alembic_config(dsn: str) -> Config:
     return config
 
 
-def upgrade(dsn: str, revision: str = "head") -> None:
-    """Run Alembic migrations (blocking; call it outside the event loop)."""
-    command.upgrade(alembic_config(dsn), revision)
+def upgrade(dsn: str, revision: str = "head") -> list[str]:
+    """Run Alembic migrations, then shard on Citus what is not yet (`app.sharding`); returns
+    the tables it distributed. Blocking: call it outside the event loop."""
+    config = alembic_config(dsn)
+    config.attributes["shard"] = True
+    command.upgrade(config, revision)
+    distributed: list[str] = config.attributes.get("distributed", [])
+    return distributed
 
 
 def downgrade(dsn: str, revision: str) -> None:

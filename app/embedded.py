@@ -83,17 +83,26 @@ def _free_port() -> int:
 
 
 class EmbeddedPostgres:
-    """One PostgreSQL server owning `data_dir`; `start()` returns its DSN, `stop()` ends it."""
+    """One PostgreSQL server owning `data_dir`; `start()` returns its DSN, `stop()` ends it.
 
-    def __init__(self, data_dir: Path) -> None:
+    `bin_dir` runs another installation's binaries instead of the wheel's (the tests' Citus
+    nodes run the system's PostgreSQL, into which Citus is installed), and `options` are
+    server settings passed at start (`-c name=value`).
+    """
+
+    def __init__(
+        self, data_dir: Path, bin_dir: Path | None = None, options: dict[str, str] | None = None
+    ) -> None:
         self.data_dir = data_dir.resolve()
         self.owner_file = self.data_dir / OWNER_FILE  # where it was asked for, even under root
         self._lock: int | None = None
         self.port: int | None = None
-        self._bin = _bin_dir()
+        self.options = "".join(f" -c {name}={value}" for name, value in (options or {}).items())
+        self._bin = bin_dir or _bin_dir()
         self._user = pwd.getpwnam(UNPRIVILEGED_USER) if os.geteuid() == 0 else None
         if self._user is not None:
-            self._bin = self._shared_copy_of_binaries()
+            if bin_dir is None:
+                self._bin = self._shared_copy_of_binaries()
             self.data_dir = self._data_dir_reachable_by_user()
         self.pgdata = self.data_dir / "pgdata"
 
@@ -194,7 +203,7 @@ class EmbeddedPostgres:
                 "pg_ctl",
                 *("start", "-D", str(self.pgdata), "-w", "-t", "60"),
                 *("-l", str(self.pgdata / "server.log")),
-                *("-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}"),
+                *("-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}{self.options}"),
             )
         except BaseException:
             self._disown()

@@ -96,6 +96,20 @@ def _postgres() -> dict[int, float]:
     return found
 
 
+def postgres_by_server() -> dict[int, float]:
+    """CPU seconds so far of each PostgreSQL server on the host, by its postmaster's pid: the
+    postmaster's own and every process it started (backends, background workers)."""
+    parents = {}
+    for pid in _postgres():
+        if (fields := _stat_fields(pid)) is not None:
+            parents[pid] = (int(fields[1]), _seconds(fields))
+    servers: dict[int, float] = {}
+    for pid, (parent, seconds) in parents.items():
+        server = parent if parent in parents else pid
+        servers[server] = servers.get(server, 0.0) + seconds
+    return servers
+
+
 def _server(pids: Sequence[int]) -> float:
     return sum(_seconds(fields) for pid in pids if (fields := _stat_fields(pid)) is not None)
 

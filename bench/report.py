@@ -55,6 +55,14 @@ ROWS = (
         "events/s",
     ),
     Row("s14_rss", "S14 `sessionary import-adk`", "peak RSS MB"),
+    Row("s15_single_s3_ms", "S15 S3 on one PostgreSQL 15 node", "ms"),
+    Row("s15_cluster_s3_ms", "S15 S3 on Citus, a coordinator and 2 workers", "ms"),
+    Row("s15_single_s1_eps", "S15 S1 on one PostgreSQL 15 node", "events/s"),
+    Row("s15_cluster_s1_eps", "S15 S1 on Citus, a coordinator and 2 workers", "events/s"),
+    Row("s15_single_s1_p99", "S15 S1 on one PostgreSQL 15 node", "p99 ms"),
+    Row("s15_cluster_s1_p99", "S15 S1 on Citus, a coordinator and 2 workers", "p99 ms"),
+    Row("s15_single_pg_cpu", "S15 S1 on one PostgreSQL 15 node: PostgreSQL CPU", "µs/append"),
+    Row("s15_cluster_pg_cpu", "S15 S1 on Citus: PostgreSQL CPU, every node", "µs/append"),
 )
 
 

@@ -22,6 +22,8 @@ if __package__ in (None, ""):  # run as `python bench/run.py`: make `bench` impo
 
 from app.config import Settings
 from bench import (
+    citus,
+    cpu,
     databases,
     live,
     loadgen,
@@ -113,19 +115,24 @@ def _schemas(dbs: Databases, with_adk: bool) -> list[tuple[str, Schema]]:
     return [*schemas, (dbs.adk, "adk")] if with_adk else schemas
 
 
+async def seed_read(dsn: str, schema: Schema, sizes: Sizes) -> None:
+    """S3/S4's long session (`READ_KEY`)."""
+    await databases.seed(
+        dsn,
+        schema,
+        app=READ_APP,
+        sessions=1,
+        events_per_session=sizes.long_session,
+        users=1,
+        user_prefix="reader",
+        session_prefix="long",
+    )
+
+
 async def seed_small(dbs: Databases, sizes: Sizes, with_adk: bool) -> None:
     """S3/S4's long session and S5's listed sessions, the same rows in every database."""
     for dsn, schema in _schemas(dbs, with_adk):
-        await databases.seed(
-            dsn,
-            schema,
-            app=READ_APP,
-            sessions=1,
-            events_per_session=sizes.long_session,
-            users=1,
-            user_prefix="reader",
-            session_prefix="long",
-        )
+        await seed_read(dsn, schema, sizes)
         await databases.seed(
             dsn,
             schema,
@@ -358,6 +365,7 @@ async def bench(args: argparse.Namespace) -> str:
         await run_search(dbs, sessionary, sizes, results)
         await run_portability(dbs, sizes, results)
         await run_pooled(dbs, args.workers, sizes, results, server_env)
+        await run_sharded(sizes, args.workers, results, server_env)
         if adk is not None:
             await run_adoption(dbs, results)
 
@@ -486,6 +494,56 @@ async def run_pooled(
     results.notes.append(
         f"S13: through PgBouncer, S1 at {appends:.0%} of the direct server's events/s, S3 in "
         f"{reads:.2f}x its time; PgBouncer itself is one process, on the same two cores."
+    )
+
+
+async def run_sharded(
+    sizes: Sizes, workers: int, results: Results, server_env: dict[str, str]
+) -> None:
+    """S15: S3 and S1 on a Citus cluster started on this host (a coordinator and two workers,
+    the tables sharded by `sessionary migrate`), next to one PostgreSQL started the same way
+    without Citus, in this run; and where the cluster's PostgreSQL CPU went, node by node."""
+    missing = citus.citus_missing()
+    if missing is not None:
+        results.notes.append(f"S15 not run: {missing}.")
+        return
+    single_options = {"max_connections": citus.NODE_OPTIONS["max_connections"]}
+    with (
+        citus.citus_cluster(workers=0, options=single_options) as single,
+        citus.citus_cluster(workers=2, options=citus.NODE_OPTIONS) as cluster,
+    ):
+        for label, owner in (("s15_single", single), ("s15_cluster", cluster)):
+            sharded = owner is cluster
+            dsn = await asyncio.to_thread(owner.create_database, sharded=sharded)
+            await asyncio.to_thread(databases.migrate, dsn)
+            await seed_read(dsn, "sessionary", sizes)
+            with server.Server(dsn, workers, server_env) as serve:
+                system = Sessionary(serve.host, serve.port, worker_pids=serve.worker_pids)
+                log(f"S15: S3 and S1 on {'the Citus cluster' if sharded else 'one node'}")
+                read = await scenarios.read(system, sizes, READ_KEY, None)
+                results.put(f"{label}_s3_ms", "Sessionary", read)
+                before = cpu.postgres_by_server()
+                burst = await append(system, sizes, label)
+                spent = {
+                    pid: seconds - before.get(pid, 0.0)
+                    for pid, seconds in cpu.postgres_by_server().items()
+                }
+            put_burst(results, f"{label}_s1", "Sessionary", burst)
+            if burst.cpu is not None:
+                results.put(f"{label}_pg_cpu", "Sessionary", burst.cpu.postgres)
+            if sharded and burst.cpu is not None:
+                nodes = cluster.postmasters()
+                on_nodes = sum(spent.get(pid, 0.0) for pid in nodes)
+                split = ", ".join(
+                    f"{name} {spent.get(pid, 0.0) / on_nodes * burst.cpu.postgres:.0f}"
+                    for pid, name in nodes.items()
+                )
+                results.notes.append(f"S15: the cluster's PostgreSQL µs per append: {split}.")
+    appends = results.get("s15_cluster_s1_eps") / results.get("s15_single_s1_eps")
+    reads = results.get("s15_cluster_s3_ms") / results.get("s15_single_s3_ms")
+    results.notes.append(
+        f"S15: on a Citus coordinator and two workers, all on this host's {os.cpu_count()} "
+        f"cores, S1 at {appends:.0%} of one node's events/s, S3 in {reads:.2f}x its time."
     )
 
 

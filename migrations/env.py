@@ -8,6 +8,7 @@ from sqlalchemy.engine import Connection
 from app.config import Settings
 from app.db import connector, migration_engine
 from app.models import Base
+from app.sharding import distribute
 
 target_metadata = Base.metadata
 
@@ -16,6 +17,8 @@ def _run(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata)
     with context.begin_transaction():
         context.run_migrations()
+        if context.config.attributes.get("shard"):  # an upgrade by `app.db.upgrade`
+            context.config.attributes["distributed"] = distribute(connection)
 
 
 async def _run_online() -> None:

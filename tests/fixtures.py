@@ -2,6 +2,9 @@
 
 The server is TEST_DATABASE_URL or DATABASE_URL when set, else an embedded PostgreSQL started
 for this test session. Either way the tests create their own database on it and drop it after.
+With SESSIONARY_TEST_CITUS=1 (the cluster suite, which `make test` runs too) it is instead a
+Citus coordinator and two workers started for the session (`bench.citus`), and the tests'
+databases are sharded over them by the migrations, as `sessionary migrate` shards a user's.
 """
 
 import asyncio
@@ -30,6 +33,8 @@ from app.config import Settings
 from app.embedded import EmbeddedPostgres
 from app.main import create_app
 from app.models import Base
+from bench.citus import Cluster, citus_cluster, citus_missing
+from tests import ON_CITUS
 
 
 def with_database(dsn: str, name: str) -> str:
@@ -66,17 +71,43 @@ def server_dsn() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def new_database(server_dsn: str) -> Iterator[Callable[[], str]]:
-    """A factory of empty databases, all dropped at the end of the session."""
-    created: list[str] = []
+def citus() -> Iterator[Cluster]:
+    """The cluster of the cluster suite: a coordinator and two workers."""
+    missing = citus_missing()
+    if missing is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the cluster suite needs Citus: {missing}")
+        pytest.skip(f"the cluster suite needs Citus: {missing}")
+    with citus_cluster(workers=2) as cluster:
+        yield cluster
 
-    def create() -> str:
+
+@pytest.fixture(scope="session")
+def new_database(request: pytest.FixtureRequest) -> Iterator[Callable[[], str]]:
+    """A factory of empty databases, all dropped at the end of the session; on the cluster,
+    each with Citus in it on every node."""
+    created: list[str] = []
+    if ON_CITUS:
+        cluster: Cluster = request.getfixturevalue("citus")
+
+        def create() -> str:
+            url = cluster.create_database()
+            created.append(make_url(url).database or "")
+            return url
+
+        yield create
+        for name in created:
+            cluster.drop_database(name)
+        return
+    server_dsn: str = request.getfixturevalue("server_dsn")
+
+    def create_on_server() -> str:
         name = f"sessionary_test_{uuid.uuid4().hex[:12]}"
         admin(server_dsn, f'CREATE DATABASE "{name}"')
         created.append(name)
         return with_database(server_dsn, name)
 
-    yield create
+    yield create_on_server
     for name in created:
         admin(server_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 

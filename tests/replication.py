@@ -1,7 +1,6 @@
 """Real PostgreSQL replication for the tests: a primary of their own and a streaming standby
 made from it with `pg_basebackup`, both from the embedded PostgreSQL's binaries."""
 
-import asyncio
 import shutil
 import tempfile
 import time
@@ -9,9 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import asyncpg
-
 from app.embedded import EmbeddedPostgres
+from bench.citus import run
 
 
 class Standby(EmbeddedPostgres):
@@ -71,22 +69,6 @@ def primary_and_standby(*, synchronous: bool = False) -> Iterator[tuple[Embedded
             standby.stop("immediate")
         primary.stop("immediate")
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def run(dsn: str, *statements: str) -> list[asyncpg.Record]:
-    """Run statements on one connection; the last one's rows."""
-
-    async def go() -> list[asyncpg.Record]:
-        connection = await asyncpg.connect(dsn)
-        try:
-            rows: list[asyncpg.Record] = []
-            for statement in statements:
-                rows = await connection.fetch(statement)
-            return rows
-        finally:
-            await connection.close()
-
-    return asyncio.run(go())
 
 
 def wait_caught_up(primary_dsn: str, standby_dsn: str, timeout: float = 30) -> None:

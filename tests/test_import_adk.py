@@ -14,8 +14,8 @@ from google.adk.sessions.schemas.v0 import Base as LegacyBase
 from google.genai import types
 from sessionary_client.adk import SessionaryService
 
+from bench.citus import run
 from tests.fixtures import sessionary, start_server, stop_server
-from tests.replication import run
 
 APPS, USERS = ("weather", "travel"), ("ada", "bob")
 

@@ -14,9 +14,10 @@ from sessionary_client import SessionaryClient
 from sessionary_client.errors import SessionNotFoundError
 
 from app.embedded import EmbeddedPostgres
+from bench.citus import run
 from tests.fixtures import start_server, stop_server
 from tests.helpers import APP, USER, session_url
-from tests.replication import Standby, primary_and_standby, run, wait_caught_up
+from tests.replication import Standby, primary_and_standby, wait_caught_up
 
 SESSIONS = f"/apps/{APP}/users/{USER}/sessions"
 

@@ -1,6 +1,7 @@
 """The README's commands set up what they need and no more: `make run` the service alone,
-`make test` and `.ci/run` the tools the tests start (Debian's PgBouncer and Chromium), and
-apt-get's package lists refreshed before anything is installed from them."""
+`make test` and `.ci/run` the tools the tests start (Debian's PgBouncer, Chromium and
+PostgreSQL 15, and Citus), and apt-get's package lists refreshed before anything is installed
+from them."""
 
 import os
 import subprocess
@@ -55,10 +56,30 @@ def fake_apt(folder: Path, *present: str) -> Path:
     return folder
 
 
-def tools(path: Path) -> subprocess.CompletedProcess[str]:
+def postgresql_15(folder: Path, *, citus: bool) -> Path:
+    """A PostgreSQL 15 installation's bin folder (do-nothing programs), with Citus or not."""
+    folder.mkdir()
+    (folder / "lib").mkdir()
+    if citus:
+        (folder / "lib" / "citus.so").touch()
+    (folder / "postgres").write_text("#!/bin/sh\n")
+    (folder / "pg_config").write_text(f"#!/bin/sh\necho {folder / 'lib'}\n")
+    for program in folder.iterdir():
+        program.chmod(0o755)
+    return folder
+
+
+def tools(
+    path: Path, pg_bin: Path | None = None, citus_dir: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    environment = {"PATH": str(path)}
+    if pg_bin is not None:
+        environment["SESSIONARY_CITUS_PG_BIN"] = str(pg_bin)
+    if citus_dir is not None:
+        environment["SESSIONARY_CITUS_DIR"] = str(citus_dir)
     return subprocess.run(
         ["/bin/bash", str(TOOLS)],
-        env={**os.environ, "PATH": str(path)},
+        env={**os.environ, **environment},
         capture_output=True,
         text=True,
         check=True,
@@ -81,8 +102,20 @@ def test_missing_tools_are_installed_after_the_package_lists_are_refreshed(
 
 def test_nothing_is_installed_when_the_tools_are_there(tmp_path: Path) -> None:
     path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer")
-    assert tools(path).stderr == ""
+    assert tools(path, postgresql_15(tmp_path / "pg", citus=True)).stderr == ""
     assert not (path / "apt-get.log").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="installs only as root")
+def test_citus_is_installed_from_the_build_beside_the_checkout(tmp_path: Path) -> None:
+    path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer")
+    pg_bin = postgresql_15(tmp_path / "pg", citus=False)
+    citus_dir = tmp_path / "citus"
+    citus_dir.mkdir()
+    (citus_dir / "install.sh").write_text(f'#!/bin/sh\necho "$PG_CONFIG" > {tmp_path}/asked\n')
+    (citus_dir / "install.sh").chmod(0o755)
+    tools(path, pg_bin, citus_dir)
+    assert (tmp_path / "asked").read_text().strip() == str(pg_bin / "pg_config")
 
 
 def test_without_apt_get_one_line_says_how(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG
 from sqlalchemy.sql.elements import ColumnElement
 
 from app import strict_json
-from app.db import DriverStatement, fetch
+from app.db import DriverStatement, fetch, violated_unique
 from app.domain import NO_USAGE, EventQuery, NewEvent, Order, SessionKey
 from app.models import LIVE_SQL, StorageEvent
 from app.repositories.live import CHANNEL
@@ -118,19 +118,19 @@ WITH bump AS (
       AND LIVE AND (CAST(:expected_version AS bigint) IS NULL OR version = :expected_version)
     RETURNING version - :count AS base_seq
 ), app_merge AS (
-    INSERT INTO app_states AS shared (app_name, state)
-    SELECT :app_name, sessionary_checked_state(:app_delta, 'app', :max_state)
+    INSERT INTO app_states AS shared (app_name, state, update_time)
+    SELECT :app_name, sessionary_checked_state(:app_delta, 'app', :max_state), now()
     FROM bump WHERE :app_delta <> '{}'
     ON CONFLICT (app_name) DO UPDATE
     SET state = sessionary_checked_state(shared.state || excluded.state, 'app', :max_state),
-        update_time = now()
+        update_time = excluded.update_time
 ), user_merge AS (
-    INSERT INTO user_states AS shared (app_name, user_id, state)
-    SELECT :app_name, :user_id, sessionary_checked_state(:user_delta, 'user', :max_state)
+    INSERT INTO user_states AS shared (app_name, user_id, state, update_time)
+    SELECT :app_name, :user_id, sessionary_checked_state(:user_delta, 'user', :max_state), now()
     FROM bump WHERE :user_delta <> '{}'
     ON CONFLICT (app_name, user_id) DO UPDATE
     SET state = sessionary_checked_state(shared.state || excluded.state, 'user', :max_state),
-        update_time = now()
+        update_time = excluded.update_time
 ), inserted AS (
     INSERT_EVENTS
 )
@@ -221,12 +221,12 @@ async def append(
     )
     try:
         base_seq: int | None = await connection.fetchval(statement.sql, *arguments)
-    except asyncpg.UniqueViolationError as error:
-        if error.constraint_name == EVENT_ID_CONSTRAINT:
-            raise DuplicateEventId from error
-        raise
     except asyncpg.ProgramLimitExceededError as error:
         raise state_too_large(error, max_state_bytes) from error
+    except asyncpg.PostgresError as error:
+        if violated_unique(error) == EVENT_ID_CONSTRAINT:
+            raise DuplicateEventId from error
+        raise
     return base_seq
 
 

@@ -106,7 +106,7 @@ async def rebase(connection: asyncpg.Connection, key: SessionKey, seq: int) -> i
         update(StorageSession)
         .where(key_filter(key))
         .values(
-            base_state=state_as_of(literal(seq, BigInteger)),
+            base_state=state_as_of(literal(seq, BigInteger), key.user_id),
             base_seq=seq,
             version=StorageSession.version + 1,
         )

@@ -69,7 +69,7 @@ async def first_seq_of_invocation(
 
 async def state_at(connection: asyncpg.Connection, key: SessionKey, seq: int) -> dict[str, Any]:
     """The session's own state as it was at `seq`, which lies within its kept history."""
-    statement = select(state_as_of(literal(seq, BigInteger))).where(key_filter(key))
+    statement = select(state_as_of(literal(seq, BigInteger), key.user_id)).where(key_filter(key))
     return dict(await fetchval(connection, statement) or {})
 
 
@@ -201,7 +201,7 @@ SELECT id, depth FROM chain
     depths = {row["id"]: row["depth"] for row in await fetch(connection, chain)}
     if not depths:
         return []
-    statement = with_shared_state().where(
+    statement = with_shared_state(user_id=key.user_id).where(
         StorageSession.app_name == key.app_name,
         StorageSession.user_id == key.user_id,
         StorageSession.id == func.any(bindparam("ids", list(depths), type_=ARRAY(String))),
@@ -215,7 +215,7 @@ async def children_page(
 ) -> list[StoredSession]:
     """Keyset page of the session's forks and children, in the order they were made."""
     sort_key = tuple_(StorageSession.create_time, StorageSession.id)
-    statement = with_shared_state().where(
+    statement = with_shared_state(user_id=key.user_id).where(
         StorageSession.app_name == key.app_name,
         StorageSession.user_id == key.user_id,
         StorageSession.parent_id == key.session_id,

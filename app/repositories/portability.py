@@ -20,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 
 from app import strict_json
-from app.db import DriverStatement, execute
+from app.db import DriverStatement, execute, violated_unique
 from app.domain import (
     Descriptor,
     NewEvent,
@@ -58,6 +58,7 @@ HEADER = DriverStatement.compile(
         .where(_of_key(StorageEvent))
         .scalar_subquery()
         .label("event_count"),
+        user_id=_KEY["user_id"],
     ).where(_of_key(StorageSession))
 )
 EVENTS = DriverStatement.compile(
@@ -175,8 +176,8 @@ async def store_events(
     }
     try:
         await connection.execute(STORE_EVENTS.sql, *STORE_EVENTS.arguments(arguments))
-    except asyncpg.UniqueViolationError as error:
-        if error.constraint_name != EVENT_ID_CONSTRAINT:
+    except asyncpg.PostgresError as error:
+        if violated_unique(error) != EVENT_ID_CONSTRAINT:
             raise
         raise InvalidInput("Two events of the session share an id.") from None
 

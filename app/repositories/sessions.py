@@ -22,15 +22,17 @@ from sqlalchemy import (
     null,
     or_,
     select,
+    true,
     tuple_,
     union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSONB, distinct_on
 from sqlalchemy.dialects.postgresql import insert as insert_into
+from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.db import DriverStatement, fetch, fetchrow, fetchval
+from app.db import DriverStatement, fetch, fetchrow, fetchval, violated_unique
 from app.domain import (
     ROOT,
     UNDESCRIBED,
@@ -56,6 +58,7 @@ from app.models import (
     live,
 )
 from app.repositories.shared_state import checked_state, is_state_too_large, state_too_large
+from app.rules.scopes import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 EMPTY_STATE = literal_column("'{}'", JSONB)
 
@@ -75,15 +78,22 @@ def key_filter(key: SessionKey) -> ColumnElement[bool]:
 
 
 def with_shared_state(
-    *extra: ColumnElement[Any], state: ColumnElement[Any] | None = None
+    *extra: ColumnElement[Any],
+    state: ColumnElement[Any] | None = None,
+    user_id: ColumnElement[str] | str | None = None,
 ) -> Select[Any]:
-    """Live sessions with their app's and user's state, and the time of their last event."""
+    """Live sessions with their app's and user's state, and the time of their last event.
+
+    `user_id` is the user the caller filters on, if one: the last event's lookup names it as
+    a value too, which Citus needs to keep the statement on that user's shard.
+    """
     # update_time keeps microseconds; ADK's lastUpdateTime is the last event's exact float.
     last_event_time = (
         select(StorageEvent.timestamp)
         .where(
             StorageEvent.app_name == StorageSession.app_name,
             StorageEvent.user_id == StorageSession.user_id,
+            true() if user_id is None else StorageEvent.user_id == user_id,
             StorageEvent.session_id == StorageSession.id,
         )
         .order_by(StorageEvent.seq.desc())
@@ -233,16 +243,14 @@ async def refusals(parent: ParentLink | None, max_state_bytes: int) -> AsyncIter
     child for one function call (409)."""
     try:
         yield
-    except asyncpg.UniqueViolationError as error:
-        if parent is None:
-            raise
-        raise Conflict(
-            f"Function call {parent.function_call_id!r} of session {parent.session_id!r} "
-            "already has a child session working on it."
-        ) from error
     except asyncpg.PostgresError as error:
         if is_state_too_large(error):
             raise state_too_large(error, max_state_bytes) from error
+        if parent is not None and violated_unique(error) is not None:
+            raise Conflict(
+                f"Function call {parent.function_call_id!r} of session {parent.session_id!r} "
+                "already has a child session working on it."
+            ) from error
         raise
 
 
@@ -266,18 +274,54 @@ _AFTER = bindparam("after_timestamp", type_=Float)
 _UNTIL = bindparam("until_seq", type_=BigInteger)
 
 
-def state_as_of(until_seq: ColumnElement[int]) -> ColumnElement[Any]:
-    """The session's own state as it was at `until_seq`: rebuilt from its history (migration
-    0006), or at its version, the state itself."""
-    rebuilt = func.sessionary_state_as_of(
-        StorageSession.app_name,
-        StorageSession.user_id,
-        StorageSession.id,
-        StorageSession.base_state,
-        StorageSession.base_seq,
-        until_seq,
-        type_=JSONB,
+def _quoted(constant: str) -> ColumnElement[Any]:
+    """A string constant written into the SQL (the hot reads compile to `DriverStatement`)."""
+    return literal_column(f"'{constant}'", Text)
+
+
+def state_as_of(
+    until_seq: ColumnElement[int], user_id: ColumnElement[str] | str
+) -> ColumnElement[Any]:
+    """The session's own state as it was at `until_seq`: at its version, the state itself;
+    before, its base state, then each later event's `stateDelta` up to that seq, in order,
+    without the `app:`, `user:` and `temp:` keys (shared state has no history). Written into
+    the statement, not a function, and naming the session's `user_id` as a value: on Citus
+    the whole statement runs on the user's shard."""
+    past = aliased(StorageEvent, name="past")
+    delta_of = past.event.op("->", return_type=JSONB)(_quoted("actions")).op(
+        "->", return_type=JSONB
+    )(_quoted("stateDelta"))
+    delta = (
+        func.jsonb_each(
+            case((func.jsonb_typeof(delta_of) == _quoted("object"), delta_of), else_=EMPTY_STATE)
+        )
+        .table_valued("key", "value")
+        .render_derived(name="delta")
     )
+    # Each key's last value: later deltas overwrite earlier ones.
+    latest = (
+        select(delta.c.key, delta.c.value)
+        .select_from(past)
+        .join(delta, true())
+        .where(
+            past.app_name == StorageSession.app_name,
+            past.user_id == StorageSession.user_id,
+            past.user_id == user_id,
+            past.session_id == StorageSession.id,
+            past.seq > StorageSession.base_seq,
+            past.seq <= until_seq,
+            *(
+                delta.c.key.not_like(_quoted(f"{prefix}%"))
+                for prefix in (APP_PREFIX, USER_PREFIX, TEMP_PREFIX)
+            ),
+        )
+        .ext(distinct_on(delta.c.key))
+        .order_by(delta.c.key, past.seq.desc())
+        .correlate(StorageSession)
+        .subquery("latest")
+    )
+    changes = select(func.jsonb_object_agg(latest.c.key, latest.c.value)).scalar_subquery()
+    rebuilt = StorageSession.base_state.op("||")(func.coalesce(changes, EMPTY_STATE))
     return case((until_seq >= StorageSession.version, StorageSession.state), else_=rebuilt)
 
 
@@ -302,7 +346,8 @@ def _read(*, recent: bool, until: bool) -> DriverStatement:
     session = with_shared_state(
         literal_column("0").label("seq"),
         null().label("event"),
-        state=state_as_of(_UNTIL) if until else None,
+        state=state_as_of(_UNTIL, _KEY["user_id"]) if until else None,
+        user_id=_KEY["user_id"],
     ).where(
         StorageSession.app_name == _KEY["app_name"],
         StorageSession.user_id == _KEY["user_id"],
@@ -392,7 +437,9 @@ async def list_page(
     few are sorted by the rest of the key, which yields the same order.
     """
     newest_first = query.order is Order.DESC
-    statement = with_shared_state().where(StorageSession.app_name == query.app_name)
+    statement = with_shared_state(user_id=query.user_id).where(
+        StorageSession.app_name == query.app_name
+    )
     if query.user_id is None:
         rest: tuple[Any, ...] = (StorageSession.user_id, StorageSession.id)
     else:

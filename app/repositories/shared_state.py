@@ -63,19 +63,20 @@ async def _merge(
     max_bytes: int,
 ) -> dict[str, Any]:
     """`INSERT … ON CONFLICT DO UPDATE SET state = state || delta`: concurrent writers of
-    different keys never lose each other's writes."""
-    row = select(
-        *(literal(value).label(column) for column, value in keys.items()),
-        checked_state(literal(delta, JSONB), scope, max_bytes).label("state"),
+    different keys never lose each other's writes. The time comes from the row proposed
+    (`excluded`): Citus takes only immutable functions in `DO UPDATE SET`."""
+    statement = insert(table).values(
+        **keys,
+        state=checked_state(literal(delta, JSONB), scope, max_bytes),
+        update_time=func.now(),
     )
-    statement = insert(table).from_select([*keys, "state"], row)
     statement = statement.on_conflict_do_update(
         index_elements=list(keys),
         set_={
             "state": checked_state(
                 table.state.op("||")(statement.excluded.state), scope, max_bytes
             ),
-            "update_time": func.now(),
+            "update_time": statement.excluded.update_time,
         },
     )
     try:

@@ -25,6 +25,29 @@ down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# Dropped by 0014 (reads rebuild the state within their own statement), which puts it back
+# from here when downgraded.
+STATE_AS_OF = """
+        CREATE FUNCTION sessionary_state_as_of(
+            app_name text, user_id text, session_id text,
+            base_state jsonb, base_seq bigint, until_seq bigint
+        ) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
+            SELECT base_state || COALESCE(
+                (SELECT jsonb_object_agg(delta.key, delta.value ORDER BY e.seq)
+                 FROM events e
+                 CROSS JOIN LATERAL jsonb_each(
+                     CASE WHEN jsonb_typeof(e.event -> 'actions' -> 'stateDelta') = 'object'
+                          THEN e.event -> 'actions' -> 'stateDelta' ELSE '{}' END
+                 ) AS delta
+                 WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
+                   AND e.seq > base_seq AND e.seq <= until_seq
+                   AND delta.key NOT LIKE 'app:%'
+                   AND delta.key NOT LIKE 'user:%'
+                   AND delta.key NOT LIKE 'temp:%'),
+                '{}'::jsonb)
+        $$
+"""
+
 
 def upgrade() -> None:
     for column in (
@@ -55,28 +78,7 @@ def upgrade() -> None:
         ["app_name", "user_id", "parent_id", "create_time", "id"],
         postgresql_where=sa.text("parent_id IS NOT NULL"),
     )
-    op.execute(
-        """
-        CREATE FUNCTION sessionary_state_as_of(
-            app_name text, user_id text, session_id text,
-            base_state jsonb, base_seq bigint, until_seq bigint
-        ) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
-            SELECT base_state || COALESCE(
-                (SELECT jsonb_object_agg(delta.key, delta.value ORDER BY e.seq)
-                 FROM events e
-                 CROSS JOIN LATERAL jsonb_each(
-                     CASE WHEN jsonb_typeof(e.event -> 'actions' -> 'stateDelta') = 'object'
-                          THEN e.event -> 'actions' -> 'stateDelta' ELSE '{}' END
-                 ) AS delta
-                 WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
-                   AND e.seq > base_seq AND e.seq <= until_seq
-                   AND delta.key NOT LIKE 'app:%'
-                   AND delta.key NOT LIKE 'user:%'
-                   AND delta.key NOT LIKE 'temp:%'),
-                '{}'::jsonb)
-        $$
-        """
-    )
+    op.execute(STATE_AS_OF)
     op.create_index(
         "uq_sessions_function_call",
         "sessions",

@@ -1,0 +1,368 @@
+"""Sessionary sharded on a real Citus cluster (the cluster suite, SESSIONARY_TEST_CITUS=1, run
+by `make test` after the single-node one): what `sessionary migrate` distributes, per-session
+work on the one worker holding the user's shard (read from the plans Citus gives the statements
+the service really sent), work across users fanning out, and a single-node database taken over.
+"""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy.engine import make_url
+
+from app import db
+from app.config import Settings
+from app.main import create_app
+from app.sharding import CO_LOCATED, REFERENCE, SHARD_KEY
+from bench.citus import Cluster, citus_cluster, run
+from tests.fixtures import client_of, sessionary, start_server, stop_server
+from tests.helpers import APP, USER, append, create_session, session_url
+
+S = session_url("s1")
+
+
+def test_migrate_distributes_by_user_and_copies_the_app_wide_tables(database_url: str) -> None:
+    tables = run(
+        database_url,
+        "SELECT logicalrelid::regclass::text AS name, partmethod::text, colocationid,"
+        " column_to_column_name(logicalrelid, partkey) AS key FROM pg_dist_partition",
+    )
+    placed = {row["name"]: row for row in tables}
+    assert {name for name in placed} == {*CO_LOCATED, *REFERENCE}
+    assert {placed[name]["partmethod"] for name in REFERENCE} == {"n"}  # reference tables
+    assert {(placed[name]["partmethod"], placed[name]["key"]) for name in CO_LOCATED} == {
+        ("h", SHARD_KEY)
+    }
+    assert len({placed[name]["colocationid"] for name in CO_LOCATED}) == 1
+
+
+# --- per-session work on one worker -----------------------------------------------------------
+
+Statement = tuple[str, tuple[Any, ...]]
+
+
+@pytest.fixture
+async def logged(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, app: FastAPI
+) -> AsyncIterator[tuple[httpx.AsyncClient, list[Statement]]]:
+    """A client of an app of its own whose connections record every statement they run (on
+    the tests' database: asking for `app` has its tables emptied after the test)."""
+    statements: list[Statement] = []
+    decode_json = db._decode_json
+
+    async def recording(connection: asyncpg.Connection) -> None:
+        await decode_json(connection)
+        connection.add_query_logger(lambda query: statements.append((query.query, query.args)))
+
+    monkeypatch.setattr(db, "_decode_json", recording)
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sessionary") as http:
+            yield http, statements
+
+
+def tasks(plan: Any) -> Iterator[dict[str, Any]]:
+    """Every `Task` of a Citus plan (EXPLAIN's JSON), subplans' included."""
+    if isinstance(plan, dict):
+        if "Node" in plan and str(plan["Node"]).startswith("host="):
+            yield plan
+        for value in plan.values():
+            yield from tasks(value)
+    elif isinstance(plan, list):
+        for value in plan:
+            yield from tasks(value)
+
+
+async def workers_of(database_url: str, statements: list[Statement]) -> list[list[str]]:
+    """For each statement on a sharded table, the node of each task of its plan."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute("SET citus.explain_all_tasks = on")
+        placed = []
+        for sql, args in statements:
+            if not any(table in sql for table in (*CO_LOCATED, *REFERENCE)):
+                continue
+            if (
+                not sql.lstrip()
+                .upper()
+                .startswith(("SELECT", "WITH", "INSERT", "UPDATE", "DELETE"))
+            ):
+                continue
+            plan = json.loads(await connection.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", *args))
+            nodes = [str(task["Node"]) for task in tasks(plan)]
+            placed.append(nodes)
+        return placed
+    finally:
+        await connection.close()
+
+
+async def worker_of_user(database_url: str, user_id: str) -> str:
+    connection = await asyncpg.connect(database_url)
+    try:
+        port = await connection.fetchval(
+            "SELECT nodeport FROM pg_dist_placement JOIN pg_dist_node USING (groupid)"
+            " WHERE shardid = get_shard_id_for_distribution_column('sessions', $1::text)",
+            user_id,
+        )
+        return f"port={port} "
+    finally:
+        await connection.close()
+
+
+async def reimport(client: httpx.AsyncClient, session_id: str) -> httpx.Response:
+    """The session exported, removed and imported back; the import's answer."""
+    exported = (await client.get(f"{session_url(session_id)}:export")).content
+    assert (await client.delete(session_url(session_id))).status_code == 204
+    return await client.post(
+        f"/apps/{APP}/users/{USER}/sessions:import",
+        content=exported,
+        headers={"content-type": "application/x-ndjson"},
+    )
+
+
+async def test_per_session_work_runs_on_the_workers_holding_the_users_shard(
+    logged: tuple[httpx.AsyncClient, list[Statement]], database_url: str
+) -> None:
+    client, statements = logged
+    await create_session(client, sessionId="s1", state={"user:name": "Ada", "topic": "t"})
+    call = {"functionCall": {"id": "c1", "name": "lookup", "args": {}}}
+    answer = {"functionResponse": {"id": "c1", "name": "lookup", "response": {"ok": True}}}
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        (
+            "append",
+            lambda: append(
+                client,
+                "s1",
+                {"author": "user", "invocationId": "i1", "content": {"parts": [{"text": "hi"}]}},
+            ),
+        ),
+        (
+            "append a call",
+            lambda: append(
+                client,
+                "s1",
+                {
+                    "author": "agent",
+                    "invocationId": "i2",
+                    "content": {"parts": [call]},
+                    "actions": {"stateDelta": {"step": 1}},
+                },
+            ),
+        ),
+        (
+            "append an answer",
+            lambda: append(
+                client,
+                "s1",
+                {"author": "agent", "invocationId": "i2", "content": {"parts": [answer]}},
+            ),
+        ),
+        ("read", lambda: client.get(S)),
+        ("read as of a seq", lambda: client.get(S, params={"untilSeq": 1})),
+        ("events page", lambda: client.get(f"{S}/events", params={"pageSize": 2})),
+        ("context view", lambda: client.get(f"{S}/context", params={"tokenBudget": 1000})),
+        ("tool calls", lambda: client.get(f"{S}/toolCalls")),
+        ("heal", lambda: client.post(f"{S}:heal", json={})),
+        ("queue pending", lambda: client.post(f"{S}/pending", json={"author": "user"})),
+        ("pending", lambda: client.get(f"{S}/pending")),
+        ("promote pending", lambda: client.post(f"{S}/pending:promote", json={"force": True})),
+        ("fork", lambda: client.post(f"{S}:fork", json={"sessionId": "f1", "atSeq": 2})),
+        ("child", lambda: client.post(f"{S}/children", json={"sessionId": "c1"})),
+        ("children", lambda: client.get(f"{S}/children")),
+        (
+            "close a child",
+            lambda: client.post(f"{session_url('c1')}:close", json={"outcome": "completed"}),
+        ),
+        ("lineage", lambda: client.get(f"{session_url('f1')}/lineage")),
+        (
+            "compact",
+            lambda: client.post(
+                f"{S}:compact", json={"strategy": "summary", "summary": "hello", "keepLast": 1}
+            ),
+        ),
+        ("rewind", lambda: client.post(f"{S}:rewind", json={"beforeInvocationId": "i2"})),
+        ("trim", lambda: client.post(f"{S}:trim", json={"keepLast": 1})),
+        ("export", lambda: client.get(f"{S}:export")),
+        ("import", lambda: reimport(client, "s1")),
+        (
+            "user state",
+            lambda: client.patch(f"/apps/{APP}/users/{USER}/state", json={"stateDelta": {"a": 1}}),
+        ),
+        ("delete", lambda: client.delete(session_url("f1"))),
+    ]
+    home = await worker_of_user(database_url, USER)
+    for name, step in steps:
+        statements.clear()
+        response = await step()
+        assert response.status_code < 300, (name, response.text)
+        placed = await workers_of(database_url, statements)
+        assert placed, f"{name}: no statement on a sharded table"
+        for nodes in placed:
+            remote = {node for node in nodes if "host=localhost" not in node}
+            assert len(remote) <= 1 and all(home in node for node in remote), (name, nodes)
+        if response.request.method == "GET":  # a read: one task per statement
+            assert all(len(nodes) == 1 for nodes in placed), (name, placed)
+
+
+USERS = [f"user-{n}" for n in range(8)]  # over 8 shards on 2 workers: both hold some
+
+
+async def test_work_across_users_reaches_every_worker_and_misses_no_one(
+    logged: tuple[httpx.AsyncClient, list[Statement]], database_url: str
+) -> None:
+    client, statements = logged
+    homes = {await worker_of_user(database_url, user) for user in USERS}
+    assert len(homes) == 2
+    for user in USERS:
+        await create_session(client, user=user, sessionId="s")
+        event = {
+            "author": "agent",
+            "content": {"parts": [{"text": f"hello from {user}"}]},
+            "usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 1},
+        }
+        assert (await append(client, "s", event, user=user)).status_code == 201
+    across: dict[str, tuple[str, dict[str, Any], Callable[[Any], Any]]] = {
+        "app's sessions": (
+            f"/apps/{APP}/sessions",
+            {"pageSize": 100},
+            lambda body: sorted(s["userId"] for s in body["sessions"]),
+        ),
+        "app's users": (
+            f"/apps/{APP}/users",
+            {},
+            lambda body: sorted(user["userId"] for user in body["users"]),
+        ),
+        "app's usage": (
+            f"/apps/{APP}/usage",
+            {},
+            lambda body: sorted(user["userId"] for user in body["users"]),
+        ),
+        "search": (
+            f"/apps/{APP}/search",
+            {"q": "hello"},
+            lambda body: sorted(hit["userId"] for hit in body["hits"]),
+        ),
+    }
+    for name, (path, params, users) in across.items():
+        statements.clear()
+        response = await client.get(path, params=params)
+        assert response.status_code == 200, (name, response.text)
+        assert users(response.json()) == USERS, name
+        reached = {node for nodes in await workers_of(database_url, statements) for node in nodes}
+        assert all(any(home in node for node in reached) for home in homes), (name, reached)
+    apps = (await client.get("/apps")).json()["apps"]
+    assert [app["appName"] for app in apps] == [APP]
+
+
+# --- a single-node database taken over --------------------------------------------------------
+
+
+async def test_migrate_shards_a_single_node_database_with_its_data(citus: Cluster) -> None:
+    """The way over: the database's server becomes the coordinator (Citus installed and
+    preloaded, the workers added), then `sessionary migrate` moves every row into shards."""
+    url = await asyncio.to_thread(citus.create_database, sharded=False)
+    try:
+        await asyncio.to_thread(sessionary, url, "migrate")
+        settings = Settings(database_url=url, auth=False, sweep_interval=86_400)
+        async with client_of(settings) as client:
+            for user in USERS:
+                await create_session(client, user=user, sessionId="s", state={"user:n": user})
+                event = {"author": "user", "actions": {"stateDelta": {"app:seen": user, "k": 1}}}
+                assert (await append(client, "s", event, user=user)).status_code == 201
+            before = [(await client.get(session_url("s", user=user))).json() for user in USERS]
+
+        await asyncio.to_thread(citus.shard, make_url(url).database or "")
+        migrated = await asyncio.to_thread(sessionary, url, "migrate")
+        assert migrated.returncode == 0, migrated.stderr
+        assert migrated.stdout.decode().splitlines()[-1] == (
+            f"distributed on Citus by {SHARD_KEY}: {', '.join([*REFERENCE, *CO_LOCATED])}"
+        )
+        async with client_of(settings) as client:
+            after = [(await client.get(session_url("s", user=user))).json() for user in USERS]
+            assert after == before
+            event = {"author": "user", "invocationId": "later"}
+            assert (await append(client, "s", event, user=USERS[0])).status_code == 201
+        rows = await asyncio.to_thread(
+            run,
+            url,
+            "SELECT nodeport, count(*) AS n FROM citus_shards"
+            " WHERE table_name = 'events'::regclass AND shard_size > 0 GROUP BY nodeport",
+        )
+        assert len(rows) == 2  # both workers hold events
+    finally:
+        await asyncio.to_thread(citus.drop_database, make_url(url).database or "")
+
+
+# --- rebalancing under load -------------------------------------------------------------------
+
+
+async def test_a_rebalance_onto_a_new_worker_under_load_loses_nothing() -> None:
+    """Appends and reads go on while a third worker joins and Citus's rebalancer moves shards
+    onto it: every acknowledged event is stored once, seqs have no gap, every read answers."""
+    with citus_cluster(workers=2) as cluster:
+        url = await asyncio.to_thread(cluster.create_database)
+        await asyncio.to_thread(db.upgrade, url)
+        server, base_url = await asyncio.to_thread(start_server, url, "--workers", "2")
+        acknowledged: dict[str, list[str]] = {user: [] for user in USERS}
+        reads: list[int] = []
+        moving = True
+
+        async def write(http: httpx.AsyncClient, user: str) -> None:
+            n = 0
+            while moving or n < 5:
+                event = {"id": f"{user}-{n}", "author": "user", "invocationId": f"i{n}"}
+                while True:  # an unknown outcome is retried with the same id: stored once
+                    try:
+                        response = await append(http, "s", event, user=user)
+                    except httpx.TransportError:
+                        continue
+                    if response.status_code < 500:
+                        break
+                assert response.status_code in (200, 201), response.text
+                acknowledged[user].append(event["id"])
+                n += 1
+
+        async def read(http: httpx.AsyncClient) -> None:
+            while moving:
+                for user in USERS:
+                    response = await http.get(
+                        session_url("s", user=user), params={"numRecentEvents": 1}
+                    )
+                    reads.append(response.status_code)
+
+        def rebalance() -> list[asyncpg.Record]:
+            cluster.add_worker()
+            return run(
+                url,
+                "SELECT rebalance_table_shards(shard_transfer_mode => 'force_logical')",
+                "SELECT DISTINCT nodeport FROM citus_shards WHERE table_name = 'events'::regclass",
+            )
+
+        try:
+            async with httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+                for user in USERS:
+                    await create_session(http, user=user, sessionId="s")
+                load = [asyncio.create_task(write(http, user)) for user in USERS]
+                load += [asyncio.create_task(read(http)) for _ in range(2)]
+                await asyncio.sleep(2)
+                before = sum(map(len, acknowledged.values()))
+                ports = await asyncio.to_thread(rebalance)
+                during = sum(map(len, acknowledged.values())) - before
+                await asyncio.sleep(2)
+                moving = False
+                await asyncio.gather(*load)
+                assert {row["nodeport"] for row in ports} == {w.port for w in cluster.workers}
+                assert during > 0, "no append was answered while shards moved"
+                assert reads and set(reads) == {200}
+                for user, ids in acknowledged.items():
+                    stored = (await http.get(session_url("s", user=user))).json()["events"]
+                    assert [event["id"] for event in stored] == ids
+                    assert [event["seq"] for event in stored] == list(range(1, len(ids) + 1))
+        finally:
+            stop_server(server)
