@@ -37,6 +37,50 @@ MAX_STATE = Settings.model_fields["max_state_bytes"].default  # as Sessionary ch
 SEARCH_CONFIG = Settings.model_fields["search_config"].default  # as Sessionary indexes events
 
 
+def append_arguments(
+    app_name: str, user_id: str, session_id: str, body: bytes
+) -> tuple[dict[str, Any], list[Any]]:
+    """What Sessionary stores for an event: id and timestamp filled in, the request's hash,
+    the delta split by scope, the facts the context view reads, its token usage; the event
+    and the arguments of its one append statement (`APPEND`)."""
+    event = json.loads(body)
+    event.setdefault("id", str(uuid.uuid4()))
+    event.setdefault("timestamp", time.time())
+    delta = split_delta(event.get("actions", {}).get("stateDelta", {}))
+    told, used = facts(event, estimate_tokens), usage_of(event)
+    stored = {
+        "event": event,
+        "hash": hashlib.sha256(body).hexdigest(),
+        "tokens": told.tokens,
+        "calls": told.calls,
+        "responses": told.responses,
+        "prompt": used.prompt,
+        "candidates": used.candidates,
+        "total": used.total,
+        "text": event_text(event),
+    }
+    arguments = APPEND.arguments(
+        {
+            "app_name": app_name,
+            "user_id": user_id,
+            "session_id": session_id,
+            "count": 1,
+            "expected_version": None,
+            "last_timestamp": event["timestamp"],
+            "session_delta": json.dumps(delta.session),
+            "app_delta": json.dumps(delta.app),
+            "user_delta": json.dumps(delta.user),
+            "events": json.dumps([stored]),
+            "max_state": MAX_STATE,
+            "search_config": SEARCH_CONFIG,
+            "prompt_tokens": used.prompt or 0,
+            "candidates_tokens": used.candidates or 0,
+            "total_tokens": used.total or 0,
+        }
+    )
+    return event, arguments
+
+
 class HttpFloor:
     """Routes by path shape: `…/sessions` (create), `…/sessions/{id}` (read), `…/events`."""
 
@@ -100,45 +144,8 @@ class HttpFloor:
     async def append(
         self, send: Any, app_name: str, user_id: str, session_id: str, body: bytes
     ) -> None:
-        """What Sessionary stores for an event: id and timestamp filled in, the request's
-        hash, the delta split by scope, the facts the context view reads, its token usage;
-        then its one append statement."""
         assert self.pool is not None
-        event = json.loads(body)
-        event.setdefault("id", str(uuid.uuid4()))
-        event.setdefault("timestamp", time.time())
-        delta = split_delta(event.get("actions", {}).get("stateDelta", {}))
-        told, used = facts(event, estimate_tokens), usage_of(event)
-        stored = {
-            "event": event,
-            "hash": hashlib.sha256(body).hexdigest(),
-            "tokens": told.tokens,
-            "calls": told.calls,
-            "responses": told.responses,
-            "prompt": used.prompt,
-            "candidates": used.candidates,
-            "total": used.total,
-            "text": event_text(event),
-        }
-        arguments = APPEND.arguments(
-            {
-                "app_name": app_name,
-                "user_id": user_id,
-                "session_id": session_id,
-                "count": 1,
-                "expected_version": None,
-                "last_timestamp": event["timestamp"],
-                "session_delta": json.dumps(delta.session),
-                "app_delta": json.dumps(delta.app),
-                "user_delta": json.dumps(delta.user),
-                "events": json.dumps([stored]),
-                "max_state": MAX_STATE,
-                "search_config": SEARCH_CONFIG,
-                "prompt_tokens": used.prompt or 0,
-                "candidates_tokens": used.candidates or 0,
-                "total_tokens": used.total or 0,
-            }
-        )
+        event, arguments = append_arguments(app_name, user_id, session_id, body)
         base_seq = await self.pool.fetchval(APPEND.sql, *arguments)
         await self.answer(send, 201, json.dumps({**event, "seq": base_seq + 1}).encode())
 
