@@ -51,8 +51,8 @@ test: $(DEV) lint test-tools
 	$(BIN)/pytest
 	SESSIONARY_TEST_CITUS=1 $(BIN)/pytest tests $(NOT_ON_CLUSTER:%=--ignore=tests/%)
 
-## Debian's PgBouncer and Chromium, which some tests start: installed when missing, as root
-## with apt-get; otherwise one line says how (those tests are skipped).
+## Debian's PgBouncer, Chromium and PostgreSQL 15, and Citus, which some tests start: installed
+## when missing, as root; otherwise one line says how (those tests are skipped).
 test-tools:
 	@bash .ci/test-tools
 
