@@ -8,7 +8,7 @@ The shard key is `user_id`: every per-session statement names it, and every sess
 (its forks, its children, its user state, a search within the user) lives on one worker, so that
 lineage and `user:` state never cross nodes. Hashing `user_id` alone, not `(app_name, user_id)`,
 means one user id shared by many apps (a placeholder such as "user") lands every such session on
-one shard; docs/operations.md says how to isolate such a hot id on a shard of its own.
+one shard; SCALING.md says how to isolate such a hot id on a shard of its own.
 """
 
 from sqlalchemy import Connection, text

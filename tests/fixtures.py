@@ -82,34 +82,41 @@ def citus() -> Iterator[Cluster]:
         yield cluster
 
 
+class Server:
+    """One PostgreSQL server the tests make their databases on (as `Cluster` does on a
+    cluster's nodes)."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+
+    def create_database(self) -> str:
+        name = f"sessionary_test_{uuid.uuid4().hex[:12]}"
+        admin(self.dsn, f'CREATE DATABASE "{name}"')
+        return with_database(self.dsn, name)
+
+    def drop_database(self, name: str) -> None:
+        admin(self.dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(scope="session")
 def new_database(request: pytest.FixtureRequest) -> Iterator[Callable[[], str]]:
     """A factory of empty databases, all dropped at the end of the session; on the cluster,
     each with Citus in it on every node."""
+    databases: Server | Cluster = (
+        request.getfixturevalue("citus")
+        if ON_CITUS
+        else Server(request.getfixturevalue("server_dsn"))
+    )
     created: list[str] = []
-    if ON_CITUS:
-        cluster: Cluster = request.getfixturevalue("citus")
 
-        def create() -> str:
-            url = cluster.create_database()
-            created.append(make_url(url).database or "")
-            return url
+    def create() -> str:
+        url = databases.create_database()
+        created.append(make_url(url).database or "")
+        return url
 
-        yield create
-        for name in created:
-            cluster.drop_database(name)
-        return
-    server_dsn: str = request.getfixturevalue("server_dsn")
-
-    def create_on_server() -> str:
-        name = f"sessionary_test_{uuid.uuid4().hex[:12]}"
-        admin(server_dsn, f'CREATE DATABASE "{name}"')
-        created.append(name)
-        return with_database(server_dsn, name)
-
-    yield create_on_server
+    yield create
     for name in created:
-        admin(server_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        databases.drop_database(name)
 
 
 @pytest.fixture(scope="session")

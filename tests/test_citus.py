@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 from app import db
 from app.config import Settings
 from app.main import create_app
+from app.models import Base
 from app.sharding import CO_LOCATED, REFERENCE, SHARD_KEY
 from bench.citus import Cluster, citus_cluster, run
 from tests.fixtures import client_of, sessionary, start_server, stop_server
@@ -34,6 +35,7 @@ def test_migrate_distributes_by_user_and_copies_the_app_wide_tables(database_url
     )
     placed = {row["name"]: row for row in tables}
     assert {name for name in placed} == {*CO_LOCATED, *REFERENCE}
+    assert set(placed) == set(Base.metadata.tables)  # a new table must be placed too
     assert {placed[name]["partmethod"] for name in REFERENCE} == {"n"}  # reference tables
     assert {(placed[name]["partmethod"], placed[name]["key"]) for name in CO_LOCATED} == {
         ("h", SHARD_KEY)
