@@ -56,6 +56,14 @@ class Settings(BaseSettings):
         description="Connections each worker keeps open, for every request that reads or "
         "writes; a request beyond them waits for one (503 after SESSIONARY_DB_CONNECT_TIMEOUT).",
     )
+    append_lanes: int = Field(
+        default=2,
+        ge=0,
+        description="Appends each worker writes at once. Appends that arrive while all of "
+        "them are busy are written together, in one statement and one commit, each still all "
+        "or nothing and answered on its own (group commit): PostgreSQL's cost per append "
+        "falls as load rises. 0: every append is written on its own, at once (as on Citus).",
+    )
     db_connect_timeout: float = Field(
         default=5.0, gt=0, description="Seconds to wait for a database connection."
     )

@@ -1,6 +1,7 @@
 """Plain values passed between the layers: keys, queries, what is stored, what is read."""
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -178,6 +179,21 @@ class NewEvent:
     facts: Facts  # what the context view reads instead of the event
     usage: Usage
     text: str | None  # its words, which search indexes (`rules.search.event_text`)
+
+
+@dataclass(frozen=True)
+class Append:
+    """One request's events for one session, stored at `expected_version` when it is set
+    (`If-Match`)."""
+
+    key: SessionKey
+    events: Sequence[NewEvent]
+    expected_version: int | None
+
+    @property
+    def shares_state(self) -> bool:
+        """Whether it writes app or user state, which other sessions share."""
+        return any(event.delta.app or event.delta.user for event in self.events)
 
 
 @dataclass(frozen=True)

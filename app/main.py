@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from app import db
+from app import db, sharding
 from app.api import (
     adk_server,
     context,
@@ -120,7 +120,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             )
         await stack.enter_async_context(pool_gauges(pool))
         app.state.pool = pool
-        services = Services.create(pool, settings, replica)
+        async with pool.connection() as connection:
+            sharded = await sharding.on_citus(connection)
+        services = Services.create(pool, settings, replica, sharded=sharded)
         app.state.services = services
         await services.live.start()
         stack.push_async_callback(services.live.close)

@@ -49,6 +49,11 @@ LATENCY = Histogram(
 EVENTS_APPENDED = Counter(
     "sessionary_events_appended_total", "Events stored (not retries, not partial events)."
 )
+APPENDS_GROUPED = Counter(
+    "sessionary_appends_grouped_total",
+    "Appends written in one statement with others that reached the same worker together "
+    "(group commit: `SESSIONARY_APPEND_LANES`).",
+)
 SESSION_READS = Counter(
     "sessionary_session_reads_total",
     "Reads of a session (`GET …/sessions/{id}`, its events' pages) with DATABASE_READ_URL "

@@ -11,6 +11,7 @@ means one user id shared by many apps (a placeholder such as "user") lands every
 one shard; SCALING.md says how to isolate such a hot id on a shard of its own.
 """
 
+import asyncpg
 from sqlalchemy import Connection, text
 
 SHARD_KEY = "user_id"
@@ -22,10 +23,16 @@ CO_LOCATED = ("sessions", "events", "pending_events", "user_states")
 REFERENCE = ("app_states", "api_keys")
 
 
+HAS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
+
+
 def has_citus(connection: Connection) -> bool:
-    return bool(
-        connection.scalar(text("SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"))
-    )
+    return bool(connection.scalar(text(HAS_CITUS)))
+
+
+async def on_citus(connection: asyncpg.Connection) -> bool:
+    """`has_citus`, on a running app's connection."""
+    return bool(await connection.fetchval(HAS_CITUS))
 
 
 def distribute(connection: Connection) -> list[str]:

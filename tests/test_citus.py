@@ -212,6 +212,12 @@ async def test_per_session_work_runs_on_the_workers_holding_the_users_shard(
             assert all(len(nodes) == 1 for nodes in placed), (name, placed)
 
 
+async def test_appends_to_different_users_never_share_a_statement(app: FastAPI) -> None:
+    """Group commit would put sessions of several shards into one statement: on Citus every
+    append is written alone (tests/test_group_commit.py covers grouping on one node)."""
+    assert app.state.services.events.group_commit.lanes is None
+
+
 USERS = [f"user-{n}" for n in range(8)]  # over 8 shards on 2 workers: both hold some
 
 

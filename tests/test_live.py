@@ -298,7 +298,7 @@ async def test_an_append_nobody_announced_reaches_streams_at_the_next_heartbeat(
     read it anyway, after a heartbeat's quiet."""
     from app.config import Settings
     from app.db import Connector
-    from app.domain import SessionKey
+    from app.domain import Append, SessionKey
     from app.repositories import events as event_rows
     from app.rules.events import prepare
 
@@ -314,7 +314,7 @@ async def test_an_append_nobody_announced_reaches_streams_at_the_next_heartbeat(
             try:
                 key = SessionKey(APP, USER, "quiet")
                 stored = await event_rows.append(
-                    connection, key, [event], None, 1 << 20, "english", announced=False
+                    connection, Append(key, [event], None), 1 << 20, "english", announced=False
                 )
             finally:
                 await connection.close()

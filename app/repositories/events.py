@@ -22,7 +22,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app import strict_json
 from app.db import DriverStatement, fetch, violated_unique
-from app.domain import NO_USAGE, EventQuery, NewEvent, Order, SessionKey
+from app.domain import NO_USAGE, Append, EventQuery, NewEvent, Order, SessionKey, Usage
 from app.models import LIVE_SQL, StorageEvent
 from app.repositories.live import CHANNEL
 from app.repositories.shared_state import state_too_large
@@ -58,14 +58,15 @@ RECORD = (
 )
 
 
-def insert_events(seq: str, source: str) -> str:
+def insert_events(seq: str, source: str, session: str = ":app_name, :user_id, :session_id") -> str:
     """SQL inserting the events of `source` (rows of `RECORD` as `new`), each at the seq that
-    the expression `seq` gives it, with the columns derived from it."""
+    the expression `seq` gives it, with the columns derived from it, into the session whose
+    key the expressions `session` give."""
     return f"""
     INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
                         timestamp, request_hash, event, tokens, calls, responses,
                         prompt_tokens, candidates_tokens, total_tokens, search)
-    SELECT :app_name, :user_id, :session_id, {seq},
+    SELECT {session}, {seq},
            new.event ->> 'id', new.event ->> 'invocationId', new.event ->> 'author',
            CAST(new.event -> 'timestamp' AS double precision), decode(new.hash, 'hex'),
            new.event || jsonb_build_object('seq', {seq}),
@@ -181,40 +182,43 @@ def _json_text(value: Any) -> str:
     return strict_json.dumps(value).decode()
 
 
+def _usage(request: Append) -> Usage:
+    """The token counts the append adds to its session's sums."""
+    return sum((event.usage for event in request.events), NO_USAGE)
+
+
 async def append(
     connection: asyncpg.Connection,
-    key: SessionKey,
-    events: Sequence[NewEvent],
-    expected_version: int | None,
+    request: Append,
     max_state_bytes: int,
     search_config: str,
     *,
     announced: bool,
 ) -> int | None:
     """Append events in one statement; returns the seq before the first of them, or None when
-    the session is absent, closed or not at `expected_version`. Their words are indexed for
+    the session is absent, closed or not at the version asked for. Their words are indexed for
     search in the text-search configuration `search_config`; with `announced`, every worker
     hears of the append when its transaction commits.
 
     Raises DuplicateEventId when an event id is already stored in the session, StateTooLarge
     when a state would outgrow `max_state_bytes`.
     """
-    delta = merge_deltas([event.delta for event in events])
-    used = sum((event.usage for event in events), NO_USAGE)
+    delta = merge_deltas([event.delta for event in request.events])
+    used = _usage(request)
     statement = APPEND_ANNOUNCED if announced else APPEND
     arguments = statement.arguments(
         {
-            **key.columns(),
+            **request.key.columns(),
             "prompt_tokens": used.prompt,
             "candidates_tokens": used.candidates,
             "total_tokens": used.total,
-            "count": len(events),
-            "expected_version": expected_version,
-            "last_timestamp": events[-1].timestamp,
+            "count": len(request.events),
+            "expected_version": request.expected_version,
+            "last_timestamp": request.events[-1].timestamp,
             "session_delta": _json_text(delta.session),
             "app_delta": _json_text(delta.app),
             "user_delta": _json_text(delta.user),
-            "events": _json_text(event_records(events)),
+            "events": _json_text(event_records(request.events)),
             "max_state": max_state_bytes,
             "search_config": search_config,
         }
@@ -228,6 +232,112 @@ async def append(
             raise DuplicateEventId from error
         raise
     return base_seq
+
+
+# `APPEND` for several requests' appends at once, each to a session of its own and none
+# writing app or user state: one statement, so one transaction and one commit for all of them
+# (what an append costs PostgreSQL is mostly per statement and per commit: bench/README.md).
+# Each append still takes its session's row lock and is written whole or, when its session is
+# absent, closed or at another version, not at all: then its number is missing from the
+# result. The rows are locked in key order, so two groups sharing sessions cannot deadlock.
+# Any error (a duplicate event id, a state over the limit) aborts the whole statement: the
+# caller then runs each append alone (`app.services.group_commit`).
+_GROUP = """
+WITH asked AS (
+    SELECT * FROM jsonb_to_recordset(:appends) AS asked(
+        number integer, app_name text, user_id text, session_id text, count integer,
+        expected_version bigint, last_timestamp double precision, session_delta jsonb,
+        prompt_tokens bigint, candidates_tokens bigint, total_tokens bigint)
+), locked AS (
+    SELECT asked.number FROM sessions
+    JOIN asked ON sessions.app_name = asked.app_name AND sessions.user_id = asked.user_id
+              AND sessions.id = asked.session_id
+    ORDER BY sessions.app_name, sessions.user_id, sessions.id
+    FOR UPDATE OF sessions
+), bump AS (
+    UPDATE sessions
+    SET version = sessions.version + asked.count,
+        state = CASE WHEN asked.session_delta = '{}' THEN sessions.state
+                ELSE sessionary_checked_state(sessions.state || asked.session_delta, 'session',
+                                              :max_state)
+                END,
+        update_time = to_timestamp(asked.last_timestamp),
+        update_second = floor(extract(epoch FROM to_timestamp(asked.last_timestamp))),
+        prompt_tokens = sessions.prompt_tokens + asked.prompt_tokens,
+        candidates_tokens = sessions.candidates_tokens + asked.candidates_tokens,
+        total_tokens = sessions.total_tokens + asked.total_tokens
+    FROM asked JOIN locked USING (number)
+    WHERE sessions.app_name = asked.app_name AND sessions.user_id = asked.user_id
+      AND sessions.id = asked.session_id AND sessions.status = 'open' AND LIVE
+      AND (asked.expected_version IS NULL OR sessions.version = asked.expected_version)
+    RETURNING asked.number, asked.app_name, asked.user_id, asked.session_id,
+              sessions.version - asked.count AS base_seq
+), inserted AS (
+    INSERT_EVENTS
+)
+SELECT number, base_seq FROM bump
+""".replace("LIVE", LIVE_SQL)
+
+APPEND_GROUP = DriverStatement.compile(
+    text(
+        _GROUP.replace(
+            "INSERT_EVENTS",
+            insert_events(
+                "bump.base_seq + new.position",
+                f"""bump JOIN ROWS FROM (jsonb_to_recordset(:events)
+                              AS ({RECORD}, number integer, position integer)) AS new
+                     USING (number)""",
+                session="bump.app_name, bump.user_id, bump.session_id",
+            ),
+        )
+    ).bindparams(bindparam("appends", type_=JSONB), bindparam("events", type_=JSONB))
+)
+
+
+async def append_group(
+    connection: asyncpg.Connection,
+    requests: Sequence[Append],
+    max_state_bytes: int,
+    search_config: str,
+) -> list[int | None]:
+    """`append` for several requests at once, each to another session and none with app or
+    user state (`Append.shares_state`): the base seq of each, in order, or None where its
+    session is absent, closed or not at the version asked for. Never announced.
+
+    Raises asyncpg's error when any of them fails: then none is written."""
+    appends, records = [], []
+    for number, request in enumerate(requests):
+        used = _usage(request)
+        appends.append(
+            {
+                **request.key.columns(),
+                "number": number,
+                "count": len(request.events),
+                "expected_version": request.expected_version,
+                "last_timestamp": request.events[-1].timestamp,
+                "session_delta": merge_deltas([event.delta for event in request.events]).session,
+                "prompt_tokens": used.prompt,
+                "candidates_tokens": used.candidates,
+                "total_tokens": used.total,
+            }
+        )
+        records += [
+            {**record, "number": number, "position": position}
+            for position, record in enumerate(event_records(request.events), start=1)
+        ]
+    arguments = APPEND_GROUP.arguments(
+        {
+            "appends": _json_text(appends),
+            "events": _json_text(records),
+            "max_state": max_state_bytes,
+            "search_config": search_config,
+        }
+    )
+    rows = await connection.fetch(APPEND_GROUP.sql, *arguments)
+    base_seqs: list[int | None] = [None] * len(requests)
+    for number, base_seq in rows:
+        base_seqs[number] = base_seq
+    return base_seqs
 
 
 FIND_BY_IDS = DriverStatement.compile(

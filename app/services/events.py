@@ -9,7 +9,7 @@ import asyncpg
 from app import paging
 from app.config import Settings
 from app.db import DriverPool
-from app.domain import Change, EventQuery, NewEvent, Page, PageRequest, SessionKey
+from app.domain import Append, Change, EventQuery, NewEvent, Page, PageRequest, SessionKey
 from app.errors import (
     Conflict,
     StaleSession,
@@ -18,6 +18,7 @@ from app.observability import EVENTS_APPENDED
 from app.repositories import events as event_rows
 from app.rules.events import prepare, prepare_batch
 from app.schemas import EventIn
+from app.services.group_commit import GroupCommit
 from app.services.preconditions import (
     require_app_state_write,
     require_session,
@@ -42,9 +43,11 @@ class EventService:
         settings: Settings,
         announce_later: Callable[[Change], None],
         reads: Reads,
+        group_commit: GroupCommit,
     ) -> None:
         self.pool = pool
         self.reads = reads
+        self.group_commit = group_commit
         self.settings = settings
         self.announce_later = announce_later  # tells every worker of a committed append
 
@@ -93,19 +96,22 @@ class EventService:
     ) -> tuple[list[dict[str, Any]], Appended]:
         """Idempotent per event id: events already stored identically are not stored again.
 
-        No transaction around it: the append is one statement, its own transaction (no
-        BEGIN/COMMIT round trips), and what explains a refusal only reads.
+        No transaction around it: the append is one statement, its own transaction (or one
+        shared with appends to other sessions: `GroupCommit`), and what explains a refusal
+        only reads.
         """
         already: dict[str, dict[str, Any]] = {}
         pending = events
-        async with self.pool.connection() as connection:
-            for _ in range(3):  # a concurrent writer of the same ids may refuse us again
-                added = await self.append_prepared(
-                    connection, key, pending, expected_version, announced=False
-                )
-                if added is not None:
-                    self.announce_later(Change("appended", key, added[-1]["seq"]))
-                    break
+        for _ in range(3):  # a concurrent writer of the same ids may refuse us again
+            try:
+                base_seq = await self.group_commit.append(Append(key, pending, expected_version))
+            except event_rows.DuplicateEventId:
+                base_seq = None
+            if base_seq is not None:
+                added = _as_stored(pending, base_seq)
+                self.announce_later(Change("appended", key, added[-1]["seq"]))
+                break
+            async with self.pool.connection() as connection:
                 found = await stored_identically(connection, key, pending)
                 already.update(found)
                 pending = [event for event in pending if event.id not in already]
@@ -115,8 +121,8 @@ class EventService:
                     version = await require_session(connection, key, writable=True)
                     if expected_version is not None:
                         raise StaleSession(expected_version, version)
-            else:
-                raise Conflict("The session changed while the events were appended; retry.")
+        else:
+            raise Conflict("The session changed while the events were appended; retry.")
         EVENTS_APPENDED.inc(len(added))
         stored = {**already, **{document["id"]: document for document in added}}
         return [stored[event.id] for event in events], Appended.CREATED
@@ -138,21 +144,14 @@ class EventService:
         try:
             base_seq = await event_rows.append(
                 connection,
-                key,
-                events,
-                expected_version,
+                Append(key, events, expected_version),
                 self.settings.max_state_bytes,
                 self.settings.search_config,
                 announced=announced,
             )
         except event_rows.DuplicateEventId:
             return None
-        if base_seq is None:
-            return None
-        return [
-            {**event.document, "seq": base_seq + position}
-            for position, event in enumerate(events, start=1)
-        ]
+        return None if base_seq is None else _as_stored(events, base_seq)
 
     async def page(
         self,
@@ -176,3 +175,11 @@ class EventService:
         rows = await self.reads.run(read, min_version)
         rows, next_token = paging.cut(rows, page.size, listing, lambda row: [row[0]])
         return Page([event for _, event in rows], next_token)
+
+
+def _as_stored(events: list[NewEvent], base_seq: int) -> list[dict[str, Any]]:
+    """The events as they are stored after `base_seq`, their seqs in them."""
+    return [
+        {**event.document, "seq": base_seq + position}
+        for position, event in enumerate(events, start=1)
+    ]

@@ -12,6 +12,7 @@ from app.db import DriverPool
 from app.services.auth import AuthService, GrantCache
 from app.services.context import ContextService
 from app.services.events import EventService
+from app.services.group_commit import GroupCommit
 from app.services.history import HistoryService
 from app.services.lineage import LineageService
 from app.services.live import Broker
@@ -45,12 +46,25 @@ class Services:
 
     @classmethod
     def create(
-        cls, pool: DriverPool, settings: Settings, replica: DriverPool | None = None
+        cls,
+        pool: DriverPool,
+        settings: Settings,
+        replica: DriverPool | None = None,
+        *,
+        sharded: bool = False,
     ) -> Self:
         """`pool`: the one pool every unit of work takes its connection from; `replica`: the
-        read replica's pool (DATABASE_READ_URL), if there is one."""
+        read replica's pool (DATABASE_READ_URL), if there is one; `sharded`: the database is
+        a Citus cluster, where appends to several sessions cannot share a statement."""
         live = Broker(pool, settings)
-        events = EventService(pool, settings, live.announce_later, Reads(pool, replica))
+        lanes = None if sharded or not settings.append_lanes else settings.append_lanes
+        events = EventService(
+            pool,
+            settings,
+            live.announce_later,
+            Reads(pool, replica),
+            GroupCommit(pool, settings, lanes),
+        )
         sessions = SessionService(pool, settings, events)
         return cls(
             auth=AuthService(pool, GrantCache(settings.auth_cache_seconds)),

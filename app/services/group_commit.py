@@ -1,0 +1,154 @@
+"""Group commit: appends that reach a worker together share one statement, and so one
+PostgreSQL transaction and one commit.
+
+What an append costs PostgreSQL is mostly per statement (its plan, executor and snapshot)
+and per commit (the WAL record and its flush), far less per row: bench/README.md ("Group
+commit") has the figures. So each worker runs at most `lanes` appends' statements at once. An
+append that arrives while every lane is busy waits; when a lane frees, it takes the waiting
+appends together, one per session and none that writes app or user state (those go alone),
+into one statement (`events.append_group`). Under light load nothing waits: each append runs
+alone, as it would without this.
+
+Each append is still all or nothing and answered alone. One that is refused (its session
+absent, closed or at another version) is simply not written while the others are; one that
+fails the statement (a duplicate event id, a state over the limit) makes its group run again
+one append at a time, so each gets its own answer.
+"""
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass
+
+import asyncpg
+
+from app.config import Settings
+from app.db import DriverPool
+from app.domain import Append, SessionKey
+from app.observability import APPENDS_GROUPED
+from app.repositories import events as event_rows
+
+# The most appends one statement takes: past a few dozen, a bigger group saves nothing more
+# per append and only makes its statement (and its row locks) last longer.
+MAX_GROUP = 32
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    request: Append
+    answer: "asyncio.Future[int | None]"
+
+
+class GroupCommit:
+    """`lanes`: how many append statements this worker runs at once; None runs every append
+    alone, at once (on Citus, where a group's sessions lie on different nodes)."""
+
+    def __init__(self, pool: DriverPool, settings: Settings, lanes: int | None) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.lanes = lanes
+        self.busy = 0
+        self.waiting: deque[_Waiting] = deque()
+        self.running: set[asyncio.Task[None]] = set()
+
+    async def append(self, request: Append) -> int | None:
+        """`events.append` of one request, unannounced: the seq before its first event, or
+        None when its session is absent, closed or not at the version asked for. Raises as
+        `events.append` does."""
+        if self.lanes is None:
+            async with self.pool.connection() as connection:
+                return await self._alone(connection, request)
+        if self.busy < self.lanes:
+            self.busy += 1
+            try:
+                async with self.pool.connection() as connection:
+                    return await self._alone(connection, request)
+            finally:
+                self._release()
+        waiting = _Waiting(request, asyncio.get_running_loop().create_future())
+        self.waiting.append(waiting)
+        return await waiting.answer
+
+    async def _alone(self, connection: asyncpg.Connection, request: Append) -> int | None:
+        return await event_rows.append(
+            connection,
+            request,
+            self.settings.max_state_bytes,
+            self.settings.search_config,
+            announced=False,
+        )
+
+    def _release(self) -> None:
+        """A lane is free: the appends waiting for one go, together."""
+        self.busy -= 1
+        group = self._next_group()
+        if group:
+            self.busy += 1
+            task = asyncio.create_task(self._run(group))
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+
+    def _next_group(self) -> list[_Waiting]:
+        """The waiting appends that can share a statement, oldest first: one per session; an
+        append that writes app or user state only alone. The others keep their place."""
+        group: list[_Waiting] = []
+        sessions: set[SessionKey] = set()
+        passed: list[_Waiting] = []
+        while self.waiting and len(group) < MAX_GROUP:
+            waiting = self.waiting.popleft()
+            if waiting.answer.done():  # its request was cancelled while it waited
+                continue
+            shares_state = waiting.request.shares_state
+            if waiting.request.key in sessions or (shares_state and group):
+                passed.append(waiting)
+                continue
+            group.append(waiting)
+            sessions.add(waiting.request.key)
+            if shares_state:
+                break
+        self.waiting.extendleft(reversed(passed))
+        return group
+
+    async def _run(self, group: list[_Waiting]) -> None:
+        try:
+            async with self.pool.connection() as connection:
+                if len(group) > 1:
+                    try:
+                        base_seqs = await event_rows.append_group(
+                            connection,
+                            [waiting.request for waiting in group],
+                            self.settings.max_state_bytes,
+                            self.settings.search_config,
+                        )
+                    except asyncpg.PostgresError:
+                        pass  # one of them failed it, and none was written: each alone
+                    else:
+                        APPENDS_GROUPED.inc(len(group))
+                        for waiting, base_seq in zip(group, base_seqs, strict=True):
+                            _answer(waiting, base_seq)
+                        return
+                for waiting in group:
+                    try:
+                        base_seq = await self._alone(connection, waiting.request)
+                    except Exception as error:  # its refusal, for it alone
+                        _fail(waiting, error)
+                    else:
+                        _answer(waiting, base_seq)
+        except Exception as error:  # no connection to be had: none is answered yet
+            for waiting in group:
+                _fail(waiting, error)
+        except asyncio.CancelledError:  # the worker is stopping
+            for waiting in group:
+                waiting.answer.cancel()
+            raise
+        finally:
+            self._release()
+
+
+def _answer(waiting: _Waiting, base_seq: int | None) -> None:
+    if not waiting.answer.done():
+        waiting.answer.set_result(base_seq)
+
+
+def _fail(waiting: _Waiting, error: BaseException) -> None:
+    if not waiting.answer.done():
+        waiting.answer.set_exception(error)
