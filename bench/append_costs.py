@@ -33,9 +33,6 @@ VARIANTS = {
     "without the search index (GIN)": "DROP INDEX ix_events_search",
     "without the timestamp index": "DROP INDEX ix_events_app_name_user_id_session_id_timestamp",
     "without the compaction/rewind marks index": "DROP INDEX ix_events_marks",
-    "without the foreign key to sessions": (
-        "ALTER TABLE events DROP CONSTRAINT fk_events_app_name_user_id_session_id_sessions"
-    ),
     "without the unique event id": (
         "ALTER TABLE events DROP CONSTRAINT uq_events_app_name_user_id_session_id_id"
     ),

@@ -58,6 +58,27 @@ async def test_concurrent_creates_of_one_id_make_exactly_one_session(client):
     assert codes == [201] + [409] * 9
 
 
+async def test_a_delete_racing_appends_leaves_none_of_its_events_behind(app, client):
+    """The log has no foreign key to its session: the delete removes the events itself,
+    including those appended while it waited for the session's lock."""
+    for _ in range(5):
+        await create_session(client, sessionId="doomed")
+        *appended, deleted = await asyncio.gather(
+            *(append(client, "doomed", delta_event({"n": n})) for n in range(16)),
+            client.delete(session_url("doomed")),
+        )
+        assert deleted.status_code == 204, deleted.text
+        assert {response.status_code for response in appended} <= {201, 404}
+        async with app.state.pool.connection() as connection:
+            left = await connection.fetchval(
+                "SELECT count(*) FROM events WHERE app_name = $1 AND user_id = $2 "
+                "AND session_id = 'doomed'",
+                APP,
+                USER,
+            )
+        assert left == 0
+
+
 async def test_if_match_race_has_exactly_one_winner_per_version(client):
     await create_session(client, sessionId="s1")
     for version in range(3):

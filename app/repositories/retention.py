@@ -6,6 +6,7 @@ from sqlalchemy import delete, func, select, tuple_
 from app.db import fetch, fetchval
 from app.domain import Deleted, SessionKey
 from app.models import StorageSession
+from app.repositories.sessions import delete_logs
 
 # The advisory lock every sweeper takes (any number unique to this service's sweepers): one
 # sweeper at a time across workers and replicas.
@@ -19,7 +20,7 @@ async def take_sweeper_lock(connection: asyncpg.Connection) -> bool:
 
 
 async def delete_expired(connection: asyncpg.Connection, limit: int) -> list[Deleted]:
-    """Delete up to `limit` expired sessions (their events go with them), soonest expired
+    """Delete up to `limit` expired sessions and their events, soonest expired
     first. The DELETE checks expiry itself: a session whose expiry a writer moved meanwhile
     is checked again once that writer is done, and kept. (No `FOR UPDATE` in the choice:
     Citus refuses it across shards.)"""
@@ -43,4 +44,7 @@ async def delete_expired(connection: asyncpg.Connection, limit: int) -> list[Del
         )
     )
     rows = await fetch(connection, statement)
-    return [Deleted(SessionKey(*row[:3]), row["version"], row["parent_id"]) for row in rows]
+    deleted = [Deleted(SessionKey(*row[:3]), row["version"], row["parent_id"]) for row in rows]
+    for gone in deleted:  # one session's at a time: on Citus each stays on its shard
+        await delete_logs(connection, gone.key)
+    return deleted

@@ -32,7 +32,7 @@ from sqlalchemy.dialects.postgresql import insert as insert_into
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.db import DriverStatement, fetch, fetchrow, fetchval, violated_unique
+from app.db import DriverStatement, execute, fetch, fetchrow, fetchval, violated_unique
 from app.domain import (
     ROOT,
     UNDESCRIBED,
@@ -52,6 +52,7 @@ from app.errors import Conflict
 from app.models import (
     StorageAppState,
     StorageEvent,
+    StoragePendingEvent,
     StorageSession,
     StorageUserState,
     Timestamp,
@@ -257,7 +258,26 @@ async def refusals(parent: ParentLink | None, max_state_bytes: int) -> AsyncIter
 async def delete_expired(connection: asyncpg.Connection, key: SessionKey) -> bool:
     expired = and_(row_filter(key), StorageSession.expire_time <= func.now())
     deleted = delete(StorageSession).where(expired).returning(StorageSession.id)
-    return await fetchval(connection, deleted) is not None
+    if await fetchval(connection, deleted) is None:
+        return False
+    await delete_logs(connection, key)
+    return True
+
+
+async def delete_logs(connection: asyncpg.Connection, key: SessionKey) -> None:
+    """Delete the events and queued events of a session this transaction has just deleted.
+    Statements of their own, after the session's: each sees what an append committed while
+    the session's DELETE waited for its row lock (one statement's snapshot would not), and no
+    append can write to it after."""
+    for table in (StorageEvent, StoragePendingEvent):
+        await execute(
+            connection,
+            delete(table).where(
+                table.app_name == key.app_name,
+                table.user_id == key.user_id,
+                table.session_id == key.session_id,
+            ),
+        )
 
 
 def epoch_time(seconds: float | None) -> ColumnElement[Any]:
@@ -507,7 +527,10 @@ async def delete_one(
     if expected_version is not None:
         statement = statement.where(StorageSession.version == expected_version)
     row = await fetchrow(connection, statement)
-    return None if row is None else Deleted(key, row["version"], row["parent_id"])
+    if row is None:
+        return None
+    await delete_logs(connection, key)
+    return Deleted(key, row["version"], row["parent_id"])
 
 
 async def describe(
