@@ -35,6 +35,10 @@ class DuplicateEventId(Exception):
     """An event id in the batch is already stored in the session (raced with a retry)."""
 
 
+class GroupRefused(Exception):
+    """One of a group's appends failed its statement (`append_group`): none was written."""
+
+
 # An event's token counts (`domain.Usage`), in that order.
 USAGE_COLUMNS = (
     StorageEvent.prompt_tokens,
@@ -304,7 +308,7 @@ async def append_group(
     user state (`Append.shares_state`): the base seq of each, in order, or None where its
     session is absent, closed or not at the version asked for. Never announced.
 
-    Raises asyncpg's error when any of them fails: then none is written."""
+    Raises GroupRefused when any of them fails the statement: then none is written."""
     appends, records = [], []
     for number, request in enumerate(requests):
         used = _usage(request)
@@ -333,7 +337,10 @@ async def append_group(
             "search_config": search_config,
         }
     )
-    rows = await connection.fetch(APPEND_GROUP.sql, *arguments)
+    try:
+        rows = await connection.fetch(APPEND_GROUP.sql, *arguments)
+    except asyncpg.PostgresError as error:
+        raise GroupRefused from error
     base_seqs: list[int | None] = [None] * len(requests)
     for number, base_seq in rows:
         base_seqs[number] = base_seq

@@ -119,7 +119,7 @@ class GroupCommit:
                             self.settings.max_state_bytes,
                             self.settings.search_config,
                         )
-                    except asyncpg.PostgresError:
+                    except event_rows.GroupRefused:
                         pass  # one of them failed it, and none was written: each alone
                     else:
                         APPENDS_GROUPED.inc(len(group))
