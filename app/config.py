@@ -180,6 +180,18 @@ class Settings(BaseSettings):
         "`french`, …): how words are split and stemmed. Events are indexed with the one set "
         "when they are written: set it before storing events.",
     )
+    search_concurrency: int = Field(
+        default=2,
+        ge=1,
+        description="Searches one worker runs at once; past it a search is refused at once "
+        "(503 `search_busy`), so that searches never take the cores appends need.",
+    )
+    search_timeout: float = Field(
+        default=2.0,
+        gt=0,
+        description="Seconds a search may run in PostgreSQL before it is stopped (503 "
+        "`search_timeout`, which says how to narrow it).",
+    )
     token_estimator: str = Field(
         default="app.rules.context:estimate_tokens",
         pattern=r"^[\w.]+:\w+$",

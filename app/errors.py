@@ -22,6 +22,8 @@
     ├── HeadersTooLarge                  (431 headers_too_large)
     ├── DatabaseUnavailable              (503 database_unavailable)
     ├── SchemaBehind                     (503 schema_behind)
+    ├── SearchBusy                       (503 search_busy)
+    ├── SearchTimeout                    (503 search_timeout)
     └── TooManyStreams                   (503 too_many_streams)
 
 Services raise these; `problem_body` is their RFC 9457 problem+json document, which
@@ -240,6 +242,32 @@ class TooManyStreams(SessionaryError):
         super().__init__(
             f"This worker serves {limit} streams already (SESSIONARY_MAX_STREAMS); retry later "
             "or on another replica."
+        )
+
+
+class SearchBusy(SessionaryError):
+    status = 503
+    code = "search_busy"
+    title = "Too many searches at once"
+    headers: ClassVar[dict[str, str]] = {"Retry-After": "1"}
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"This worker runs {limit} searches already (SESSIONARY_SEARCH_CONCURRENCY), the "
+            "most it runs at once so that searches never slow down appends; retry shortly."
+        )
+
+
+class SearchTimeout(SessionaryError):
+    status = 503
+    code = "search_timeout"
+    title = "Search took too long"
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"The search was stopped after {seconds:g} s (SESSIONARY_SEARCH_TIMEOUT): narrow "
+            "it with userId, sessionId, author, afterTimestamp or beforeTimestamp, or search "
+            "for rarer words."
         )
 
 

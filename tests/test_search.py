@@ -11,6 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.rules.search import TEXT_LIMIT, event_text
+from tests.fixtures import client_of
 from tests.helpers import APP, append, assert_problem, create_session, session_url
 
 SEARCH = f"/apps/{APP}/search"
@@ -193,3 +194,38 @@ def test_the_words_indexed_are_the_words_snippets_are_made_of(database_url, even
         return [row[0] for row in rows]
 
     assert [event_text(event) for event in events] == asyncio.run(in_postgres())
+
+
+async def many_hits(client, sessions: int = 3) -> None:
+    """Sessions of 1,000 events that all hold the searched words: a search that must rank
+    every one of them."""
+    for n in range(sessions):
+        events = [said(f"order {turn} of the refund queue") for turn in range(1000)]
+        await create_session(client, sessionId=f"busy{n}", events=events)
+
+
+async def test_a_search_past_its_time_limit_is_stopped_with_a_problem(settings, client):
+    await many_hits(client)
+    limited = settings.model_copy(update={"search_timeout": 0.001})
+    async with client_of(limited) as http:
+        response = await http.get(SEARCH, params={"q": "refund queue"})
+    body = assert_problem(response, 503, "search_timeout")
+    assert "SESSIONARY_SEARCH_TIMEOUT" in body["detail"] and "narrow" in body["detail"]
+    assert len(await hits(client, "refund queue")) == 3000  # the default limit lets it finish
+
+
+async def test_searches_past_a_workers_bound_are_refused_at_once(settings, client):
+    await many_hits(client, sessions=1)
+    bounded = settings.model_copy(update={"search_concurrency": 1})
+    async with client_of(bounded) as http:
+        responses = await asyncio.gather(
+            *(http.get(SEARCH, params={"q": "refund queue"}) for _ in range(6))
+        )
+        codes = [response.status_code for response in responses]
+        assert codes.count(200) >= 1 and codes.count(503) >= 1, codes
+        for response in responses:
+            if response.status_code == 503:
+                assert_problem(response, 503, "search_busy")
+                assert response.headers["Retry-After"] == "1"
+        # Bounded, not stuck: once they are done, the next search runs.
+        assert (await http.get(SEARCH, params={"q": "refund"})).status_code == 200

@@ -58,5 +58,8 @@ DESCRIPTIONS = {
     422: "Invalid input (`validation_error`).",
     503: "Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), "
     "or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on "
-    "a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`).",
+    "a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, "
+    "on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already "
+    "(`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: "
+    "narrow it).",
 }

@@ -9,6 +9,7 @@ from sqlalchemy.dialects.postgresql import REGCONFIG
 
 from app.db import fetch
 from app.domain import SearchHit, SearchQuery
+from app.errors import SearchTimeout
 from app.models import StorageEvent, StorageSession, live
 from app.rules.search import MARK_END, MARK_START
 
@@ -25,9 +26,11 @@ async def search(
     *,
     after: tuple[float, str, str, int] | None,
     limit: int,
+    time_limit: float,
 ) -> list[SearchHit]:
     """Up to `limit` hits, best first, from just past `after` (the last hit's rank, user id,
-    session id and seq); only events of live sessions."""
+    session id and seq); only events of live sessions. In the connection's transaction, which
+    it stops after `time_limit` seconds (SearchTimeout)."""
     regconfig = cast(literal(config), REGCONFIG)
     terms = func.websearch_to_tsquery(regconfig, query.text)
     rank = func.ts_rank(StorageEvent.search, terms).label("rank")
@@ -95,7 +98,11 @@ async def search(
         best.c.rank,
         snippet,
     ).order_by(best.c.rank.desc(), best.c.user_id, best.c.session_id, best.c.seq)
-    rows = await fetch(connection, statement)
+    await connection.execute(f"SET LOCAL statement_timeout = {max(1, round(time_limit * 1000))}")
+    try:
+        rows = await fetch(connection, statement)
+    except asyncpg.QueryCanceledError as error:
+        raise SearchTimeout(time_limit) from error
     return [SearchHit(*row) for row in rows]
 
 

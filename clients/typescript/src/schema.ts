@@ -1604,7 +1604,7 @@ export interface components {
              * @description Stable, machine-readable: what went wrong, for code to act on.
              * @enum {string}
              */
-            code: "bad_request" | "conflict" | "cors_preflight_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error";
+            code: "bad_request" | "conflict" | "cors_preflight_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error";
             /**
              * Instance
              * @description The request path; absent when the request was refused before its path was read (`headers_too_large`, `bad_request`).
@@ -1787,7 +1787,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1933,7 +1933,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2079,7 +2079,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2160,7 +2160,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2263,7 +2263,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2355,7 +2355,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2446,7 +2446,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2563,7 +2563,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2642,7 +2642,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2747,7 +2747,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2833,7 +2833,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2947,7 +2947,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3064,7 +3064,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3145,7 +3145,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3262,7 +3262,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3379,7 +3379,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3496,7 +3496,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3602,7 +3602,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3730,7 +3730,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3816,7 +3816,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3942,7 +3942,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4030,7 +4030,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4147,7 +4147,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4228,7 +4228,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4340,7 +4340,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4419,7 +4419,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4554,7 +4554,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4629,7 +4629,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4714,7 +4714,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4797,7 +4797,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4912,7 +4912,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4999,7 +4999,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5069,7 +5069,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5137,7 +5137,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5205,7 +5205,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5295,7 +5295,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5365,7 +5365,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5457,7 +5457,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5527,7 +5527,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5600,7 +5600,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5667,7 +5667,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`). */
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
             503: {
                 headers: {
                     [name: string]: unknown;
