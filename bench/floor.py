@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 
 from app.domain import SessionKey
+from bench.scenarios import median_call
 from bench.systems import PageToken
 from bench.workload import EventSpec, wire_event
 
@@ -50,6 +51,11 @@ SELECT event FROM (
     SELECT seq, event FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3
     ORDER BY seq DESC LIMIT $4
 ) recent ORDER BY seq
+"""
+# S3's copy floor: the events as PostgreSQL renders their stored JSON, as bytes, in order.
+COPY_READ = """
+SELECT convert_to(CAST(event AS text), 'UTF8') FROM events
+WHERE app_name = $1 AND user_id = $2 AND session_id = $3 ORDER BY seq
 """
 LIST = """
 SELECT s.user_id, s.id, s.state, s.version, s.create_time, s.update_time,
@@ -154,3 +160,21 @@ class Floor:
     async def close(self) -> None:
         if self.pool is not None:
             await self.pool.close()
+
+
+async def copy_read_ms(dsn: str, key: SessionKey, events: int, repeat: int) -> float:
+    """S3's copy floor: median ms of fetching a session's events over one connection as the
+    JSON text PostgreSQL holds and joining them into one body, nothing parsed or converted
+    in Python: what any read of the whole session must at least do."""
+    connection = await asyncpg.connect(dsn)
+    try:
+
+        async def call() -> None:
+            rows = await connection.fetch(COPY_READ, key.app_name, key.user_id, key.session_id)
+            body = b"[" + b",".join(row[0] for row in rows) + b"]"
+            if body.count(b'"seq":') != events:
+                raise AssertionError(f"the copy floor read the wrong events of {key}")
+
+        return await median_call(repeat, call)
+    finally:
+        await connection.close()

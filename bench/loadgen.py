@@ -57,10 +57,14 @@ class Connection:
     def prepare(self, method: str, path: str, body: bytes | None = None) -> bytes:
         return request(self.host, self.port, method, path, body)
 
-    async def send(self, request: bytes, expect: int) -> Response:
+    async def exchange(self, request: bytes) -> Response:
+        """The response to `request`, whatever its status."""
         assert self._reader is not None and self._writer is not None, "not connected"
         self._writer.write(request)
-        response = await self._read_response()
+        return await self._read_response()
+
+    async def send(self, request: bytes, expect: int) -> Response:
+        response = await self.exchange(request)
         if response.status != expect:
             raise HTTPError(
                 f"expected {expect}, got {response.status}: {response.body[:300]!r} "

@@ -3,7 +3,9 @@
 import math
 from dataclasses import dataclass, field
 
+from bench import mixed
 from bench.cpu import CpuSplit
+from bench.mixed import Mixed
 from bench.scenarios import Burst
 
 # "Floor": plain asyncpg, no HTTP; "HTTP floor": a bare ASGI app running the same statements.
@@ -24,6 +26,7 @@ ROWS = (
     Row("s1_p99", "S1 append", "p99 ms"),
     Row("s2_eps", "S2 batch append", "events/s"),
     Row("s3_ms", "S3 read whole session", "ms"),
+    Row("s3_copy_ms", "S3 copy floor: the stored JSON fetched and joined", "ms"),
     Row("s4_ms", "S4 read recent events", "ms"),
     Row("s5_first_ms", "S5 list, first page", "ms"),
     Row("s5_far_ms", "S5 list, far page", "ms"),
@@ -80,6 +83,7 @@ class Results:
     read_growth_bytes: int = 0
     read_response_bytes: int = 0
     s6_scans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    mixed: Mixed | None = None
     notes: list[str] = field(default_factory=list)
 
     def put(self, key: str, system: str, value: float) -> None:
@@ -159,6 +163,11 @@ def targets(results: Results) -> list[Target]:
             f"{r('s2_eps') / r('s1_eps'):.2f}x",
         ),
         Target(
+            "S3 within 1.3x of the copy floor",
+            r("s3_ms") <= 1.3 * r("s3_copy_ms", "Floor"),
+            f"{r('s3_ms') / r('s3_copy_ms', 'Floor'):.2f}x",
+        ),
+        Target(
             "S3 ≥ 20x faster than ADK get_session",
             r("s3_ms", "ADK") >= 20 * r("s3_ms"),
             f"{r('s3_ms', 'ADK') / r('s3_ms'):.1f}x faster",
@@ -217,6 +226,18 @@ def targets(results: Results) -> list[Target]:
             f"{r('s10_alone_eps') / r('s10_watched_eps'):.2f}x",
         ),
     ]
+    if results.mixed is not None:
+        operations = results.mixed.operations
+        append_p99 = operations["append"][2]
+        failed = sum(figures[4] for figures in operations.values())
+        checks += [
+            Target("S16 append p99 < 100 ms", append_p99 < 100, f"{append_p99:.1f} ms"),
+            Target(
+                "S16: no append lost or doubled, no request failed",
+                results.mixed.lost == 0 and failed == 0,
+                f"{results.mixed.lost} lost or doubled, {failed} failed",
+            ),
+        ]
     if results.sustained:
         first, last = results.sustained[0], results.sustained[-1]
         checks.append(
@@ -298,6 +319,8 @@ def render(results: Results, header: str) -> str:
         lines += [cpu_split(results.s1_cpu, results.cores), ""]
     if results.sustained:
         lines += [sustained(results.sustained), ""]
+    if results.mixed is not None:
+        lines += [mixed.report(results.mixed), ""]
     lines.append(
         f"Load generator: {results.generator}; its ceiling (GET /healthz, same clients): "
         f"{results.ceiling_rps:,.0f} req/s."

@@ -27,6 +27,7 @@ from bench import (
     databases,
     live,
     loadgen,
+    mixed,
     pgbouncer,
     portability,
     scenarios,
@@ -35,7 +36,7 @@ from bench import (
 )
 from bench.adk_side import Adk, context_ms
 from bench.databases import Databases, Schema, seeded_key
-from bench.floor import Floor
+from bench.floor import Floor, copy_read_ms
 from bench.report import Results, render
 from bench.sessionary_side import Sessionary, context_times, lineage_times, session_path
 from bench.systems import System
@@ -67,6 +68,7 @@ QUICK = Sizes(
     read_repeat=5,
     append_seconds=2,
     sustained_minutes=0,
+    mixed_minutes=1,
     lineage_events=500,
     context_events=500,
     live_appends=20,
@@ -348,6 +350,9 @@ async def bench(args: argparse.Namespace) -> str:
 
         systems = [open_sessionary] + ([open_adk] if adk else []) + [open_floor]
         await phase(systems, lambda system: run_small(system, sizes, results, "small"))
+        log("Floor: S3's copy floor")
+        copied = await copy_read_ms(dbs.floor, READ_KEY, sizes.long_session, sizes.read_repeat)
+        results.put("s3_copy_ms", "Floor", copied)
         with server.HttpFloorServer(dbs.floor, args.workers, server_env) as floor_serve:
             http_floor = Sessionary(
                 floor_serve.host,
@@ -388,6 +393,14 @@ async def bench(args: argparse.Namespace) -> str:
                 for table in after
             }
             await phase(systems[1:], lambda system: run_growth(system, sizes, results, "big"))
+        if sizes.mixed_minutes:
+            log(f"Sessionary: S16, a mixed load for {sizes.mixed_minutes} minutes")
+            results.mixed = await mixed.run(
+                sessionary,
+                clients=sizes.clients,
+                minutes=sizes.mixed_minutes,
+                sessions=sizes.mixed_sessions,
+            )
         if sizes.sustained_minutes and wrk.available():
             log(f"Sessionary: S7, S1 for {sizes.sustained_minutes} minutes")
             results.sustained = await wrk.sustained(sessionary, sizes, "s7")

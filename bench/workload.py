@@ -62,6 +62,9 @@ class Sizes:
     # S11: events of twelve words each from a vocabulary of this many, then two-word searches.
     search_events: int = 1_000_000
     search_vocabulary: int = 5_000
+    # S16: a mixed load of `clients` over this many sessions (bench/mixed.py).
+    mixed_minutes: int = 8
+    mixed_sessions: int = 64
 
     @property
     def append_events(self) -> int:
