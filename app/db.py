@@ -85,13 +85,19 @@ def is_unavailable(error: BaseException) -> bool:
     )
 
 
+def refused_value(error: BaseException) -> bool:
+    """PostgreSQL cannot store a value of the request (SQLSTATE class 22)."""
+    code = sqlstate(error)
+    return code is not None and code.startswith(DATA_EXCEPTION)
+
+
 def translated(error: BaseException) -> SessionaryError | None:
     """Sessionary's own error for a driver's where the database, not the code, is why: a value
     it cannot store (422), a database that cannot serve now (503); None for the rest (a bug,
     for the 500 handler). Logged by kind and SQLSTATE only: PostgreSQL's messages may quote
     the values refused."""
     code = sqlstate(error)
-    if code is not None and code.startswith(DATA_EXCEPTION):
+    if refused_value(error):
         logger.warning("database refused a value (SQLSTATE %s)", code)
         return InvalidInput("PostgreSQL cannot store a value of this request.")
     if is_unavailable(error):

@@ -2,6 +2,7 @@
 whole or refused alone. (One server's machinery: on Citus appends run alone, test_citus.py.)"""
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -114,33 +115,62 @@ async def test_a_refused_append_leaves_the_rest_of_its_group_written(app, client
     assert versions == {"ok1": 1, "ok2": 1, "stale": 0, "dup": 1, "huge": 0}
 
 
-async def test_groups_locking_the_same_sessions_in_opposite_orders_never_deadlock(
+async def test_a_session_another_transaction_holds_is_left_out_not_waited_for(
+    app, client, request_to
+):
+    for name in ("free", "held"):
+        await create_session(client, sessionId=name)
+    settings = app.state.settings
+    async with app.state.pool.transaction() as holder:
+        await holder.execute("SELECT FROM sessions WHERE id = 'held' FOR UPDATE")
+        async with app.state.pool.connection() as connection:
+            decided = await asyncio.wait_for(
+                event_rows.append_group(
+                    connection,
+                    [request_to("free"), request_to("held")],
+                    settings.max_state_bytes,
+                    settings.search_config,
+                ),
+                timeout=5,
+            )
+    assert decided == {0: 0}  # "held" skipped, nothing of it written
+    for name, version in (("free", 1), ("held", 0)):
+        assert (await client.get(session_url(name))).json()["version"] == version
+
+
+async def test_groups_over_the_same_sessions_from_many_connections_lose_nothing(
     app, client, request_to
 ):
     names = [f"s{n}" for n in range(12)]
     for name in names:
         await create_session(client, sessionId=name)
     settings = app.state.settings
-    rounds = 40
 
-    async def writer(order: list[str]) -> None:
+    async def writer(order: list[str]) -> Counter[str]:
+        written: Counter[str] = Counter()
         async with app.state.pool.connection() as connection:
-            for _ in range(rounds):
-                base_seqs = await event_rows.append_group(
+            for _ in range(40):
+                decided = await event_rows.append_group(
                     connection,
                     [request_to(name) for name in order],
                     settings.max_state_bytes,
                     settings.search_config,
                 )
-                assert None not in base_seqs
+                assert None not in decided.values()
+                written.update(order[number] for number in decided)
+        return written
 
     try:
-        await asyncio.gather(writer(names), writer(names[::-1]), writer(names[3:] + names[:3]))
+        counts = await asyncio.gather(
+            writer(names), writer(names[::-1]), writer(names[3:] + names[:3])
+        )
     except asyncpg.DeadlockDetectedError:
         pytest.fail("two groups deadlocked")
+    written = sum(counts, Counter())
+    assert written  # each skips only what another holds at that moment
     for name in names:
         session = (await client.get(session_url(name))).json()
-        assert [event["seq"] for event in session["events"]] == list(range(1, 3 * rounds + 1))
+        assert [event["seq"] for event in session["events"]] == list(range(1, written[name] + 1))
 
 
 async def test_the_service_groups_concurrent_appends_over_http(client):

@@ -21,11 +21,11 @@ from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG
 from sqlalchemy.sql.elements import ColumnElement
 
 from app import strict_json
-from app.db import DriverStatement, fetch, violated_unique
+from app.db import DriverStatement, fetch, refused_value, violated_unique
 from app.domain import NO_USAGE, Append, EventQuery, NewEvent, Order, SessionKey, Usage
 from app.models import LIVE_SQL, StorageEvent
 from app.repositories.live import CHANNEL
-from app.repositories.shared_state import state_too_large
+from app.repositories.shared_state import is_state_too_large, state_too_large
 from app.rules.scopes import merge_deltas
 
 EVENT_ID_CONSTRAINT = "uq_events_app_name_user_id_session_id_id"
@@ -241,11 +241,12 @@ async def append(
 # `APPEND` for several requests' appends at once, each to a session of its own and none
 # writing app or user state: one statement, so one transaction and one commit for all of them
 # (what an append costs PostgreSQL is mostly per statement and per commit: bench/README.md).
-# Each append still takes its session's row lock and is written whole or, when its session is
-# absent, closed or at another version, not at all: then its number is missing from the
-# result. The rows are locked in key order, so two groups sharing sessions cannot deadlock.
-# Any error (a duplicate event id, a state over the limit) aborts the whole statement: the
-# caller then runs each append alone (`app.services.group_commit`).
+# Each append still takes its session's row lock and is written whole or not at all. The
+# group never waits for a lock: a session that another transaction holds (an append from
+# another worker, a fork copying it, a close) is skipped, `SKIP LOCKED`, and so is one that is
+# absent, closed or expired; the caller runs those alone, where they wait or are refused as
+# usual. Holding no lock while waiting for another, a group cannot deadlock. A locked session
+# not at the version asked for is refused: its base seq is NULL.
 _GROUP = """
 WITH asked AS (
     SELECT * FROM jsonb_to_recordset(:appends) AS asked(
@@ -256,8 +257,8 @@ WITH asked AS (
     SELECT asked.number FROM sessions
     JOIN asked ON sessions.app_name = asked.app_name AND sessions.user_id = asked.user_id
               AND sessions.id = asked.session_id
-    ORDER BY sessions.app_name, sessions.user_id, sessions.id
-    FOR UPDATE OF sessions
+    WHERE sessions.status = 'open' AND LIVE
+    FOR UPDATE OF sessions SKIP LOCKED
 ), bump AS (
     UPDATE sessions
     SET version = sessions.version + asked.count,
@@ -272,14 +273,14 @@ WITH asked AS (
         total_tokens = sessions.total_tokens + asked.total_tokens
     FROM asked JOIN locked USING (number)
     WHERE sessions.app_name = asked.app_name AND sessions.user_id = asked.user_id
-      AND sessions.id = asked.session_id AND sessions.status = 'open' AND LIVE
+      AND sessions.id = asked.session_id
       AND (asked.expected_version IS NULL OR sessions.version = asked.expected_version)
     RETURNING asked.number, asked.app_name, asked.user_id, asked.session_id,
               sessions.version - asked.count AS base_seq
 ), inserted AS (
     INSERT_EVENTS
 )
-SELECT number, base_seq FROM bump
+SELECT locked.number, bump.base_seq FROM locked LEFT JOIN bump USING (number)
 """.replace("LIVE", LIVE_SQL)
 
 APPEND_GROUP = DriverStatement.compile(
@@ -303,12 +304,16 @@ async def append_group(
     requests: Sequence[Append],
     max_state_bytes: int,
     search_config: str,
-) -> list[int | None]:
+) -> dict[int, int | None]:
     """`append` for several requests at once, each to another session and none with app or
-    user state (`Append.shares_state`): the base seq of each, in order, or None where its
-    session is absent, closed or not at the version asked for. Never announced.
+    user state (`Append.shares_state`), never announced. By the request's place in
+    `requests`: its base seq, or None when its session was not at the version asked for. A
+    request missing from the answer was skipped (its session locked by another transaction,
+    or absent, closed or expired): nothing of it was written, and it is for `append` alone.
 
-    Raises GroupRefused when any of them fails the statement: then none is written."""
+    Raises GroupRefused when one of them fails the statement for a reason of its own (an event
+    id already stored, a state over the limit, a value PostgreSQL cannot store): then none is
+    written."""
     appends, records = [], []
     for number, request in enumerate(requests):
         used = _usage(request)
@@ -340,11 +345,10 @@ async def append_group(
     try:
         rows = await connection.fetch(APPEND_GROUP.sql, *arguments)
     except asyncpg.PostgresError as error:
-        raise GroupRefused from error
-    base_seqs: list[int | None] = [None] * len(requests)
-    for number, base_seq in rows:
-        base_seqs[number] = base_seq
-    return base_seqs
+        if is_state_too_large(error) or violated_unique(error) or refused_value(error):
+            raise GroupRefused from error
+        raise
+    return {number: base_seq for number, base_seq in rows}
 
 
 FIND_BY_IDS = DriverStatement.compile(

@@ -9,10 +9,12 @@ appends together, one per session and none that writes app or user state (those 
 into one statement (`events.append_group`). Under light load nothing waits: each append runs
 alone, as it would without this.
 
-Each append is still all or nothing and answered alone. One that is refused (its session
-absent, closed or at another version) is simply not written while the others are; one that
-fails the statement (a duplicate event id, a state over the limit) makes its group run again
-one append at a time, so each gets its own answer.
+Each append is still all or nothing and answered alone. One that is refused (its session at
+another version) is simply not written while the others are. One whose session another
+transaction holds, or that is absent, closed or expired, is left out and runs alone after the
+group, where it waits or is refused as it would without grouping. One that fails the
+statement (a duplicate event id, a state over the limit) makes its group run again one append
+at a time, so each gets its own answer.
 """
 
 import asyncio
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from app.config import Settings
-from app.db import DriverPool
+from app.db import DriverPool, translated
 from app.domain import Append, SessionKey
 from app.observability import APPENDS_GROUPED
 from app.repositories import events as event_rows
@@ -111,29 +113,31 @@ class GroupCommit:
     async def _run(self, group: list[_Waiting]) -> None:
         try:
             async with self.pool.connection() as connection:
+                alone = group
                 if len(group) > 1:
                     try:
-                        base_seqs = await event_rows.append_group(
+                        decided = await event_rows.append_group(
                             connection,
                             [waiting.request for waiting in group],
                             self.settings.max_state_bytes,
                             self.settings.search_config,
                         )
                     except event_rows.GroupRefused:
-                        pass  # one of them failed it, and none was written: each alone
-                    else:
-                        APPENDS_GROUPED.inc(len(group))
-                        for waiting, base_seq in zip(group, base_seqs, strict=True):
-                            _answer(waiting, base_seq)
-                        return
-                for waiting in group:
+                        decided = {}  # one of them failed it, and none was written
+                    APPENDS_GROUPED.inc(sum(seq is not None for seq in decided.values()))
+                    for number, base_seq in decided.items():
+                        _answer(group[number], base_seq)
+                    alone = [w for n, w in enumerate(group) if n not in decided]
+                for waiting in alone:
+                    if waiting.answer.done():  # its request is gone: nothing to write
+                        continue
                     try:
                         base_seq = await self._alone(connection, waiting.request)
                     except Exception as error:  # its refusal, for it alone
-                        _fail(waiting, error)
+                        _fail(waiting, translated(error) or error)
                     else:
                         _answer(waiting, base_seq)
-        except Exception as error:  # no connection to be had: none is answered yet
+        except Exception as error:  # no connection, or it broke: the rest are not written
             for waiting in group:
                 _fail(waiting, error)
         except asyncio.CancelledError:  # the worker is stopping

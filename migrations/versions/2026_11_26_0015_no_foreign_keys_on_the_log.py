@@ -4,8 +4,9 @@ session's events itself, in the transaction that deletes the session
 
 The key's check on each insert cost an append a sixth of its PostgreSQL time
 (`python -m bench.append_costs`), and guarded nothing the service does not: every insert of
-an event holds its session's row lock (the append's UPDATE, or `hold` for the others), so a
-session cannot be deleted under it.
+an event holds its session's row lock (the append's UPDATE, or `hold` for the others) or
+goes into a session its own transaction creates (a fork, a child, an import), so a session
+cannot be deleted under it.
 
 Revision ID: 0015
 Revises: 0014

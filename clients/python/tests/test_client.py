@@ -500,6 +500,23 @@ def test_the_sync_client_resends_a_request_that_never_left() -> None:
     assert attempts == ["POST", "POST"]
 
 
+@pytest.mark.parametrize(("code", "sent"), [("search_timeout", 1), ("search_busy", 3)])
+def test_a_search_past_the_time_limit_is_not_resent(code: str, sent: int) -> None:
+    """A 503 the same search would meet again is final; a busy server's is retried."""
+    attempts: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        attempts.append(request.url.path)
+        problem = {"status": 503, "code": code, "title": "t", "detail": "d", "type": "about:blank"}
+        return httpx.Response(503, json=problem, request=request)
+
+    http = httpx.Client(base_url="http://sessionary", transport=httpx.MockTransport(answer))
+    with SessionaryClient("http://sessionary", http=http, backoff=0.01) as searching:
+        with pytest.raises(SessionaryError):
+            searching.search("app", "refund")
+    assert len(attempts) == sent
+
+
 async def test_apps_and_their_users_are_listed(
     client: AsyncSessionaryClient, sync_client: SessionaryClient, app_name: str
 ) -> None:

@@ -160,6 +160,9 @@ class RetryPolicy:
     _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
     # The server, or a proxy in front of it, could not serve the request right now.
     _TRANSIENT = frozenset({502, 503, 504})
+    # 503s that the same request again would meet again: a search too costly for the server's
+    # time limit (narrow it instead).
+    _LASTING = frozenset({"search_timeout"})
 
     def delay(
         self, idempotent: bool, attempt: int, outcome: httpx.Response | Exception
@@ -172,7 +175,11 @@ class RetryPolicy:
         if attempt >= self.retries:
             return None
         if isinstance(outcome, httpx.Response):
-            retry = idempotent and outcome.status_code in self._TRANSIENT
+            retry = (
+                idempotent
+                and outcome.status_code in self._TRANSIENT
+                and _problem_code(outcome) not in self._LASTING
+            )
         else:
             retry = isinstance(outcome, self._NOT_SENT) or (
                 idempotent and isinstance(outcome, httpx.TransportError)
@@ -181,3 +188,12 @@ class RetryPolicy:
             return None
         # Full jitter, so clients that failed together do not come back together.
         return random.uniform(0, min(self.max_backoff, self.backoff * 2**attempt))
+
+
+def _problem_code(response: httpx.Response) -> str | None:
+    """The `code` of a problem+json answer; None for any other body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body.get("code") if isinstance(body, dict) else None
