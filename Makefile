@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 # `make run` serves within seconds.
 INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python -c requirements.lock
 # What each target needs, installed once into the one venv: serving, the service and its
-# embedded PostgreSQL alone; the benchmark adds google-adk; the tests add their tools, every
+# embedded PostgreSQL alone; the benchmark adds google-adk and the client's ADK adapter (S14
+# runs `sessionary import-adk`); the tests add their tools, every
 # extra and the client package (with its ADK adapter).
 SERVE := $(VENV)/.installed-serve
 BENCH := $(VENV)/.installed-bench

@@ -170,9 +170,9 @@ class StorageEvent(Base):
     """One event of a session's append-only log, stored verbatim as JSONB.
 
     No foreign key to its session (nor from `pending_events`): every write of an event holds
-    its session's row lock or creates the session, and deleting a session deletes its events in the same transaction
-    (`repositories.sessions.delete_logs`); the key's check cost each append a sixth of its
-    PostgreSQL time (migration 0015)."""
+    its session's row lock or creates the session, and deleting a session deletes its events
+    in the same transaction (`repositories.sessions.delete_logs`); the key's check cost each
+    append a sixth of its PostgreSQL time (migration 0015)."""
 
     __tablename__ = "events"
 
