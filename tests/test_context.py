@@ -118,6 +118,17 @@ async def test_a_pair_over_the_budget_alone_is_shown_and_said_to_be(client):
     assert view["estimatedTokens"] > 50 and view["truncatedBeforeSeq"] == 2
 
 
+async def test_an_answer_over_the_budget_brings_back_its_call_from_far_behind(client):
+    """The newest event alone is over the budget and answers a call twenty events back, past
+    what the view reads beyond the budget: the view reads back to the call."""
+    await create_session(client, sessionId="s")
+    await add(client, said("hi"), calls("far"), *(said(f"meanwhile {n}") for n in range(20)))
+    await add(client, answers("far", result="r" * 400))
+    view = await context(client, "?tokenBudget=50")
+    assert seqs(view) == list(range(2, 24)) and view["overBudget"] is True
+    assert view["truncatedBeforeSeq"] == 2
+
+
 async def test_a_summary_replaces_its_range_at_its_end(client):
     await create_session(client, sessionId="s")
     first = await add(client, *(said(f"old {i}", timestamp=100.0 + i) for i in range(4)))

@@ -52,9 +52,11 @@ class ContextService:
             connection.transaction(isolation="repeatable_read", readonly=True),
         ):
             reading, version = await _Reading.start(connection, key, self.estimate)
-            items, complete, lookbehind = await reading.window(budget)
-            items, earlier = await reading.resolve_calls(items, complete, lookbehind)
-        chosen = rules.fit(items, complete=complete, earlier_calls=earlier, budget=budget)
+            chosen = await reading.fit(budget)
+            if chosen.over_budget and not chosen.items:
+                # The newest event answers a call older than what was read past the budget:
+                # read back to it (every live event: rare, and only then).
+                chosen = await reading.fit(budget, whole=True)
         view = reading.shown(chosen)
         return view, version
 
@@ -117,6 +119,13 @@ class _Reading:
         """Every live event and summary, in view order."""
         return rules.merge(self.plan.summaries, await self.page(None, None))
 
+    async def fit(self, budget: int | None, *, whole: bool = False) -> rules.Fit:
+        """The view within `budget`, decided from the newest events (`window`), or from every
+        live event with `whole`."""
+        items, complete, lookbehind = await self.window(None if whole else budget)
+        items, earlier = await self.resolve_calls(items, complete, lookbehind)
+        return rules.fit(items, complete=complete, earlier_calls=earlier, budget=budget)
+
     def shown(self, chosen: rules.Fit) -> ContextRead:
         """The view of the chosen items: each event as PostgreSQL rendered it, or as the view
         made or changed it (a summary, masked, or less its responses to no earlier call)."""
@@ -142,7 +151,8 @@ class _Reading:
     async def window(self, budget: int | None) -> tuple[list[rules.Item], bool, int]:
         """The newest live events and summaries, in view order, until they hold more than the
         budget and `LOOKBEHIND` more (where the calls of the oldest responses usually are);
-        whether they are all there are, and how many are there only to look behind. Each page
+        whether they are all there are, and how many are there only to look behind (the one
+        that passed the budget is not: alone over it, it is the view). Each page
         is sized by the tokens still missing."""
         summaries = list(self.plan.summaries)
         newest_first: list[rules.Item] = []
@@ -170,7 +180,7 @@ class _Reading:
             elif len(newest_first) - spent_at < LOOKBEHIND:
                 size = LOOKBEHIND - (len(newest_first) - spent_at)
             else:
-                return newest_first[::-1], False, len(newest_first) - spent_at + 1
+                return newest_first[::-1], False, len(newest_first) - spent_at
 
     async def resolve_calls(
         self, items: list[rules.Item], complete: bool, lookbehind: int
