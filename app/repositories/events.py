@@ -22,7 +22,16 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app import strict_json
 from app.db import DriverStatement, fetch, refused_value, violated_unique
-from app.domain import NO_USAGE, Append, EventQuery, NewEvent, Order, SessionKey, Usage
+from app.domain import (
+    NO_USAGE,
+    Append,
+    EventQuery,
+    NewEvent,
+    Order,
+    ScopedDelta,
+    SessionKey,
+    Usage,
+)
 from app.models import LIVE_SQL, StorageEvent
 from app.repositories.live import CHANNEL
 from app.repositories.shared_state import is_state_too_large, state_too_large
@@ -186,9 +195,11 @@ def _json_text(value: Any) -> str:
     return strict_json.dumps(value).decode()
 
 
-def _usage(request: Append) -> Usage:
-    """The token counts the append adds to its session's sums."""
-    return sum((event.usage for event in request.events), NO_USAGE)
+def _sums(request: Append) -> tuple[ScopedDelta, Usage]:
+    """The append's state delta, its events' deltas merged, and the token counts it adds to
+    its session's sums."""
+    delta = merge_deltas([event.delta for event in request.events])
+    return delta, sum((event.usage for event in request.events), NO_USAGE)
 
 
 async def append(
@@ -207,8 +218,7 @@ async def append(
     Raises DuplicateEventId when an event id is already stored in the session, StateTooLarge
     when a state would outgrow `max_state_bytes`.
     """
-    delta = merge_deltas([event.delta for event in request.events])
-    used = _usage(request)
+    delta, used = _sums(request)
     statement = APPEND_ANNOUNCED if announced else APPEND
     arguments = statement.arguments(
         {
@@ -316,7 +326,7 @@ async def append_group(
     written."""
     appends, records = [], []
     for number, request in enumerate(requests):
-        used = _usage(request)
+        delta, used = _sums(request)
         appends.append(
             {
                 **request.key.columns(),
@@ -324,7 +334,7 @@ async def append_group(
                 "count": len(request.events),
                 "expected_version": request.expected_version,
                 "last_timestamp": request.events[-1].timestamp,
-                "session_delta": merge_deltas([event.delta for event in request.events]).session,
+                "session_delta": delta.session,
                 "prompt_tokens": used.prompt,
                 "candidates_tokens": used.candidates,
                 "total_tokens": used.total,

@@ -56,19 +56,16 @@ class GroupCommit:
         """`events.append` of one request, unannounced: the seq before its first event, or
         None when its session is absent, closed or not at the version asked for. Raises as
         `events.append` does."""
-        if self.lanes is None:
+        if self.lanes is not None and self.busy >= self.lanes:
+            waiting = _Waiting(request, asyncio.get_running_loop().create_future())
+            self.waiting.append(waiting)
+            return await waiting.answer
+        self.busy += 1
+        try:
             async with self.pool.connection() as connection:
                 return await self._alone(connection, request)
-        if self.busy < self.lanes:
-            self.busy += 1
-            try:
-                async with self.pool.connection() as connection:
-                    return await self._alone(connection, request)
-            finally:
-                self._release()
-        waiting = _Waiting(request, asyncio.get_running_loop().create_future())
-        self.waiting.append(waiting)
-        return await waiting.answer
+        finally:
+            self._release()
 
     async def _alone(self, connection: asyncpg.Connection, request: Append) -> int | None:
         return await event_rows.append(
