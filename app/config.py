@@ -180,6 +180,14 @@ class Settings(BaseSettings):
         "`french`, …): how words are split and stemmed. Events are indexed with the one set "
         "when they are written: set it before storing events.",
     )
+    search_candidates: int = Field(
+        default=500,
+        ge=1,
+        le=100_000,
+        description="Matches a search ranks together: hits come best first among the newest "
+        "this many matches, then among the next this many older ones, and so on, so that a "
+        "search costs about the same whatever the words and however many events the app has.",
+    )
     search_concurrency: int = Field(
         default=2,
         ge=1,

@@ -205,6 +205,8 @@ class StorageEvent(Base):
     __table_args__ = (
         UniqueConstraint("app_name", "user_id", "session_id", "id"),
         Index(None, "app_name", "user_id", "session_id", "timestamp"),
+        # The app's events newest first: where search takes its candidates (migration 0016).
+        Index(None, "app_name", "timestamp"),
         Index(
             "ix_events_marks", "app_name", "user_id", "session_id", "seq", postgresql_where=MARKED
         ),

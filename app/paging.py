@@ -61,8 +61,9 @@ def encode(listing: str, position: list[Any]) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode(token: str, listing: str, shape: tuple[type, ...]) -> list[Any]:
-    """The position inside a token made by `encode` for the same listing, else a 422."""
+def decode(token: str, listing: str, *shapes: tuple[type, ...]) -> list[Any]:
+    """The position inside a token made by `encode` for the same listing, of one of `shapes`
+    (told apart by their lengths), else a 422."""
     content = None
     if len(token) <= MAX_TOKEN_LENGTH:
         try:
@@ -77,10 +78,10 @@ def decode(token: str, listing: str, shape: tuple[type, ...]) -> list[Any]:
             field="pageToken",
         )
     position = content.get("p")
-    if not (
-        isinstance(position, list)
-        and len(position) == len(shape)
+    if not isinstance(position, list) or not any(
+        len(position) == len(shape)
         and all(_valid(value, kind) for value, kind in zip(position, shape, strict=True))
+        for shape in shapes
     ):
         raise InvalidInput("pageToken is malformed.", field="pageToken")
     return position

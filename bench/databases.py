@@ -337,15 +337,17 @@ async def seed_conversation(dsn: str, schema: Schema, key: SessionKey, events: l
 _SEARCH_SQL = """
     INSERT INTO events (app_name, user_id, session_id, seq, id, timestamp, request_hash, event,
                         search)
-    SELECT $1, 'u' || (s % 100), 's' || s, n, 'e' || s || '-' || n, $5::float8 + n, '\\x00',
+    SELECT $1, 'u' || (s % 100), 's' || s, n, 'e' || s || '-' || n, at.timestamp, '\\x00',
            -- As the service stores an event: with its id, timestamp and seq.
            jsonb_build_object('id', 'e' || s || '-' || n, 'author', 'user',
-                              'timestamp', $5::float8 + n, 'seq', n,
+                              'timestamp', at.timestamp, 'seq', n,
                               'content', jsonb_build_object('role', 'user', 'parts',
                                   jsonb_build_array(jsonb_build_object('text', said.text)))),
            to_tsvector(CAST($7 AS regconfig), said.text)
     FROM generate_series($2::int, $3::int) AS s,
          generate_series(1, $4::int) AS n,
+         -- One event a second, session after session: written in time order, as a log is.
+         LATERAL (SELECT $5::float8 + (s - 1) * $4::int + n AS timestamp) AS at,
          -- The WHERE names the row, so that its words are drawn anew for each.
          LATERAL (SELECT string_agg('word' || (1 + floor(power(random(), 3) * $6::int)), ' ')
                   AS text FROM generate_series(1, 12) AS w WHERE n > 0) AS said

@@ -89,6 +89,33 @@ async def test_pages_neither_skip_nor_repeat(client):
     assert await hits(client, "refund", pageSize=4) == every
 
 
+async def test_hits_come_best_first_in_windows_of_the_newest_matches(settings, client):
+    """Windows of `search_candidates` matches, newest first, each ranked: every hit once,
+    whatever the page size, and later pages do not take in events stored after the first."""
+    # Session `t<n>` says "refund" n % 3 + 1 times at time n: windows of 3 are n = 9, 8, 7
+    # (ranked 7, 9, 8: the rank grows with the repeats), then 6, 5, 4 (ranked 5, 4, 6), …
+    for n in range(1, 10):
+        await create_session(
+            client, sessionId=f"t{n}", events=[said("refund " * (n % 3 + 1), timestamp=n)]
+        )
+    windows = [["t8", "t7", "t9"], ["t5", "t4", "t6"], ["t2", "t1", "t3"]]
+    windowed = settings.model_copy(update={"search_candidates": 3})
+    async with client_of(windowed) as http:
+        for size in (1, 2, 3, 4, 100):
+            found = await hits(http, "refund", pageSize=size)
+            assert [session for session, _ in found] == sum(windows, []), size
+        first = await http.get(SEARCH, params={"q": "refund", "pageSize": 2})
+        await create_session(client, sessionId="late", events=[said("refund", timestamp=99)])
+        token, rest = first.json()["nextPageToken"], []
+        while token:
+            page = (await http.get(SEARCH, params={"q": "refund", "pageToken": token})).json()
+            rest += [hit["sessionId"] for hit in page["hits"]]
+            token = page["nextPageToken"]
+        assert rest == sum(windows, [])[2:]  # not "late": newer than the first page's window
+        # A new search starts from the newest: "late" displaces t7 from the first window.
+        assert [session for session, _ in await hits(http, "refund")][:3] == ["t8", "late", "t9"]
+
+
 async def test_filters_by_user_session_author_and_time(client):
     await create_session(client, sessionId="a", events=[said("refund", timestamp=10.0)])
     await create_session(
@@ -206,7 +233,8 @@ async def many_hits(client, sessions: int = 3) -> None:
 
 async def test_a_search_past_its_time_limit_is_stopped_with_a_problem(settings, client):
     await many_hits(client)
-    limited = settings.model_copy(update={"search_timeout": 0.001})
+    # Windows as large as the matches, so that this search ranks all 3,000.
+    limited = settings.model_copy(update={"search_timeout": 0.001, "search_candidates": 5000})
     async with client_of(limited) as http:
         response = await http.get(SEARCH, params={"q": "refund queue"})
     body = assert_problem(response, 503, "search_timeout")

@@ -1,10 +1,22 @@
-"""SQL for full-text search over events: matched through the GIN index on `events.search`,
-ranked, paged by (rank, user, session, seq), with a snippet cut from each hit's text."""
+"""SQL for full-text search over events: matches taken newest first in windows of a bounded
+size, each window ranked and paged by (rank, user, session, seq), with a snippet cut from each
+hit's text."""
 
-from typing import Any
+from dataclasses import dataclass
 
 import asyncpg
-from sqlalchemy import Float, Text, and_, cast, exists, func, literal, or_, select, tuple_
+from sqlalchemy import (
+    Double,
+    Float,
+    Text,
+    and_,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    tuple_,
+)
 from sqlalchemy.dialects.postgresql import REGCONFIG
 
 from app.db import fetch
@@ -19,31 +31,48 @@ HEADLINE_OPTIONS = (
 )
 
 
+# Where an event stands in the app's log, newest first: (timestamp, user id, session id, seq).
+Place = tuple[float, str, str, int]
+# Where a hit stands in its window, best first: (rank, user id, session id, seq).
+Rank = tuple[float, str, str, int]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The events a page of search ranked among: its newest and oldest, and whether it was
+    full (older matches may remain)."""
+
+    newest: Place
+    oldest: Place
+    full: bool
+
+
 async def search(
     connection: asyncpg.Connection,
     query: SearchQuery,
     config: str,
     *,
-    after: tuple[float, str, str, int] | None,
+    below: Place | None,
+    after: Rank | None,
+    candidates: int,
     limit: int,
     time_limit: float,
-) -> list[SearchHit]:
-    """Up to `limit` hits, best first, from just past `after` (the last hit's rank, user id,
-    session id and seq); only events of live sessions. In the connection's transaction, which
-    it stops after `time_limit` seconds (SearchTimeout)."""
-    regconfig = cast(literal(config), REGCONFIG)
+) -> tuple[list[SearchHit], Window | None]:
+    """Up to `limit` hits of one window, best first, from just past `after`, and the window
+    (None when no event matches).
+
+    A window is the newest `candidates` matches older than `below` (all of them when None),
+    whatever their sessions' state; only those of live sessions are hits. PostgreSQL takes
+    them from the app's time index, checking each event's words, when the words are common,
+    or from the search index when they are rare: either way it reads a bounded number of rows,
+    where ranking every match would read all of them. Runs in the connection's transaction,
+    which it stops after `time_limit` seconds (SearchTimeout)."""
+    # The configuration written into the statement (`Settings.search_config` allows only a
+    # name): a constant, so that PostgreSQL parses the words once, not once for every row.
+    regconfig = literal_column(f"'{config}'::regconfig", REGCONFIG)
     terms = func.websearch_to_tsquery(regconfig, query.text)
-    rank = func.ts_rank(StorageEvent.search, terms).label("rank")
-    conditions = [
-        StorageEvent.app_name == query.app_name,
-        StorageEvent.search.op("@@")(terms),
-        exists().where(
-            StorageSession.app_name == StorageEvent.app_name,
-            StorageSession.user_id == StorageEvent.user_id,
-            StorageSession.id == StorageEvent.session_id,
-            live(),
-        ),
-    ]
+    place = (StorageEvent.timestamp, StorageEvent.user_id, StorageEvent.session_id)
+    conditions = [StorageEvent.app_name == query.app_name, StorageEvent.search.op("@@")(terms)]
     for column, value in (
         (StorageEvent.user_id, query.user_id),
         (StorageEvent.session_id, query.session_id),
@@ -55,57 +84,109 @@ async def search(
         conditions.append(StorageEvent.timestamp >= query.after_timestamp)
     if query.before_timestamp is not None:
         conditions.append(StorageEvent.timestamp < query.before_timestamp)
-    matches = (
-        select(
-            StorageEvent.user_id,
-            StorageEvent.session_id,
-            StorageEvent.seq,
-            StorageEvent.id,
-            StorageEvent.author,
-            StorageEvent.timestamp,
-            StorageEvent.event,
-            rank,
+    if below is not None:
+        conditions.append(
+            tuple_(*place, StorageEvent.seq)
+            < tuple_(literal(below[0], Double), *(literal(value) for value in below[1:]))
         )
+    window = (
+        select(*place, StorageEvent.seq, StorageEvent.search)
         .where(*conditions)
-        .subquery("matches")
+        .order_by(*(column.desc() for column in (*place, StorageEvent.seq)))
+        .limit(candidates)
+        .cte("window")
+        .prefix_with("MATERIALIZED")
     )
-    place = tuple_(matches.c.user_id, matches.c.session_id, matches.c.seq)
-    page = select(matches)
-    if after is not None:
-        seen_rank = literal(after[0], Float)
-        page = page.where(
-            or_(
-                matches.c.rank < seen_rank,
-                and_(matches.c.rank == seen_rank, place > tuple_(*after[1:])),
-            )
+    # The window's newest and oldest events, and how many events it holds.
+    size = select(func.count()).select_from(window).scalar_subquery()
+    place_columns = (window.c.timestamp, window.c.user_id, window.c.session_id, window.c.seq)
+    newest, oldest = (
+        select(*(column.label(f"{end}_{column.name}") for column in place_columns))
+        .order_by(*(column.desc() if end == "newest" else column for column in place_columns))
+        .limit(1)
+        .subquery(end)
+        for end in ("newest", "oldest")
+    )
+    rank = func.ts_rank(window.c.search, terms).label("rank")
+    # A join, not EXISTS: Citus plans no correlated subquery over a CTE.
+    ranked = (
+        select(window.c.user_id, window.c.session_id, window.c.seq, rank)
+        .join(
+            StorageSession,
+            and_(
+                StorageSession.app_name == query.app_name,
+                StorageSession.user_id == window.c.user_id,
+                StorageSession.id == window.c.session_id,
+                live(),
+            ),
         )
-    page = page.order_by(
-        matches.c.rank.desc(), matches.c.user_id, matches.c.session_id, matches.c.seq
-    ).limit(limit)
-    best = page.subquery("best")
+        .subquery("ranked")
+    )
+    order = (ranked.c.rank.desc(), ranked.c.user_id, ranked.c.session_id, ranked.c.seq)
+    page = select(ranked)
+    if after is not None:
+        seen = literal(after[0], Float)
+        spot = tuple_(ranked.c.user_id, ranked.c.session_id, ranked.c.seq)
+        page = page.where(
+            or_(ranked.c.rank < seen, and_(ranked.c.rank == seen, spot > tuple_(*after[1:])))
+        )
+    best = page.order_by(*order).limit(limit).subquery("best")
+    event = StorageEvent.__table__.alias("event")
     # The snippet is cut from the page's hits only, after the limit: it is the costly part.
     words = func.translate(
-        func.sessionary_event_text(best.c.event), f"{MARK_START}{MARK_END}", literal("", Text)
+        func.sessionary_event_text(event.c.event), f"{MARK_START}{MARK_END}", literal("", Text)
     )
     snippet = func.ts_headline(regconfig, words, terms, HEADLINE_OPTIONS)
-    statement = select(
-        best.c.user_id,
-        best.c.session_id,
-        best.c.seq,
-        best.c.id,
-        best.c.author,
-        best.c.timestamp,
-        best.c.rank,
-        snippet,
-    ).order_by(best.c.rank.desc(), best.c.user_id, best.c.session_id, best.c.seq)
-    await connection.execute(f"SET LOCAL statement_timeout = {max(1, round(time_limit * 1000))}")
+    hits = (
+        select(
+            best.c.user_id,
+            best.c.session_id,
+            best.c.seq,
+            event.c.id,
+            event.c.author,
+            event.c.timestamp,
+            best.c.rank,
+            snippet.label("snippet"),
+        )
+        .join(
+            event,
+            and_(
+                event.c.app_name == query.app_name,
+                event.c.user_id == best.c.user_id,
+                event.c.session_id == best.c.session_id,
+                event.c.seq == best.c.seq,
+            ),
+        )
+        .subquery("hits")
+    )
+    # One row even when the page is empty, so that the window's ends always come back.
+    statement = (
+        select(newest, oldest, size.label("size"), hits)
+        .select_from(newest.join(oldest, literal(True)).outerjoin(hits, literal(True)))
+        .order_by(hits.c.rank.desc(), hits.c.user_id, hits.c.session_id, hits.c.seq)
+    )
+    await connection.execute(
+        f"SET LOCAL statement_timeout = {max(1, round(time_limit * 1000))}; "
+        # Planned for these words each time: which index pays depends on how common they are.
+        "SET LOCAL plan_cache_mode = force_custom_plan; "
+        # One core at most, however many rows it reads: the other is the appends'.
+        "SET LOCAL max_parallel_workers_per_gather = 0"
+    )
     try:
         rows = await fetch(connection, statement)
     except asyncpg.QueryCanceledError as error:
         raise SearchTimeout(time_limit) from error
-    return [SearchHit(*row) for row in rows]
+    if not rows:
+        return [], None
+    first = rows[0]
+    ends = Window(
+        (first[0], first[1], first[2], first[3]),
+        (first[4], first[5], first[6], first[7]),
+        full=first["size"] == candidates,
+    )
+    return [SearchHit(*row[9:]) for row in rows if row["seq"] is not None], ends
 
 
-def position(hit: SearchHit) -> list[Any]:
-    """The keyset position of a hit, as `search(after=…)` takes it."""
-    return [hit.rank, hit.user_id, hit.session_id, hit.seq]
+def rank_of(hit: SearchHit) -> Rank:
+    """Where a hit stands in its window, as `search(after=…)` takes it."""
+    return (hit.rank, hit.user_id, hit.session_id, hit.seq)

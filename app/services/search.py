@@ -1,4 +1,7 @@
-"""Full-text search over an app's events, paged, best match first."""
+"""Full-text search over an app's events, paged, best match first within windows of the
+newest matches."""
+
+from typing import Any
 
 from app import paging
 from app.config import Settings
@@ -19,26 +22,56 @@ class SearchService:
         self.running = 0
 
     async def search(self, query: SearchQuery, page: PageRequest) -> Page[SearchHit]:
+        """A page of hits: best first among the newest `SESSIONARY_SEARCH_CANDIDATES`
+        matches, then among the next as many older ones, window after window.
+
+        A token holds where its window ends (exclusive: the first window ends just above its
+        newest event, so events stored later never enter it) and, past the window's first
+        page, the last hit's place in it."""
         listing = paging.listing("search", query)
-        after = None
+        below: search_rows.Place | None = None
+        after: search_rows.Rank | None = None
         if page.token:
-            rank, user_id, session_id, seq = paging.decode(
-                page.token, listing, (float, str, str, int)
-            )
-            after = (float(rank), user_id, session_id, seq)
+            position = paging.decode(page.token, listing, _PLACE, _PLACE * 2)
+            below = _place(position[:4])
+            if len(position) == 8:
+                after = (float(position[4]), position[5], position[6], position[7])
         if self.running >= self.settings.search_concurrency:
             raise SearchBusy(self.settings.search_concurrency)
         self.running += 1
         try:
             async with self.pool.transaction() as connection:
-                hits = await search_rows.search(
+                hits, window = await search_rows.search(
                     connection,
                     query,
                     self.settings.search_config,
+                    below=below,
                     after=after,
+                    candidates=self.settings.search_candidates,
                     limit=page.size + 1,
                     time_limit=self.settings.search_timeout,
                 )
         finally:
             self.running -= 1
-        return Page(*paging.cut(hits, page.size, listing, search_rows.position))
+        if window is None:
+            return Page(hits, None)
+        if below is None:
+            timestamp, user_id, session_id, seq = window.newest
+            below = (timestamp, user_id, session_id, seq + 1)
+        if len(hits) > page.size:
+            hits = hits[: page.size]
+            position = [*below, *search_rows.rank_of(hits[-1])]
+        elif window.full:
+            position = list(window.oldest)
+        else:
+            return Page(hits, None)
+        return Page(hits, paging.encode(listing, position))
+
+
+# A token's position: where its window ends, then (past the window's first page) the last hit.
+_PLACE = (float, str, str, int)
+
+
+def _place(position: list[Any]) -> search_rows.Place:
+    timestamp, user_id, session_id, seq = position
+    return (float(timestamp), user_id, session_id, seq)  # JSON writes a whole float as an int

@@ -528,7 +528,10 @@ export interface paths {
         };
         /**
          * Search Events
-         * @description The app's events that match `q`, best first, each with a snippet of its text.
+         * @description The app's events that match `q`, each with a snippet of its text: best first among
+         *     the newest 500 matches (`SESSIONARY_SEARCH_CANDIDATES`), then best first among the next 500
+         *     older ones, and so on. A page never mixes two of these windows: it may hold fewer hits
+         *     than `pageSize` and still have a `nextPageToken`.
          *
          *     An app-wide key searches every user; a key for one user searches that user's sessions
          *     only (asking for another `userId` is a 403). Expired sessions are never found.
