@@ -27,7 +27,7 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB, distinct_on
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as insert_into
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
@@ -318,9 +318,10 @@ def state_as_of(
         .table_valued("key", "value")
         .render_derived(name="delta")
     )
-    # Each key's last value: later deltas overwrite earlier ones.
-    latest = (
-        select(delta.c.key, delta.c.value)
+    # Each key's last value: aggregated in seq order, a later value replaces an earlier one
+    # (jsonb keeps a duplicate key's last value), with no sort by key.
+    changes = (
+        select(func.jsonb_object_agg(delta.c.key, delta.c.value).aggregate_order_by(past.seq))
         .select_from(past)
         .join(delta, true())
         .where(
@@ -335,12 +336,9 @@ def state_as_of(
                 for prefix in (APP_PREFIX, USER_PREFIX, TEMP_PREFIX)
             ),
         )
-        .ext(distinct_on(delta.c.key))
-        .order_by(delta.c.key, past.seq.desc())
         .correlate(StorageSession)
-        .subquery("latest")
+        .scalar_subquery()
     )
-    changes = select(func.jsonb_object_agg(latest.c.key, latest.c.value)).scalar_subquery()
     rebuilt = StorageSession.base_state.op("||")(func.coalesce(changes, EMPTY_STATE))
     return case((until_seq >= StorageSession.version, StorageSession.state), else_=rebuilt)
 
