@@ -31,7 +31,7 @@ from bench.databases import Databases
 from bench.loadgen import Connection
 from bench.scenarios import _percentile
 from bench.sessionary_side import Sessionary, session_path
-from bench.workload import BASE_TIME, EventSpec, wire_event
+from bench.workload import EventSpec, wire_event
 
 MIXED_APP = "bench-mixed"
 # (operation, share of requests): what a busy deployment's traffic is made of.
@@ -96,7 +96,8 @@ async def client(
             method, expect, body = "GET", 200, None
             if operation == "append":
                 method, expect, target = "POST", 201, f"{path}/events"
-                event = wire_event(EventSpec(str(uuid.uuid4()), 1, BASE_TIME))
+                # Stamped when it is sent, as ADK stamps an event (`time.time()`).
+                event = wire_event(EventSpec(str(uuid.uuid4()), 1, time.time()))
                 body = json.dumps(event).encode()
             elif operation == "read":
                 target = f"{path}?numRecentEvents=100"

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from app.repositories.search import SCANNED
 from app.rules.search import TEXT_LIMIT, event_text
 from tests.fixtures import client_of
 from tests.helpers import APP, append, assert_problem, create_session, session_url
@@ -98,6 +99,10 @@ async def test_hits_come_best_first_in_windows_of_the_newest_matches(settings, c
         await create_session(
             client, sessionId=f"t{n}", events=[said("refund " * (n % 3 + 1), timestamp=n)]
         )
+    # Newer than all of them and no match: the first window is not among the newest events
+    # read (3 * SCANNED), so it comes through the search index.
+    chatter = [said("hello", timestamp=100 + n) for n in range(3 * SCANNED)]
+    await create_session(client, sessionId="chatter", events=chatter)
     windows = [["t8", "t7", "t9"], ["t5", "t4", "t6"], ["t2", "t1", "t3"]]
     windowed = settings.model_copy(update={"search_candidates": 3})
     async with client_of(windowed) as http:

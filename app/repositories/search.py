@@ -3,6 +3,7 @@ size, each window ranked and paged by (rank, user, session, seq), with a snippet
 hit's text."""
 
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 from sqlalchemy import (
@@ -18,8 +19,10 @@ from sqlalchemy import (
     tuple_,
 )
 from sqlalchemy.dialects.postgresql import REGCONFIG
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.selectable import CTE
 
-from app.db import fetch
+from app.db import fetch, fetchval
 from app.domain import SearchHit, SearchQuery
 from app.errors import SearchTimeout
 from app.models import StorageEvent, StorageSession, live
@@ -31,6 +34,10 @@ HEADLINE_OPTIONS = (
 )
 
 
+# Events a search reads newest first for each of its candidates before it asks PostgreSQL to
+# choose: words in 1 of 20 events or more are found among the newest, in a few milliseconds,
+# whatever PostgreSQL's statistics say of them (none, before the table is first analyzed).
+SCANNED = 20
 # Where an event stands in the app's log, newest first: (timestamp, user id, session id, seq).
 Place = tuple[float, str, str, int]
 # Where a hit stands in its window, best first: (rank, user id, session id, seq).
@@ -57,71 +64,123 @@ async def search(
     candidates: int,
     limit: int,
     time_limit: float,
-) -> tuple[list[SearchHit], Window | None]:
-    """Up to `limit` hits of one window, best first, from just past `after`, and the window
-    (None when no event matches).
+) -> tuple[list[tuple[SearchHit, bool]], Window | None]:
+    """Up to `limit` matches of one window, best first, from just past `after`, each with
+    whether its session is live (only those are hits), and the window (None when no event
+    matches).
 
     A window is the newest `candidates` matches older than `below` (all of them when None),
-    whatever their sessions' state; only those of live sessions are hits. PostgreSQL takes
-    them from the app's time index, checking each event's words, when the words are common,
-    or from the search index when they are rare: either way it reads a bounded number of rows,
-    where ranking every match would read all of them. Runs in the connection's transaction,
-    which it stops after `time_limit` seconds (SearchTimeout)."""
+    whatever their sessions' state. They are looked for
+    first among the newest `candidates * SCANNED` events (from the app's time index, read in
+    order until enough match: a few milliseconds whatever the words), and only when those
+    hold too few, among all, through whichever index PostgreSQL finds cheaper for these words
+    (the search index, for rare words). Runs in the connection's transaction, which it stops
+    after `time_limit` seconds (SearchTimeout)."""
     # The configuration written into the statement (`Settings.search_config` allows only a
     # name): a constant, so that PostgreSQL parses the words once, not once for every row.
     regconfig = literal_column(f"'{config}'::regconfig", REGCONFIG)
     terms = func.websearch_to_tsquery(regconfig, query.text)
-    place = (StorageEvent.timestamp, StorageEvent.user_id, StorageEvent.session_id)
-    conditions = [StorageEvent.app_name == query.app_name, StorageEvent.search.op("@@")(terms)]
+    key = (StorageEvent.timestamp, StorageEvent.user_id, StorageEvent.session_id, StorageEvent.seq)
+    filters = [StorageEvent.app_name == query.app_name]
     for column, value in (
         (StorageEvent.user_id, query.user_id),
         (StorageEvent.session_id, query.session_id),
         (StorageEvent.author, query.author),
     ):
         if value is not None:
-            conditions.append(column == value)
+            filters.append(column == value)
     if query.after_timestamp is not None:
-        conditions.append(StorageEvent.timestamp >= query.after_timestamp)
+        filters.append(StorageEvent.timestamp >= query.after_timestamp)
     if query.before_timestamp is not None:
-        conditions.append(StorageEvent.timestamp < query.before_timestamp)
+        filters.append(StorageEvent.timestamp < query.before_timestamp)
     if below is not None:
-        conditions.append(
-            tuple_(*place, StorageEvent.seq)
-            < tuple_(literal(below[0], Double), *(literal(value) for value in below[1:]))
+        filters.append(
+            tuple_(*key) < tuple_(literal(below[0], Double), *(literal(v) for v in below[1:]))
         )
-    window = (
-        select(*place, StorageEvent.seq, StorageEvent.search)
-        .where(*conditions)
-        .order_by(*(column.desc() for column in (*place, StorageEvent.seq)))
-        .limit(candidates)
-        .cte("window")
-        .prefix_with("MATERIALIZED")
+    newest_first = [column.desc() for column in key]
+    # What a hit shows comes along (a large event's JSON as a pointer to it, until the snippet
+    # of one of the page's hits reads it): no second lookup of the page's events.
+    carried = (StorageEvent.search, StorageEvent.id, StorageEvent.author, StorageEvent.event)
+    recent = (
+        select(*key, *carried)
+        .where(*filters)
+        .order_by(*newest_first)
+        .limit(candidates * SCANNED)
+        .subquery("recent")
     )
+    # Read in the order of the time index, as far as the last match needed, then stopped.
+    among_recent = (
+        select(recent)
+        .where(recent.c.search.op("@@")(terms))
+        .order_by(*_newest_first(recent))
+        .limit(candidates)
+    )
+    everywhere = (
+        select(*key, *carried)
+        .where(*filters, StorageEvent.search.op("@@")(terms))
+        .order_by(*newest_first)
+        .limit(candidates)
+    )
+    await connection.execute(
+        f"SET LOCAL statement_timeout = {max(1, round(time_limit * 1000))}; "
+        # Planned for these words each time: which index pays depends on how common they are.
+        "SET LOCAL plan_cache_mode = force_custom_plan; "
+        # One core at most, however many rows it reads: the other is the appends'.
+        "SET LOCAL max_parallel_workers_per_gather = 0; "
+        # The newest events from the time index in its order, never all of them sorted: what
+        # PostgreSQL would do if its statistics (none before the table is first analyzed)
+        # said the app has few events.
+        "SET LOCAL enable_sort = off; "
+        # Which sorts off would count as too costly a plan to run without compiling it.
+        "SET LOCAL jit = off"
+    )
+    try:
+        common = await fetchval(
+            connection, select(func.count()).select_from(among_recent.subquery())
+        )
+        if common < candidates:
+            await connection.execute("SET LOCAL enable_sort = on")
+        window = (
+            (among_recent if common == candidates else everywhere)
+            .cte("window")
+            .prefix_with("MATERIALIZED")
+        )
+        return await _page(connection, query, window, terms, regconfig, after, candidates, limit)
+    except asyncpg.QueryCanceledError as error:
+        raise SearchTimeout(time_limit) from error
+
+
+async def _page(
+    connection: asyncpg.Connection,
+    query: SearchQuery,
+    window: CTE,
+    terms: ColumnElement[Any],
+    regconfig: ColumnElement[Any],
+    after: Rank | None,
+    candidates: int,
+    limit: int,
+) -> tuple[list[tuple[SearchHit, bool]], Window | None]:
+    """The page of `window`'s matches past `after`, with the window's ends."""
     # The window's newest and oldest events, and how many events it holds.
     size = select(func.count()).select_from(window).scalar_subquery()
-    place_columns = (window.c.timestamp, window.c.user_id, window.c.session_id, window.c.seq)
     newest, oldest = (
-        select(*(column.label(f"{end}_{column.name}") for column in place_columns))
-        .order_by(*(column.desc() if end == "newest" else column for column in place_columns))
+        select(*(column.label(f"{end}_{column.name}") for column in _place(window)))
+        .order_by(*(_newest_first(window) if end == "newest" else _place(window)))
         .limit(1)
         .subquery(end)
         for end in ("newest", "oldest")
     )
     rank = func.ts_rank(window.c.search, terms).label("rank")
-    # A join, not EXISTS: Citus plans no correlated subquery over a CTE.
-    ranked = (
-        select(window.c.user_id, window.c.session_id, window.c.seq, rank)
-        .join(
-            StorageSession,
-            and_(
-                StorageSession.app_name == query.app_name,
-                StorageSession.user_id == window.c.user_id,
-                StorageSession.id == window.c.session_id,
-                live(),
-            ),
-        )
-        .subquery("ranked")
-    )
+    ranked = select(
+        window.c.user_id,
+        window.c.session_id,
+        window.c.seq,
+        window.c.id,
+        window.c.author,
+        window.c.timestamp,
+        window.c.event,
+        rank,
+    ).subquery("ranked")
     order = (ranked.c.rank.desc(), ranked.c.user_id, ranked.c.session_id, ranked.c.seq)
     page = select(ranked)
     if after is not None:
@@ -131,31 +190,36 @@ async def search(
             or_(ranked.c.rank < seen, and_(ranked.c.rank == seen, spot > tuple_(*after[1:])))
         )
     best = page.order_by(*order).limit(limit).subquery("best")
-    event = StorageEvent.__table__.alias("event")
     # The snippet is cut from the page's hits only, after the limit: it is the costly part.
     words = func.translate(
-        func.sessionary_event_text(event.c.event), f"{MARK_START}{MARK_END}", literal("", Text)
+        func.sessionary_event_text(best.c.event), f"{MARK_START}{MARK_END}", literal("", Text)
     )
     snippet = func.ts_headline(regconfig, words, terms, HEADLINE_OPTIONS)
+    # Whether its session is live, looked up for the page's events only: an expired session's
+    # events wait for the sweeper, and are never shown.
+    alive = StorageSession.id.is_not(None).label("alive")
     hits = (
         select(
             best.c.user_id,
             best.c.session_id,
             best.c.seq,
-            event.c.id,
-            event.c.author,
-            event.c.timestamp,
+            best.c.id,
+            best.c.author,
+            best.c.timestamp,
             best.c.rank,
             snippet.label("snippet"),
+            alive,
         )
-        .join(
-            event,
-            and_(
-                event.c.app_name == query.app_name,
-                event.c.user_id == best.c.user_id,
-                event.c.session_id == best.c.session_id,
-                event.c.seq == best.c.seq,
-            ),
+        .select_from(
+            best.outerjoin(
+                StorageSession,
+                and_(
+                    StorageSession.app_name == query.app_name,
+                    StorageSession.user_id == best.c.user_id,
+                    StorageSession.id == best.c.session_id,
+                    live(),
+                ),
+            )
         )
         .subquery("hits")
     )
@@ -165,17 +229,7 @@ async def search(
         .select_from(newest.join(oldest, literal(True)).outerjoin(hits, literal(True)))
         .order_by(hits.c.rank.desc(), hits.c.user_id, hits.c.session_id, hits.c.seq)
     )
-    await connection.execute(
-        f"SET LOCAL statement_timeout = {max(1, round(time_limit * 1000))}; "
-        # Planned for these words each time: which index pays depends on how common they are.
-        "SET LOCAL plan_cache_mode = force_custom_plan; "
-        # One core at most, however many rows it reads: the other is the appends'.
-        "SET LOCAL max_parallel_workers_per_gather = 0"
-    )
-    try:
-        rows = await fetch(connection, statement)
-    except asyncpg.QueryCanceledError as error:
-        raise SearchTimeout(time_limit) from error
+    rows = await fetch(connection, statement)
     if not rows:
         return [], None
     first = rows[0]
@@ -184,7 +238,16 @@ async def search(
         (first[4], first[5], first[6], first[7]),
         full=first["size"] == candidates,
     )
-    return [SearchHit(*row[9:]) for row in rows if row["seq"] is not None], ends
+    matches = [(SearchHit(*row[9:17]), row["alive"]) for row in rows if row["seq"] is not None]
+    return matches, ends
+
+
+def _place(rows: Any) -> tuple[Any, ...]:
+    return (rows.c.timestamp, rows.c.user_id, rows.c.session_id, rows.c.seq)
+
+
+def _newest_first(rows: Any) -> list[Any]:
+    return [column.desc() for column in _place(rows)]
 
 
 def rank_of(hit: SearchHit) -> Rank:

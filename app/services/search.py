@@ -40,8 +40,11 @@ class SearchService:
             raise SearchBusy(self.settings.search_concurrency)
         self.running += 1
         try:
-            async with self.pool.transaction() as connection:
-                hits, window = await search_rows.search(
+            # One snapshot for its statements: they must agree on which events are newest.
+            async with self.pool.transaction(
+                isolation="repeatable_read", readonly=True
+            ) as connection:
+                ranked, window = await search_rows.search(
                     connection,
                     query,
                     self.settings.search_config,
@@ -53,14 +56,15 @@ class SearchService:
                 )
         finally:
             self.running -= 1
+        shown = ranked[: page.size]
+        hits = [hit for hit, live in shown if live]
         if window is None:
             return Page(hits, None)
         if below is None:
             timestamp, user_id, session_id, seq = window.newest
             below = (timestamp, user_id, session_id, seq + 1)
-        if len(hits) > page.size:
-            hits = hits[: page.size]
-            position = [*below, *search_rows.rank_of(hits[-1])]
+        if len(ranked) > page.size:
+            position = [*below, *search_rows.rank_of(shown[-1][0])]
         elif window.full:
             position = list(window.oldest)
         else:
