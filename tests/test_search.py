@@ -94,7 +94,7 @@ async def test_hits_come_best_first_in_windows_of_the_newest_matches(settings, c
     """Windows of `search_candidates` matches, newest first, each ranked: every hit once,
     whatever the page size, and later pages do not take in events stored after the first."""
     # Session `t<n>` says "refund" n % 3 + 1 times at time n: windows of 3 are n = 9, 8, 7
-    # (ranked 7, 9, 8: the rank grows with the repeats), then 6, 5, 4 (ranked 5, 4, 6), …
+    # (ranked 8, 7, 9: the rank grows with the repeats), then 6, 5, 4 (ranked 5, 4, 6), …
     for n in range(1, 10):
         await create_session(
             client, sessionId=f"t{n}", events=[said("refund " * (n % 3 + 1), timestamp=n)]
