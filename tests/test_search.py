@@ -262,3 +262,23 @@ async def test_searches_past_a_workers_bound_are_refused_at_once(settings, clien
                 assert response.headers["Retry-After"] == "1"
         # Bounded, not stuck: once they are done, the next search runs.
         assert (await http.get(SEARCH, params={"q": "refund"})).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "position",
+    [
+        [1.7976931348623157e308, "u", "s", 9223372036854775807],
+        [-1.7976931348623157e308, "u", "s", -9223372036854775807],
+        [0.0, "u", "s", 1, 1.7976931348623157e308, "u", "s", 9223372036854775807],
+        [0.0, "u", "s", 1, -1e-300, "u", "s", -9223372036854775807],
+    ],
+)
+async def test_a_token_of_any_valid_shape_and_extreme_values_gives_a_page(client, position):
+    """Tokens come back from clients: whatever values they hold, an answer, never a 500."""
+    from app import paging
+    from app.domain import SearchQuery
+
+    await create_session(client, sessionId="s", events=[said("refund")])
+    token = paging.encode(paging.listing("search", SearchQuery(APP, "refund")), position)
+    response = await client.get(SEARCH, params={"q": "refund", "pageToken": token})
+    assert response.status_code == 200, response.text

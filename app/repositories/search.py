@@ -70,12 +70,13 @@ async def search(
     matches).
 
     A window is the newest `candidates` matches older than `below` (all of them when None),
-    whatever their sessions' state. They are looked for
-    first among the newest `candidates * SCANNED` events (from the app's time index, read in
-    order until enough match: a few milliseconds whatever the words), and only when those
-    hold too few, among all, through whichever index PostgreSQL finds cheaper for these words
-    (the search index, for rare words). Runs in the connection's transaction, which it stops
-    after `time_limit` seconds (SearchTimeout)."""
+    whatever their sessions' state. They are looked for first among the newest
+    `candidates * SCANNED` events (from the app's time index, read in order until enough
+    match: a few milliseconds whatever the words), and only when those hold too few, among
+    all, through whichever index PostgreSQL finds cheaper for these words (the search index,
+    for rare words). Runs in the connection's transaction (one snapshot: the two statements
+    must agree on which events are newest), which it stops after `time_limit` seconds
+    (SearchTimeout)."""
     # The configuration written into the statement (`Settings.search_config` allows only a
     # name): a constant, so that PostgreSQL parses the words once, not once for every row.
     regconfig = literal_column(f"'{config}'::regconfig", REGCONFIG)
