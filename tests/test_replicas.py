@@ -97,7 +97,7 @@ def test_the_python_client_reads_its_own_writes_from_a_lagging_replica(servers, 
             created = client.create_session(APP, USER, session_id="mine")
             assert client.get_session(APP, USER, "mine")["id"] == created["id"]
             client.append_event(APP, USER, "mine", {"author": "user"})
-            forked = client.fork_session(APP, USER, "mine", new_session_id="mine-fork")
+            forked = client.fork_session(APP, USER, "mine", session_id="mine-fork")
             assert len(client.get_session(APP, USER, "mine")["events"]) == 1
             assert client.list_events(APP, USER, "mine")["events"][0]["seq"] == 1
             assert len(client.get_session(APP, USER, forked["id"])["events"]) == 1

@@ -144,7 +144,7 @@ def test_sync_client_forks_reads_back_in_time_and_closes_children(
     sync_client.append_events(app_name, USER, "p", [event("e1", 1.0, k=1), call("c1")])
     then = sync_client.get_session(app_name, USER, "p", until_seq=1)
     assert then["state"] == {"k": 1} and len(then["events"]) == 1
-    fork = sync_client.fork_session(app_name, USER, "p", new_session_id="f", at_seq=1)
+    fork = sync_client.fork_session(app_name, USER, "p", session_id="f", at_seq=1)
     assert fork["kind"] == "fork" and fork["parent"] == {
         "sessionId": "p",
         "seq": 1,
@@ -152,7 +152,7 @@ def test_sync_client_forks_reads_back_in_time_and_closes_children(
     }
     assert [s["id"] for s in sync_client.get_lineage(app_name, USER, "f")] == ["p"]
     child = sync_client.create_child_session(
-        app_name, USER, "p", child_session_id="c", function_call_id="c1", inherit="context"
+        app_name, USER, "p", session_id="c", function_call_id="c1", inherit="context"
     )
     assert child["kind"] == "child"
     assert len(sync_client.get_session(app_name, USER, "c")["events"]) == 2
@@ -291,16 +291,16 @@ async def test_async_client_streams_a_session_until_it_closes(
     await client.create_session(app_name, USER, session_id="live", events=[event("a", 1.0)])
     sessions = client.stream_sessions(app_name, USER)
     changes = client.stream_events(app_name, USER, "live", after_seq=0)
-    assert (await anext(changes))["id"] == 1  # replayed from the log; now it is live
+    assert (await anext(changes)).id == 1  # replayed from the log; now it is live
     await client.append_event(app_name, USER, "live", event("b", 2.0))
     await client.close_session(app_name, USER, "live", "completed")
-    rest = [(change["event"], change["id"]) async for change in changes]  # ends at `closed`
+    rest = [(change.event, change.id) async for change in changes]  # ends at `closed`
     assert rest == [("appended", 2), ("closed", 3)]
     first = asyncio.ensure_future(anext(sessions))
     await asyncio.sleep(1.5)  # connected (its request is served): it tells what happens from now
     await client.create_session(app_name, USER, session_id="next")
     created = await first
-    assert (created["event"], created["data"]["sessionId"]) == ("created", "next")
+    assert (created.event, created.data["sessionId"]) == ("created", "next")
     await sessions.aclose()
 
 

@@ -133,7 +133,7 @@ async def test_a_session_handle_spares_the_app_user_and_id(
     read = await session.get(num_recent_events=1)
     assert (read["state"], read["version"], len(read["events"])) == ({"a": 1, "b": 2}, 3, 1)
     assert [event["seq"] async for event in session.iter_events()] == [1, 2, 3]
-    fork = await session.fork(new_session_id="f", at_seq=1)
+    fork = await session.fork(session_id="f", at_seq=1)
     assert fork["state"] == {"a": 1}
 
     blocking = sync_client.session(app_name, USER, "f")

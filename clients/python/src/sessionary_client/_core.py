@@ -75,11 +75,11 @@ def stream_event(lines: list[str]) -> StreamEvent | None:
     if "event" not in fields:
         return None
     position = fields.get("id")
-    return {
-        "event": fields["event"],
-        "id": None if position is None else int(position),
-        "data": json.loads(fields.get("data", "null")),
-    }
+    return StreamEvent(
+        event=fields["event"],
+        id=None if position is None else int(position),
+        data=json.loads(fields.get("data", "null")),
+    )
 
 
 SessionKey = tuple[str, str, str]

@@ -297,18 +297,18 @@ class SessionaryClient:
         self,
         app_name: str,
         user_id: str,
-        session_id: str,
+        parent_id: str,
+        /,
         *,
-        new_session_id: str | None = None,
+        session_id: str | None = None,
         at_seq: int | None = None,
         before_invocation_id: str | None = None,
     ) -> Session:
-        """A new session with this one's events up to `at_seq`, or before the first event of
-        `before_invocation_id`, or (with neither) all of them, and its session state then."""
-        body = _present(
-            sessionId=new_session_id, atSeq=at_seq, beforeInvocationId=before_invocation_id
-        )
-        path = sessions_path(app_name, user_id, session_id) + ":fork"
+        """A new session (`session_id`, else one the server makes) with the parent's events
+        up to `at_seq`, or before the first event of `before_invocation_id`, or (with
+        neither) all of them, and its session state then."""
+        body = _present(sessionId=session_id, atSeq=at_seq, beforeInvocationId=before_invocation_id)
+        path = sessions_path(app_name, user_id, parent_id) + ":fork"
         response = self._send("POST", path, body=body)
         return cast(Session, response.json())
 
@@ -316,22 +316,23 @@ class SessionaryClient:
         self,
         app_name: str,
         user_id: str,
-        session_id: str,
+        parent_id: str,
+        /,
         *,
-        child_session_id: str | None = None,
+        session_id: str | None = None,
         state: State | None = None,
         function_call_id: str | None = None,
         inherit: Inherit = "none",
     ) -> Session:
-        """A child session for a sub-agent; with `function_call_id`, closing it answers that
-        call of the parent."""
+        """A child session (`session_id`, else one the server makes) for a sub-agent; with
+        `function_call_id`, closing it answers that call of the parent."""
         body = _present(
-            sessionId=child_session_id,
+            sessionId=session_id,
             state=state,
             functionCallId=function_call_id,
             inherit=inherit,
         )
-        path = sessions_path(app_name, user_id, session_id, "children")
+        path = sessions_path(app_name, user_id, parent_id, "children")
         response = self._send("POST", path, body=body)
         return cast(Session, response.json())
 
@@ -824,9 +825,9 @@ class SessionaryClient:
                         lines = []
                         if event is not None:
                             attempt = 0
-                            after = event["id"] if event["id"] is not None else after
+                            after = event.id if event.id is not None else after
                             yield event
-                            if event["event"] in ends:
+                            if event.event in ends:
                                 return
             except httpx.TransportError as error:
                 delay = self._retry.delay(True, attempt, error)

@@ -1,4 +1,5 @@
-"""The wire types, as typed dicts of the server's camelCase JSON (no parsing layer, no copies)."""
+"""The wire types, as typed dicts of the server's camelCase JSON (no parsing layer, no copies);
+what the client itself makes of an answer (`Appended`, `StreamEvent`), as frozen dataclasses."""
 
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
@@ -160,17 +161,6 @@ class TotalUsage(Usage):
     events: int
 
 
-class StreamEvent(TypedDict):
-    """One server-sent event of a stream: `appended` (`data` the event), `updated`,
-    `removed`, `trimmed`, `reset`, `resync`, `child`, `closed`, `deleted` on a session's;
-    `created`, `updated`, `closed`, `deleted` on a user's or an app's."""
-
-    event: str
-    id: int | None
-    """The version the change took (for `appended`, the event's seq): where to resume."""
-    data: Any
-
-
 class SearchHit(TypedDict):
     userId: str
     sessionId: str
@@ -221,3 +211,16 @@ class Appended:
     def stored(self) -> bool:
         """This call wrote the event (not a retry of an earlier write, not a partial one)."""
         return self.outcome == "stored"
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One server-sent event of a stream: `appended` (`data` the event), `updated`,
+    `removed`, `trimmed`, `reset`, `resync`, `child`, `closed`, `deleted` on a session's;
+    `created`, `updated`, `closed`, `deleted` on a user's or an app's."""
+
+    event: str
+    id: int | None
+    """The version the change took (for `appended`, the event's seq): where to resume."""
+    data: Any
+    """The event's JSON: the appended event, the session, or what changed."""
