@@ -3,10 +3,15 @@
 import asyncio
 from typing import Any
 
+import asyncpg
 import httpx
+import pytest
 
+from tests import ON_CITUS
 from tests.helpers import (
+    APP,
     SESSIONS,
+    USER,
     append,
     assert_problem,
     create_session,
@@ -404,3 +409,59 @@ async def test_a_context_child_leaves_out_an_answer_to_a_rewound_call(client):
     body = {"sessionId": "c", "inherit": "context"}
     assert (await client.post(f"{session_url('p')}/children", json=body)).status_code == 201
     assert [e["seq"] for e in (await read(client, "c"))["events"]] == [1]
+
+
+@pytest.mark.skipif(
+    ON_CITUS,
+    reason="the fork is stopped by a row held through the coordinator and its wait watched in "
+    "the coordinator's pg_locks; on a cluster both happen on a worker",
+)
+async def test_appends_go_on_while_a_fork_copies_and_the_fork_keeps_its_point(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    """A fork holds its parent's history, not its appends: with the fork stopped mid-way
+    (another transaction holds its new id), an append to the parent is answered at once, and
+    the fork, once it goes on, holds the parent as it was when the fork began."""
+    await history(client)
+    blocker = await asyncpg.connect(database_url)
+    try:
+        holding = blocker.transaction()
+        await holding.start()
+        await blocker.execute(
+            "CREATE TEMP TABLE twin ON COMMIT DROP AS SELECT * FROM sessions "
+            "WHERE app_name = $1 AND user_id = $2 AND id = 'p'",
+            APP,
+            USER,
+        )
+        await blocker.execute("UPDATE twin SET id = 'f'")
+        await blocker.execute("INSERT INTO sessions SELECT * FROM twin")
+        forking = asyncio.ensure_future(
+            client.post(session_url("p") + ":fork", json={"sessionId": "f"})
+        )
+        await until_waiting(blocker)
+
+        appended = await asyncio.wait_for(append(client, "p", delta_event({"step": 5})), 10)
+        assert appended.status_code == 201, appended.text
+        assert not forking.done()
+        await holding.rollback()
+    finally:
+        await blocker.close()
+    forked = await forking
+    assert forked.status_code == 201, forked.text
+    assert forked.json()["parent"] == {"sessionId": "p", "seq": 4, "functionCallId": None}
+    copy = await read(client, "f")
+    assert [event["seq"] for event in copy["events"]] == [1, 2, 3, 4]
+    assert copy["state"]["step"] == 4
+    assert (await read(client, "p"))["state"]["step"] == 5
+
+
+async def until_waiting(connection: asyncpg.Connection) -> None:
+    """Once another backend waits for a lock (the fork, for the row `connection` inserted)."""
+    for _ in range(200):
+        waiting = await connection.fetchval(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND pid <> pg_backend_pid()"
+        )
+        if waiting:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the fork never waited for the row held by the test")

@@ -1,7 +1,7 @@
 """SQL for lineage: a session's row held for a fork or a write, history copied from a parent,
 ancestors, children, and closing."""
 
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import asyncpg
 from sqlalchemy import (
@@ -38,9 +38,16 @@ class Held(NamedTuple):
     is_open: bool
 
 
-async def hold(connection: asyncpg.Connection, key: SessionKey, *, write: bool) -> Held | None:
-    """Lock the session's row until the transaction ends: to write it (`write`), or shared, so
-    that its history cannot change while it is copied (appends wait; other copies do not)."""
+RowLock = Literal["update", "share", "key share"]
+"""How a transaction holds a session's row, as PostgreSQL names the lock: `update` to write it
+(every other lock waits); `share` so that nothing writes it, appends included (what was read
+stays the latest); `key share` so that its history stays as it is (surgery, trim, reset and
+deletion wait, all taking `update`) while appends, closes and state changes, which take the
+weaker `no key update`, go on past the version read."""
+
+
+async def hold(connection: asyncpg.Connection, key: SessionKey, *, lock: RowLock) -> Held | None:
+    """Lock the session's row until the transaction ends, as `lock` says."""
     statement = select(
         StorageSession.version,
         StorageSession.base_seq,
@@ -48,7 +55,7 @@ async def hold(connection: asyncpg.Connection, key: SessionKey, *, write: bool) 
         StorageSession.state,
         StorageSession.status,
     ).where(key_filter(key))
-    statement = statement.with_for_update(read=not write)
+    statement = statement.with_for_update(read=lock != "update", key_share=lock == "key share")
     row = await fetchrow(connection, statement)
     if row is None:
         return None

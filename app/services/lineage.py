@@ -63,12 +63,12 @@ class LineageService:
 
     async def fork(self, key: SessionKey, body: SessionFork) -> SessionRead:
         """A new session with the parent's events up to the fork point and its session state
-        then; the parent is held (shared) while its history is copied, and not changed.
-        Returned without its events, which can be thousands: a second read of them all would
-        cost as much as the copy."""
+        then. The parent's history is held as it is while it is copied, and not changed; its
+        appends go on meanwhile, past the fork point. Returned without its events, which can
+        be thousands: a second read of them all would cost as much as the copy."""
         fork = _new_key(key, body.session_id)
         async with self.pool.transaction() as connection:
-            parent = await hold_session(connection, key, write=False)
+            parent = await hold_session(connection, key, lock="key share")
             if body.before_invocation_id is not None:
                 at = await first_seq_of_invocation(connection, key, body.before_invocation_id) - 1
             else:
@@ -94,7 +94,9 @@ class LineageService:
         delta = split_delta(body.state or {})
         require_app_state_write(app_state_writable, [delta])
         async with self.pool.transaction() as connection:
-            parent = await hold_session(connection, key, write=False)
+            # Nothing written to the parent meanwhile: the call stays open, the version read
+            # stays its latest (what `inherit` copies, live context included, is as of it).
+            parent = await hold_session(connection, key, lock="share")
             if not parent.is_open:
                 raise SessionClosed(key.session_id)
             call_id = body.function_call_id
@@ -157,7 +159,7 @@ class LineageService:
         author), in the call's invocation when it has one; None when there is nothing to
         answer. Holds the parent's row (the child's is held already: always child, then
         parent)."""
-        held = await lineage_rows.hold(connection, parent, write=True)
+        held = await lineage_rows.hold(connection, parent, lock="update")
         if (
             held is None
             or not held.is_open

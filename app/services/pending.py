@@ -49,8 +49,8 @@ class PendingService:
         if event.timestamp is None:
             del document["timestamp"]
         async with self.pool.transaction() as connection:
-            # Held shared: a delete of the session waits, rather than break the queue's key.
-            if not (await hold_session(connection, key, write=False)).is_open:
+            # Its key held: a delete of the session waits, rather than break the queue's key.
+            if not (await hold_session(connection, key, lock="key share")).is_open:
                 raise SessionClosed(key.session_id)
             queued, added = await pending_rows.enqueue(connection, key, document)
             limit = self.settings.max_events_per_request
@@ -66,7 +66,7 @@ class PendingService:
     async def clear(self, key: SessionKey) -> None:
         """Empty the queue (the log is untouched)."""
         async with self.pool.transaction() as connection:
-            await hold_session(connection, key, write=False)
+            await hold_session(connection, key, lock="key share")
             await pending_rows.clear(connection, key)
 
     async def queued(self, key: SessionKey) -> list[dict[str, Any]]:

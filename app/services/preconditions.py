@@ -38,11 +38,11 @@ async def require_session(
 
 
 async def hold_session(
-    connection: asyncpg.Connection, key: SessionKey, *, write: bool
+    connection: asyncpg.Connection, key: SessionKey, *, lock: lineage_rows.RowLock
 ) -> lineage_rows.Held:
-    """The session's row, locked for the transaction (`lineage_rows.hold`); SessionNotFound if
-    there is none."""
-    held = await lineage_rows.hold(connection, key, write=write)
+    """The session's row, locked for the transaction (`lineage_rows.RowLock`); SessionNotFound
+    if there is none."""
+    held = await lineage_rows.hold(connection, key, lock=lock)
     if held is None:
         raise SessionNotFound(key.app_name, key.user_id, key.session_id)
     return held
@@ -52,7 +52,7 @@ async def hold_for_write(
     connection: asyncpg.Connection, key: SessionKey, expected_version: int | None
 ) -> lineage_rows.Held:
     """The session's row, locked for a write that If-Match allows on an open session."""
-    held = await hold_session(connection, key, write=True)
+    held = await hold_session(connection, key, lock="update")
     if not held.is_open:
         raise SessionClosed(key.session_id)
     if expected_version is not None and held.version != expected_version:
