@@ -1,247 +1,384 @@
-// The built client (dist/) against a live Sessionary at SESSIONARY_URL, with keys off.
+// Every method of `Sessionary` (the built dist/) against the live server at SESSIONARY_URL.
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
-import { pathToFileURL } from "node:url";
 
 import {
   InvalidRequestError,
+  NotFoundError,
   SessionAlreadyExistsError,
+  SessionClosedError,
   SessionNotFoundError,
+  Sessionary,
   StaleSessionError,
-  UnauthorizedError,
-  createSessionaryClient,
+  ToolCallsPendingError,
   ifMatch,
-  iterEvents,
-  iterSessions,
-  ok,
-  versionOf,
+  type EventIn,
 } from "../dist/index.js";
+import { freshApp } from "./helpers.ts";
 
 assert.ok(process.env.SESSIONARY_URL, "SESSIONARY_URL names the server to test against");
-const client = createSessionaryClient();
-const SESSIONS = "/apps/{app_name}/users/{user_id}/sessions";
-const SESSION = "/apps/{app_name}/users/{user_id}/sessions/{session_id}";
-const EVENTS = "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events";
+const client = new Sessionary();
 
-function user() {
-  return { app_name: `ts-${randomUUID().slice(0, 8)}`, user_id: "ada" };
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const item of items) all.push(item);
+  return all;
 }
 
-test("a session is created, appended to under If-Match and read back", async () => {
-  const ids = user();
-  const created = await client.POST(SESSIONS, {
-    params: { path: ids },
-    body: { sessionId: "s1", state: { "user:units": "metric", mood: "calm" } },
+function call(id: string, name = "get_weather"): EventIn {
+  return {
+    author: "forecaster",
+    content: { role: "model", parts: [{ functionCall: { id, name, args: {} } }] },
+  };
+}
+
+test("sessions are created, read, listed, updated and deleted", async () => {
+  const app = freshApp();
+  const created = await client.createSession(app, "ada", {
+    sessionId: "s1",
+    state: { "user:units": "metric", mood: "calm" },
+    displayName: "Oslo",
+    labels: { topic: "weather" },
   });
-  assert.equal(created.response.status, 201);
-  assert.equal(versionOf(created.response), 0);
-  const path = { ...ids, session_id: "s1" };
-  const event = await ok(
-    client.POST(EVENTS, {
-      params: { path, header: ifMatch(created.data!.version) },
-      body: { author: "user", content: { parts: [{ text: "Oslo?" }] } },
-    }),
-  );
-  assert.equal(event.seq, 1);
-  const read = await client.GET(SESSION, { params: { path } });
-  assert.equal(read.data?.version, 1);
-  assert.deepEqual(read.data?.state, { "user:units": "metric", mood: "calm" });
-  // The ETag as read works as If-Match too.
-  const etag = read.response.headers.get("ETag")!;
-  await ok(client.POST(EVENTS, { params: { path, header: ifMatch(etag) }, body: { author: "agent" } }));
-});
+  assert.equal(created.id, "s1");
+  assert.equal(created.version, 0);
+  assert.equal(created.displayName, "Oslo");
+  await client.createSession(app, "ada", { sessionId: "s2" });
+  await client.createSession(app, "bob");
 
-test("errors are thrown as the class their code names", async () => {
-  const ids = user();
-  await assert.rejects(
-    client.GET(SESSION, { params: { path: { ...ids, session_id: "missing" } } }),
-    (error: unknown) => error instanceof SessionNotFoundError && error.status === 404,
-  );
-  await ok(client.POST(SESSIONS, { params: { path: ids }, body: { sessionId: "s" } }));
-  await assert.rejects(
-    client.POST(SESSIONS, { params: { path: ids }, body: { sessionId: "s" } }),
-    SessionAlreadyExistsError,
-  );
-  const path = { ...ids, session_id: "s" };
-  await ok(client.POST(EVENTS, { params: { path }, body: { author: "user" } }));
-  await assert.rejects(
-    client.POST(EVENTS, { params: { path, header: ifMatch(0) }, body: { author: "user" } }),
-    (error: unknown) => error instanceof StaleSessionError && error.currentVersion === 1,
-  );
-  await assert.rejects(
-    client.GET(SESSION, { params: { path, query: { numRecentEvents: -1 } } }),
-    (error: unknown) =>
-      error instanceof InvalidRequestError && error.errors[0]?.loc.includes("numRecentEvents") === true,
-  );
-  assert.throws(() => ifMatch("v7"), RangeError);
-});
+  const read = await client.getSession(app, "ada", "s1");
+  assert.deepEqual(read.state, { "user:units": "metric", mood: "calm" });
+  assert.deepEqual(read.events, []);
 
-test("a partial event is acknowledged with its own schema, not stored", async () => {
-  const ids = user();
-  await ok(client.POST(SESSIONS, { params: { path: ids }, body: { sessionId: "s" } }));
-  const path = { ...ids, session_id: "s" };
-  const partial = await client.POST(EVENTS, {
-    params: { path },
-    body: { author: "agent", partial: true, content: { parts: [{ text: "Ra" }] } },
+  const labelled = await client.listSessions(app, "ada", { labels: { topic: "weather" } });
+  assert.deepEqual(
+    labelled.sessions.map((session) => session.id),
+    ["s1"],
+  );
+  assert.equal(labelled.nextPageToken, null);
+  const everyOne = await collect(client.sessions(app, "ada", { pageSize: 1 }));
+  assert.deepEqual(everyOne.map((session) => session.id).sort(), ["s1", "s2"]);
+  const page = await client.listAppSessions(app, { pageSize: 2 });
+  assert.equal(page.sessions.length, 2);
+  assert.ok(page.nextPageToken);
+  const users = (await collect(client.appSessions(app, { pageSize: 2 }))).map((session) => session.userId);
+  assert.deepEqual(users.sort(), ["ada", "ada", "bob"]);
+
+  const renamed = await client.updateSession(
+    app,
+    "ada",
+    "s1",
+    { displayName: "Bergen", labels: {} },
+    { ifMatch: 0 },
+  );
+  assert.equal(renamed.displayName, "Bergen");
+  assert.deepEqual(renamed.labels, {});
+  const updated = await client.updateState(app, "ada", "s1", { mood: "glad" });
+  assert.equal(updated.state.mood, "glad");
+  assert.equal(updated.events.at(-1)?.author, "user");
+
+  await client.deleteSession(app, "ada", "s2", { ifMatch: "*" });
+  await assert.rejects(client.getSession(app, "ada", "s2"), (error: unknown) => {
+    return (
+      error instanceof SessionNotFoundError && error.status === 404 && error.code === "session_not_found"
+    );
   });
-  assert.equal(partial.response.status, 202);
-  assert.equal(versionOf(partial.response), undefined);
-  assert.equal((await ok(client.GET(SESSION, { params: { path } }))).version, 0);
 });
 
-test("iterators walk every page", async () => {
-  const ids = user();
-  for (const session_id of ["a", "b", "c"]) {
-    await ok(client.POST(SESSIONS, { params: { path: ids }, body: { sessionId: session_id } }));
-  }
-  const path = { ...ids, session_id: "a" };
-  const events = Array.from({ length: 5 }, (_, n) => ({ id: `e${n}`, author: "user" }));
-  await ok(client.POST(`${EVENTS}:batch`, { params: { path }, body: { events } }));
+test("events are appended under If-Match, paged, rewritten and removed", async () => {
+  const app = freshApp();
+  const session = await client.createSession(app, "ada");
+  const chat = client.session(app, "ada", session.id);
+  const first = await chat.appendEvent(
+    { author: "user", content: { parts: [{ text: "Oslo?" }] } },
+    { ifMatch: session.version },
+  );
+  assert.equal(first.seq, 1);
+  assert.ok(first.id, "the client gives an event without an id one");
+  await assert.rejects(chat.appendEvent({ author: "user" }, { ifMatch: 0 }), (error: unknown) => {
+    return error instanceof StaleSessionError && error.status === 412 && error.currentVersion === 1;
+  });
+  // The ETag as read works as ifMatch too.
+  const again = await chat.appendEvent({ id: "e2", author: "agent" }, { ifMatch: '"1"' });
+  assert.equal(again.seq, 2);
+  // An append resent after its answer was lost gets the stored event back.
+  assert.equal((await chat.appendEvent({ id: "e2", author: "agent" })).seq, 2);
+
+  const batch = await chat.appendEvents([{ author: "user" }, { id: "e4", author: "agent" }], { ifMatch: 2 });
+  assert.deepEqual(
+    batch.map((event) => event.seq),
+    [3, 4],
+  );
+  const partial = await chat.appendEvent({
+    author: "agent",
+    partial: true,
+    content: { parts: [{ text: "Ra" }] },
+  });
+  assert.equal(partial.seq, undefined);
+  assert.equal((await chat.get()).version, 4);
+
+  const onePage = await chat.listEvents({ pageSize: 3 });
+  assert.deepEqual(
+    onePage.events.map((event) => event.seq),
+    [1, 2, 3],
+  );
+  assert.ok(onePage.nextPageToken);
+  assert.deepEqual(
+    (await collect(chat.events({ pageSize: 1, afterSeq: 1 }))).map((event) => event.seq),
+    [2, 3, 4],
+  );
+  assert.deepEqual(
+    (await chat.get({ numRecentEvents: 1 })).events.map((event) => event.seq),
+    [4],
+  );
+
+  // Walked by hand, without a type annotation on the token (no TS7022: the page is typed).
+  let pageToken;
   const seqs: number[] = [];
-  for await (const event of iterEvents(client, ids.app_name, ids.user_id, "a", { pageSize: 2 })) {
-    seqs.push(event.seq);
-  }
-  assert.deepEqual(seqs, [1, 2, 3, 4, 5]);
-  const names: string[] = [];
-  for await (const session of iterSessions(client, ids.app_name, ids.user_id, { pageSize: 2 })) {
-    names.push(session.id);
-  }
-  assert.deepEqual(names.sort(), ["a", "b", "c"]);
+  do {
+    const page = await client.listEvents(app, "ada", session.id, { pageSize: 2, pageToken, order: "desc" });
+    seqs.push(...page.events.map((event) => event.seq));
+    pageToken = page.nextPageToken;
+  } while (pageToken);
+  assert.deepEqual(seqs, [4, 3, 2, 1]);
+
+  const rewritten = await chat.rewriteEvent("e2", { parts: [{ text: "[redacted]" }] }, { ifMatch: 4 });
+  assert.deepEqual(rewritten.content, { parts: [{ text: "[redacted]" }] });
+  const removed = await chat.removeEvent("e4");
+  assert.deepEqual(removed.removedEventIds, ["e4"]);
+  assert.equal(removed.version, 6);
+});
+
+test("forks, children, lineage, close, rewind, trim and reset", async () => {
+  const app = freshApp();
+  await client.createSession(app, "ada", { sessionId: "trip", state: { plan: "none" } });
+  const trip = client.session(app, "ada", "trip");
+  await trip.appendEvents([
+    { author: "user", invocationId: "inv-1", content: { parts: [{ text: "Flights to Oslo?" }] } },
+    {
+      ...call("call-1", "find_flights"),
+      invocationId: "inv-1",
+      actions: { stateDelta: { plan: "searching" } },
+    },
+    { author: "user", invocationId: "inv-2", actions: { stateDelta: { plan: "Bergen" } } },
+  ]);
+
+  const fork = await trip.fork({ sessionId: "trip-oslo", beforeInvocationId: "inv-2" });
+  assert.equal(fork.id, "trip-oslo");
+  assert.equal(fork.kind, "fork");
+  assert.deepEqual(fork.parent, { sessionId: "trip", seq: 2, functionCallId: null });
+  assert.equal(fork.state.plan, "searching");
+  const atOne = await trip.fork({ atSeq: 1 });
+  assert.equal((await client.getSession(app, "ada", atOne.id)).events.length, 1);
+
+  const child = await trip.createChild({
+    sessionId: "flights",
+    functionCallId: "call-1",
+    state: { to: "OSL" },
+  });
+  assert.equal(child.kind, "child");
+  assert.equal(child.parent?.functionCallId, "call-1");
+  assert.deepEqual(
+    (await client.lineage(app, "ada", "flights")).map((session) => session.id),
+    ["trip"],
+  );
+  const kids = await collect(trip.children({ pageSize: 2 }));
+  assert.deepEqual(
+    kids.map((session) => session.id),
+    ["trip-oslo", atOne.id, "flights"],
+  );
+  assert.equal((await trip.listChildren({ pageSize: 2 })).sessions.length, 2);
+
+  const closed = await client.close(app, "ada", "flights", "completed", { result: { cheapest: "SK4011" } });
+  assert.equal(closed.status, "closed");
+  assert.equal(closed.outcome, "completed");
+  const answer = (await trip.get({ numRecentEvents: 1 })).events[0];
+  assert.deepEqual(answer?.content, {
+    role: "user",
+    parts: [
+      {
+        functionResponse: {
+          id: "call-1",
+          name: "find_flights",
+          response: { outcome: "completed", result: { cheapest: "SK4011" } },
+        },
+      },
+    ],
+  });
+  await assert.rejects(client.appendEvent(app, "ada", "flights", { author: "user" }), SessionClosedError);
+
+  const rewind = await trip.rewind("inv-2");
+  assert.equal(rewind.actions?.rewindBeforeInvocationId, "inv-2");
+  assert.equal((await trip.get()).state.plan, "searching");
+  // The newest two are the call's answer and the rewind: the answer goes with its call.
+  assert.deepEqual(await trip.trim(2), { removedEvents: 4, keptEvents: 1, version: 6 });
+  assert.deepEqual(await trip.reset({ ifMatch: 6 }), { removedEvents: 1, keptEvents: 0, version: 7 });
+  assert.deepEqual((await trip.get()).events, []);
+});
+
+test("context, compaction, tool calls, heal and the queue", async () => {
+  const app = freshApp();
+  const session = await client.createSession(app, "ada");
+  const chat = client.session(app, "ada", session.id);
+  await chat.appendEvents([
+    { author: "user", content: { role: "user", parts: [{ text: "What is the weather in Oslo?" }] } },
+    {
+      author: "forecaster",
+      content: { role: "model", parts: [{ text: "Sunny in Oslo, up to 21 degrees." }] },
+    },
+    call("w2"),
+  ]);
+
+  const view = await chat.context({ tokenBudget: 1000 });
+  assert.deepEqual(
+    view.events.map((event) => event.seq),
+    [1, 2, 3],
+  );
+  assert.equal(view.overBudget, false);
+  const summary = await chat.compact("summary", { keepLast: 1, summary: "Oslo: sunny." });
+  assert.deepEqual(summary.actions?.compaction?.compactedContent, {
+    role: "model",
+    parts: [{ text: "Oslo: sunny." }],
+  });
+
+  assert.deepEqual(
+    (await chat.toolCalls()).map((found) => [found.id, found.status]),
+    [["w2", "pending"]],
+  );
+  const orphans = await chat.toolCalls({ status: "orphaned", timeoutSeconds: 0 });
+  assert.deepEqual(
+    orphans.map((found) => found.id),
+    ["w2"],
+  );
+
+  const queued = await chat.queueEvent({ author: "user", content: { parts: [{ text: "Thanks!" }] } });
+  assert.ok(queued.id, "a queued event is given an id, so that a resend queues it once");
+  assert.deepEqual(
+    (await chat.pending()).map((event) => event.id),
+    [queued.id],
+  );
+  await assert.rejects(chat.promotePending(), (error: unknown) => {
+    return error instanceof ToolCallsPendingError && error.callIds.join() === "w2";
+  });
+
+  const healed = await chat.heal({ timeoutSeconds: 0 });
+  assert.equal(healed.healed, 1);
+  assert.equal((await chat.heal({ timeoutSeconds: 0 })).healed, 0);
+  const promoted = await chat.promotePending();
+  assert.deepEqual(
+    promoted.map((event) => event.id),
+    [queued.id],
+  );
+  await chat.queueEvent({ author: "user" });
+  await chat.clearPending();
+  assert.deepEqual(await chat.pending(), []);
+  assert.deepEqual(await chat.promotePending(), []);
+});
+
+test("a session is exported and imported exactly", async () => {
+  const app = freshApp();
+  const session = await client.createSession(app, "ada", { sessionId: "chat", state: { topic: "weather" } });
+  await client.appendEvents(app, "ada", session.id, [{ author: "user" }, { author: "agent" }]);
+  const ndjson = await client.export(app, "ada", "chat");
+  const [header, ...events] = ndjson
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line));
+  assert.equal(header.format, "sessionary.session.v1");
+  assert.equal(header.eventCount, 2);
+  assert.deepEqual(
+    events.map((event) => event.seq),
+    [1, 2],
+  );
+
+  const imported = await client.import(app, "bob", ndjson);
+  assert.deepEqual([imported.id, imported.userId, imported.version], ["chat", "bob", 2]);
+  assert.equal((await client.import(app, "bob", ndjson)).version, 2, "the same export again writes nothing");
+  assert.deepEqual((await client.getSession(app, "bob", "chat")).state, { topic: "weather" });
+});
+
+test("search, usage, apps, users, app and user state, health", async () => {
+  const app = freshApp();
+  const session = await client.createSession(app, "ada");
+  await client.appendEvents(app, "ada", session.id, [
+    { author: "user", content: { parts: [{ text: "a full refund please" }] } },
+    {
+      author: "agent",
+      content: { parts: [{ text: "the refund is on its way" }] },
+      usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 3, totalTokenCount: 15 },
+    },
+  ]);
+  await client.createSession(app, "bob");
+
+  const found = await client.search(app, "refund", { pageSize: 1 });
+  assert.equal(found.hits.length, 1);
+  assert.match(found.hits[0]!.snippet, /<mark>refund<\/mark>/);
+  const hits = await collect(client.searchHits(app, "refund", { userId: "ada", pageSize: 1 }));
+  assert.deepEqual(hits.map((hit) => hit.seq).sort(), [1, 2]);
+  assert.equal((await client.usage(app, { userId: "ada" })).total.totalTokenCount, 15);
+
+  assert.deepEqual(
+    (await client.listUsers(app)).users.map((user) => user.userId),
+    ["ada", "bob"],
+  );
+  assert.deepEqual(
+    (await collect(client.users(app, { pageSize: 1 }))).map((user) => user.userId),
+    ["ada", "bob"],
+  );
+  const apps = await collect(client.apps({ pageSize: 1000 }));
+  assert.equal(apps.find((summary) => summary.appName === app)?.sessionCount, 2);
+  assert.ok((await client.listApps({ pageSize: 1 })).apps.length === 1);
+
+  assert.deepEqual(await client.getAppState(app), {});
+  assert.deepEqual(await client.updateAppState(app, { greeting: "hei" }), { greeting: "hei" });
+  assert.deepEqual(await client.updateUserState(app, "ada", { units: "metric" }), { units: "metric" });
+  assert.deepEqual(await client.getUserState(app, "ada"), { units: "metric" });
+  assert.deepEqual((await client.getSession(app, "ada", session.id)).state, {
+    "app:greeting": "hei",
+    "user:units": "metric",
+  });
+
+  assert.deepEqual(await client.health(), { status: "ok" });
+  assert.equal((await client.readiness()).status, "ready");
+});
+
+test("error answers are thrown as the class their code names", async () => {
+  const app = freshApp();
+  await client.createSession(app, "ada", { sessionId: "s" });
+  await assert.rejects(client.createSession(app, "ada", { sessionId: "s" }), (error: unknown) => {
+    return (
+      error instanceof SessionAlreadyExistsError &&
+      error.status === 409 &&
+      error.problem.instance === `/apps/${app}/users/ada/sessions`
+    );
+  });
+  await assert.rejects(client.getSession(app, "ada", "s", { numRecentEvents: -1 }), (error: unknown) => {
+    return error instanceof InvalidRequestError && error.errors[0]?.loc.includes("numRecentEvents") === true;
+  });
+  await assert.rejects(client.lineage(app, "ada", "missing"), NotFoundError);
+  await assert.rejects(
+    client.appendEvent(app, "ada", "s", { author: "user" }, { ifMatch: "v7" }),
+    RangeError,
+  );
+  assert.deepEqual(ifMatch(7), { "if-match": '"7"' });
 });
 
 test("a read after a write asks for the version the write made", async () => {
   const sent: string[] = [];
-  const watched = createSessionaryClient({
+  const watched = new Sessionary({
     fetch: async (request: Request) => {
       sent.push(request.url);
       return fetch(request);
     },
   });
-  const ids = user();
-  const path = { ...ids, session_id: "s" };
-  await ok(watched.POST(SESSIONS, { params: { path: ids }, body: { sessionId: "s" } }));
-  await ok(watched.GET(SESSION, { params: { path } }));
-  await ok(watched.POST(EVENTS, { params: { path }, body: { author: "user" } }));
-  await ok(watched.GET(EVENTS, { params: { path } }));
-  await ok(watched.GET(`${SESSION}/lineage`, { params: { path } }));
+  const app = freshApp();
+  await watched.createSession(app, "ada", { sessionId: "s" });
+  await watched.getSession(app, "ada", "s", { minVersion: 0 });
+  await watched.appendEvent(app, "ada", "s", { author: "user" });
+  await watched.listEvents(app, "ada", "s");
+  await watched.lineage(app, "ada", "s");
+  const forked = await watched.fork(app, "ada", "s");
+  await watched.getSession(app, "ada", forked.id);
   const minVersions = sent.map((address) => new URL(address).searchParams.get("minVersion"));
-  assert.deepEqual(minVersions, [null, "0", null, "1", null]);
-});
-
-test("the key is sent as a bearer token, and a refusal is its own error", async () => {
-  const seen: (string | null)[] = [];
-  const keyed = createSessionaryClient({
-    apiKey: "sk_test",
-    fetch: async (request: Request) => {
-      seen.push(request.headers.get("Authorization"));
-      const problem = { type: "urn:sessionary:problem:unauthorized", title: "Unauthorized" };
-      const body = { ...problem, status: 401, detail: "No key.", code: "unauthorized" };
-      return Response.json(body, { status: 401, headers: { "Content-Type": "application/problem+json" } });
-    },
-  });
-  await assert.rejects(keyed.GET("/apps/{app_name}/state", { params: { path: { app_name: "x" } } }), UnauthorizedError);
-  assert.deepEqual(seen, ["Bearer sk_test"]);
-});
-
-test("the READMEs' example runs as written", async () => {
-  const here = new URL(".", import.meta.url);
-  for (const readme of ["../README.md", "../../../README.md"]) {
-    const text = await readFile(new URL(readme, here), "utf8");
-    const block = /( *)```ts\n([\s\S]*?)\n *```/.exec(text.slice(text.indexOf("sessionary-client")));
-    assert.ok(block, readme);
-    const [, indent, code] = block;
-    const example = code!
-      .split("\n")
-      .map((line) => line.slice(indent!.length))
-      .join("\n")
-      .replace(`"sessionary-client"`, JSON.stringify(new URL("../dist/index.js", here).href))
-      .replace("http://127.0.0.1:8000", process.env.SESSIONARY_URL!)
-      .replaceAll("weather-bot", `weather-bot-${randomUUID().slice(0, 8)}`);
-    const file = join(await mkdtemp(join(tmpdir(), "readme-")), "example.ts");
-    await writeFile(file, example);
-    const printed: unknown[][] = [];
-    const log = console.log;
-    console.log = (...args: unknown[]) => printed.push(args);
-    try {
-      await import(pathToFileURL(file).href);
-    } finally {
-      console.log = log;
-    }
-    assert.deepEqual(printed, [[1, "user"]], readme);
-  }
-});
-
-/**
- * A server that keeps connections open and answers every request as an append would, but the
- * second one, which it reads and then closes the connection on (as a server whose idle timeout
- * ran out just as a pooled connection was reused). Gives its URL and the bodies it read.
- */
-async function closesTheSecondRequest(): Promise<{ url: string; bodies: string[]; close: () => void }> {
-  const bodies: string[] = [];
-  const server = createServer(async (request, response) => {
-    let body = "";
-    for await (const chunk of request) body += chunk;
-    bodies.push(body);
-    if (bodies.length === 2) {
-      request.socket.destroy();
-      return;
-    }
-    response.writeHead(201, { "Content-Type": "application/json" });
-    response.end(JSON.stringify({ ...JSON.parse(body || "{}"), seq: 1 }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, bodies, close: () => server.close() };
-}
-
-test("an append into a connection closed under it is resent with the same event id", async () => {
-  const server = await closesTheSecondRequest();
-  try {
-    const pooled = createSessionaryClient({ baseUrl: server.url });
-    const path = { app_name: "a", user_id: "u", session_id: "s" };
-    await ok(pooled.POST(EVENTS, { params: { path }, body: { author: "user" } }));
-    const event = await ok(pooled.POST(EVENTS, { params: { path }, body: { author: "agent" } }));
-    const [, sent, resent] = server.bodies.map((body) => JSON.parse(body));
-    assert.ok(sent.id, "the client gives the event an id, so that a resend is recognised");
-    assert.deepEqual(resent, sent);
-    assert.equal(event.id, sent.id);
-    await ok(pooled.POST(`${EVENTS}:batch`, { params: { path }, body: { events: [{}, { id: "e" }] } }));
-    const batch = JSON.parse(server.bodies[3]!);
-    assert.equal(batch.events[1].id, "e");
-    assert.ok(batch.events[0].id);
-  } finally {
-    server.close();
-  }
-});
-
-test("a read into a connection closed under it is resent", async () => {
-  const server = await closesTheSecondRequest();
-  try {
-    const pooled = createSessionaryClient({ baseUrl: server.url });
-    const path = { app_name: "a", user_id: "u", session_id: "s" };
-    await ok(pooled.GET(SESSION, { params: { path } }));
-    await ok(pooled.GET(SESSION, { params: { path } }));
-    assert.equal(server.bodies.length, 3);
-  } finally {
-    server.close();
-  }
-});
-
-test("a create into a connection closed under it is not resent", async () => {
-  const server = await closesTheSecondRequest();
-  try {
-    const pooled = createSessionaryClient({ baseUrl: server.url });
-    const path = { app_name: "a", user_id: "u" };
-    await ok(pooled.POST(SESSIONS, { params: { path }, body: {} }));
-    await assert.rejects(pooled.POST(SESSIONS, { params: { path }, body: {} }), TypeError);
-    assert.equal(server.bodies.length, 2);
-  } finally {
-    server.close();
-  }
+  assert.deepEqual(minVersions, [null, "0", null, "1", null, null, "1"]);
 });

@@ -1,0 +1,836 @@
+/**
+ * `Sessionary`: every endpoint as a method taking camelCase arguments, sent through the
+ * low-level client (`raw`), so with its typed errors, resends, event ids and read-your-writes
+ * versions. Bodies and answers are the generated schemas' types.
+ */
+import {
+  createSessionaryClient,
+  ifMatch,
+  ok,
+  paginate,
+  retryPolicy,
+  type IfMatch,
+  type RetryPolicy,
+  type SessionaryClient,
+  type SessionaryOptions,
+} from "./raw.js";
+import type { operations } from "./schema.js";
+import { follow, type Frame, type Open, type StreamOptions } from "./stream.js";
+import type {
+  AppPage,
+  AppSummary,
+  AppUsage,
+  ChildCreate,
+  CompactionStrategy,
+  Content,
+  ContextView,
+  Event,
+  EventIn,
+  EventPage,
+  EventsRemoved,
+  Healed,
+  Health,
+  Outcome,
+  QueuedEvent,
+  Readiness,
+  Schemas,
+  SearchHit,
+  SearchPage,
+  Session,
+  SessionChange,
+  SessionCreate,
+  SessionFork,
+  SessionPage,
+  SessionsChange,
+  SessionUpdate,
+  State,
+  ToolCall,
+  Trimmed,
+  UserPage,
+  UserSummary,
+} from "./types.js";
+
+/** What every method takes last, with its own options. */
+export interface CallOptions {
+  /** Aborts the call, which then rejects with the signal's reason and is not resent. */
+  signal?: AbortSignal;
+}
+
+/** A write's: with `ifMatch`, it writes only if the session is still at that version, else
+ * it throws `StaleSessionError` and writes nothing. */
+export interface WriteOptions extends CallOptions {
+  ifMatch?: IfMatch;
+}
+
+type Query<Operation extends keyof operations> = NonNullable<operations[Operation]["parameters"]["query"]>;
+/** A listing of sessions' filters, its `label=key:value` ones as one object, all to match. */
+type SessionFilters<Operation extends "list_sessions" | "list_app_sessions"> = Omit<
+  Query<Operation>,
+  "label"
+> & {
+  labels?: Record<string, string>;
+} & CallOptions;
+/** An iterator's options: its listing's, but the page token. */
+type AllPages<Options> = Omit<Options, "pageToken">;
+
+const SESSIONS = "/apps/{app_name}/users/{user_id}/sessions";
+const SESSION = `${SESSIONS}/{session_id}` as const;
+// The events after which nothing more can happen to a session: its stream ends.
+const FINAL: ReadonlySet<string> = new Set(["closed", "deleted"]);
+
+function at(appName: string, userId: string, sessionId: string) {
+  return { app_name: appName, user_id: userId, session_id: sessionId };
+}
+
+/** A write's parameters: the session's path and, when a version is given, its If-Match. */
+function writeTo(appName: string, userId: string, sessionId: string, version: IfMatch | undefined) {
+  return {
+    path: at(appName, userId, sessionId),
+    header: version === undefined ? undefined : ifMatch(version),
+  };
+}
+
+function labelFilters(labels: Record<string, string> | undefined): string[] | undefined {
+  return labels && Object.entries(labels).map(([key, value]) => `${key}:${value}`);
+}
+
+/** A stream's body, as `open` gives it to `follow`. */
+async function bodyOf(answer: Promise<{ data?: ReadableStream<Uint8Array> | null }>) {
+  return (await answer).data ?? undefined;
+}
+
+/**
+ * A Sessionary client. `baseUrl` and `apiKey` default to SESSIONARY_URL and SESSIONARY_API_KEY
+ * under Node (else `http://127.0.0.1:8000`, no key).
+ *
+ * Errors are thrown as `APIError` subclasses named by the problem's `code`; a request that got
+ * no answer as `APIConnectionError`. Reads, appends (each event is given an `id` if it has
+ * none, so a resend stores it once) and the other idempotent writes are resent after a lost
+ * answer or a 502-504, `retries` times; every request is resent when its connection was
+ * refused. After a write, reads of that session ask for the version it made (`minVersion`).
+ */
+export class Sessionary {
+  /** The low-level client (openapi-fetch's, typed by the spec), for anything not wrapped. */
+  readonly raw: SessionaryClient;
+  readonly #policy: RetryPolicy;
+
+  constructor(options: SessionaryOptions = {}) {
+    this.raw = createSessionaryClient(options);
+    this.#policy = retryPolicy(options);
+  }
+
+  /** One session's methods without its app, user and id: `chat.appendEvent(event)`. */
+  session(appName: string, userId: string, sessionId: string): SessionHandle {
+    const methods = Object.entries(BOUND).map(([name, method]) => {
+      const call = this[method] as (...args: unknown[]) => unknown;
+      return [name, (...rest: unknown[]) => call.call(this, appName, userId, sessionId, ...rest)];
+    });
+    return { client: this, appName, userId, sessionId, ...Object.fromEntries(methods) } as SessionHandle;
+  }
+
+  // --- Sessions -------------------------------------------------------------------------------
+
+  /** A new session, with the server's id unless `sessionId`; with `ttl` (seconds) or
+   * `expireTime` (epoch seconds), one that expires. */
+  async createSession(
+    appName: string,
+    userId: string,
+    options: SessionCreate & CallOptions = {},
+  ): Promise<Session> {
+    const { signal, ...body } = options;
+    return ok(
+      this.raw.POST(SESSIONS, { params: { path: { app_name: appName, user_id: userId } }, body, signal }),
+    );
+  }
+
+  /** The session with its events (`numRecentEvents`, `afterTimestamp`); with `untilSeq`, as it
+   * was at that seq. */
+  async getSession(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: Query<"get_session"> & CallOptions = {},
+  ): Promise<Session> {
+    const { signal, ...query } = options;
+    return ok(this.raw.GET(SESSION, { params: { path: at(appName, userId, sessionId), query }, signal }));
+  }
+
+  /** One page of a user's sessions, without events. */
+  async listSessions(
+    appName: string,
+    userId: string,
+    options: SessionFilters<"list_sessions"> = {},
+  ): Promise<SessionPage> {
+    const { signal, labels, ...query } = options;
+    const path = { app_name: appName, user_id: userId };
+    return ok(
+      this.raw.GET(SESSIONS, { params: { path, query: { ...query, label: labelFilters(labels) } }, signal }),
+    );
+  }
+
+  /** Every session of a user, fetching pages as the iteration reaches them. */
+  sessions(
+    appName: string,
+    userId: string,
+    options: AllPages<SessionFilters<"list_sessions">> = {},
+  ): AsyncGenerator<Session, void, undefined> {
+    return paginate(
+      (pageToken) => this.listSessions(appName, userId, { ...options, pageToken }),
+      (page) => page.sessions,
+    );
+  }
+
+  /** One page of the sessions of every user of the app. */
+  async listAppSessions(
+    appName: string,
+    options: SessionFilters<"list_app_sessions"> = {},
+  ): Promise<SessionPage> {
+    const { signal, labels, ...query } = options;
+    const path = { app_name: appName };
+    return ok(
+      this.raw.GET("/apps/{app_name}/sessions", {
+        params: { path, query: { ...query, label: labelFilters(labels) } },
+        signal,
+      }),
+    );
+  }
+
+  /** Every session of every user of the app. */
+  appSessions(
+    appName: string,
+    options: AllPages<SessionFilters<"list_app_sessions">> = {},
+  ): AsyncGenerator<Session, void, undefined> {
+    return paginate(
+      (pageToken) => this.listAppSessions(appName, { ...options, pageToken }),
+      (page) => page.sessions,
+    );
+  }
+
+  /** Changes what is given in one write: `stateDelta` (recorded as an event by `user`),
+   * `displayName` (null clears it), `labels` (`{}` clears them), `ttl` or `expireTime`. */
+  async updateSession(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    changes: SessionUpdate,
+    options: WriteOptions = {},
+  ): Promise<Session> {
+    const params = writeTo(appName, userId, sessionId, options.ifMatch);
+    return ok(this.raw.PATCH(SESSION, { params, body: changes, signal: options.signal }));
+  }
+
+  /** Records `stateDelta` as an event authored by `user`. */
+  async updateState(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    stateDelta: State,
+    options: WriteOptions = {},
+  ): Promise<Session> {
+    return this.updateSession(appName, userId, sessionId, { stateDelta }, options);
+  }
+
+  /** Deletes the session and its events (app and user state stay). */
+  async deleteSession(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: WriteOptions = {},
+  ): Promise<void> {
+    const params = writeTo(appName, userId, sessionId, options.ifMatch);
+    await this.raw.DELETE(SESSION, { params, signal: options.signal });
+  }
+
+  // --- Events ---------------------------------------------------------------------------------
+
+  /**
+   * Stores `event`, given an `id` if it has none; the event as stored, with its `seq`. A resend
+   * after a lost answer gets the stored event back, even if `ifMatch` has moved on since. A
+   * `partial` event is acknowledged and not stored: it comes back as sent, without `seq`.
+   */
+  async appendEvent(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    event: EventIn,
+    options: WriteOptions = {},
+  ): Promise<Event> {
+    const params = writeTo(appName, userId, sessionId, options.ifMatch);
+    return ok(
+      this.raw.POST(`${SESSION}/events`, { params, body: event, signal: options.signal }),
+    ) as Promise<Event>;
+  }
+
+  /** Stores `events` at consecutive seqs, all or none (`partial` ones skipped). */
+  async appendEvents(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    events: EventIn[],
+    options: WriteOptions = {},
+  ): Promise<Event[]> {
+    const params = writeTo(appName, userId, sessionId, options.ifMatch);
+    const answer = await ok(
+      this.raw.POST(`${SESSION}/events:batch`, { params, body: { events }, signal: options.signal }),
+    );
+    return answer.events as Event[];
+  }
+
+  /** One page of the session's events, by seq. */
+  async listEvents(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: Query<"list_events"> & CallOptions = {},
+  ): Promise<EventPage> {
+    const { signal, ...query } = options;
+    return ok(
+      this.raw.GET(`${SESSION}/events`, { params: { path: at(appName, userId, sessionId), query }, signal }),
+    );
+  }
+
+  /** Every event of the session (`afterSeq`, `afterTimestamp`, `beforeTimestamp`, `order`). */
+  events(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: AllPages<Query<"list_events">> & CallOptions = {},
+  ): AsyncGenerator<Event, void, undefined> {
+    return paginate(
+      (pageToken) => this.listEvents(appName, userId, sessionId, { ...options, pageToken }),
+      (page) => page.events,
+    );
+  }
+
+  /** Removes an event, and the events answering its function calls. */
+  async removeEvent(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    eventId: string,
+    options: WriteOptions = {},
+  ): Promise<EventsRemoved> {
+    const { path, header } = writeTo(appName, userId, sessionId, options.ifMatch);
+    const params = { path: { ...path, event_id: eventId }, header };
+    return ok(this.raw.DELETE(`${SESSION}/events/{event_id}`, { params, signal: options.signal }));
+  }
+
+  /** Replaces an event's `content` (a redaction, say); the event as stored. */
+  async rewriteEvent(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    eventId: string,
+    content: Content,
+    options: WriteOptions = {},
+  ): Promise<Event> {
+    const { path, header } = writeTo(appName, userId, sessionId, options.ifMatch);
+    const params = { path: { ...path, event_id: eventId }, header };
+    return ok(
+      this.raw.PATCH(`${SESSION}/events/{event_id}`, { params, body: { content }, signal: options.signal }),
+    );
+  }
+
+  // --- Live streams ---------------------------------------------------------------------------
+
+  /**
+   * The session's changes as they are committed: after `afterSeq` first (read back from the
+   * log; 0: the whole session), else from now. A lost connection is resumed after the last
+   * frame received, losing and repeating nothing; the iteration ends after `closed` or
+   * `deleted`, or when `signal` aborts.
+   */
+  streamEvents(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: StreamOptions & { afterSeq?: number } = {},
+  ): AsyncGenerator<SessionChange, void, undefined> {
+    const { afterSeq, ...stream } = options;
+    const path = at(appName, userId, sessionId);
+    const open: Open = (position, signal) => {
+      const header = position === undefined ? {} : { "last-event-id": String(position) };
+      return bodyOf(
+        this.raw.GET(`${SESSION}/events:stream`, { params: { path, header }, parseAs: "stream", signal }),
+      );
+    };
+    return this.#follow<SessionChange>(open, afterSeq, FINAL, stream);
+  }
+
+  /** A user's sessions as they are created, updated, closed and deleted, from now. A lost
+   * connection is opened again; what happened meanwhile is not sent (list to catch up). */
+  streamSessions(
+    appName: string,
+    userId: string,
+    options: StreamOptions = {},
+  ): AsyncGenerator<SessionsChange, void, undefined> {
+    const path = { app_name: appName, user_id: userId };
+    const open: Open = (_, signal) =>
+      bodyOf(this.raw.GET(`${SESSIONS}:stream`, { params: { path }, parseAs: "stream", signal }));
+    return this.#follow<SessionsChange>(open, undefined, new Set(), options);
+  }
+
+  /** As `streamSessions`, for every user of the app. */
+  streamAppSessions(
+    appName: string,
+    options: StreamOptions = {},
+  ): AsyncGenerator<SessionsChange, void, undefined> {
+    const path = { app_name: appName };
+    const open: Open = (_, signal) =>
+      bodyOf(
+        this.raw.GET("/apps/{app_name}/sessions:stream", { params: { path }, parseAs: "stream", signal }),
+      );
+    return this.#follow<SessionsChange>(open, undefined, new Set(), options);
+  }
+
+  #follow<Change extends Frame>(
+    open: Open,
+    position: number | undefined,
+    ends: ReadonlySet<string>,
+    options: StreamOptions,
+  ): AsyncGenerator<Change, void, undefined> {
+    // The frames are the server's: their shapes are the ones `types.ts` names.
+    return follow(open, position, ends, this.#policy, options) as AsyncGenerator<Change, void, undefined>;
+  }
+
+  // --- Forks, children and history ------------------------------------------------------------
+
+  /** A new session with this one's events up to `atSeq`, or before `beforeInvocationId`'s
+   * first event, or all of them, and its state then; named `sessionId` if given. */
+  async fork(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: SessionFork & CallOptions = {},
+  ): Promise<Session> {
+    const { signal, ...body } = options;
+    return ok(
+      this.raw.POST(`${SESSION}:fork`, { params: { path: at(appName, userId, sessionId) }, body, signal }),
+    );
+  }
+
+  /** A child session for a sub-agent, named `sessionId` if given; with `functionCallId`,
+   * closing it answers that call of the parent. */
+  async createChild(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: ChildCreate & CallOptions = {},
+  ): Promise<Session> {
+    const { signal, ...body } = options;
+    return ok(
+      this.raw.POST(`${SESSION}/children`, {
+        params: { path: at(appName, userId, sessionId) },
+        body,
+        signal,
+      }),
+    );
+  }
+
+  /** One page of the session's forks and children, oldest first, without events. */
+  async listChildren(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: Query<"list_children"> & CallOptions = {},
+  ): Promise<SessionPage> {
+    const { signal, ...query } = options;
+    return ok(
+      this.raw.GET(`${SESSION}/children`, {
+        params: { path: at(appName, userId, sessionId), query },
+        signal,
+      }),
+    );
+  }
+
+  /** Every fork and child of the session. */
+  children(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: AllPages<Query<"list_children">> & CallOptions = {},
+  ): AsyncGenerator<Session, void, undefined> {
+    return paginate(
+      (pageToken) => this.listChildren(appName, userId, sessionId, { ...options, pageToken }),
+      (page) => page.sessions,
+    );
+  }
+
+  /** Closes the session to writes; a child made for a function call answers it with
+   * `{outcome, result}`. */
+  async close(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    outcome: Outcome,
+    options: { result?: unknown } & WriteOptions = {},
+  ): Promise<Session> {
+    const params = writeTo(appName, userId, sessionId, options.ifMatch);
+    const body = { outcome, result: options.result };
+    return ok(this.raw.POST(`${SESSION}:close`, { params, body, signal: options.signal }));
+  }
+
+  /** The session's ancestors, root first, without events. */
+  async lineage(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: CallOptions = {},
+  ): Promise<Session[]> {
+    const params = { path: at(appName, userId, sessionId) };
+    return (await ok(this.raw.GET(`${SESSION}/lineage`, { params, signal: options.signal }))).sessions;
+  }
+
+  /** ADK's rewind: appends the event that undoes `beforeInvocationId` and all after it (state
+   * included); that event. */
+  async rewind(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    beforeInvocationId: string,
+    options: WriteOptions = {},
+  ): Promise<Event> {
+    const params = writeTo(appName, userId, sessionId, options.ifMatch);
+    return ok(
+      this.raw.POST(`${SESSION}:rewind`, { params, body: { beforeInvocationId }, signal: options.signal }),
+    );
+  }
+
+  /** Removes all but the newest `keepLast` events (and the answers to removed calls). */
+  async trim(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    keepLast: number,
+    options: WriteOptions = {},
+  ): Promise<Trimmed> {
+    const params = writeTo(appName, userId, sessionId, options.ifMatch);
+    return ok(this.raw.POST(`${SESSION}:trim`, { params, body: { keepLast }, signal: options.signal }));
+  }
+
+  /** Removes every event and the session's own state. */
+  async reset(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: WriteOptions = {},
+  ): Promise<Trimmed> {
+    const params = writeTo(appName, userId, sessionId, options.ifMatch);
+    return ok(this.raw.POST(`${SESSION}:reset`, { params, body: {}, signal: options.signal }));
+  }
+
+  // --- Context, tool calls, queued input ------------------------------------------------------
+
+  /** What a model should see next: the live events, compactions applied, the newest that fit
+   * `tokenBudget`, function calls never apart from their answers. */
+  async context(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: Query<"get_context"> & CallOptions = {},
+  ): Promise<ContextView> {
+    const { signal, ...query } = options;
+    return ok(
+      this.raw.GET(`${SESSION}/context`, { params: { path: at(appName, userId, sessionId), query }, signal }),
+    );
+  }
+
+  /** Appends one compaction event over the live events older than the newest `keepLast`: a
+   * `summary` (your text), `truncate`, or `observationMask`; that event. */
+  async compact(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    strategy: CompactionStrategy,
+    options: Omit<Schemas["SessionCompact"], "strategy"> & WriteOptions = {},
+  ): Promise<Event> {
+    const { signal, ifMatch: version, ...rest } = options;
+    const params = writeTo(appName, userId, sessionId, version);
+    return ok(this.raw.POST(`${SESSION}:compact`, { params, body: { strategy, ...rest }, signal }));
+  }
+
+  /** The session's function calls in order, each `answered`, `pending` or `orphaned`
+   * (unanswered past `timeoutSeconds`). */
+  async toolCalls(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: Query<"list_tool_calls"> & CallOptions = {},
+  ): Promise<ToolCall[]> {
+    const { signal, ...query } = options;
+    const params = { path: at(appName, userId, sessionId), query };
+    return (await ok(this.raw.GET(`${SESSION}/toolCalls`, { params, signal }))).toolCalls;
+  }
+
+  /** Answers each orphaned function call with an error response, in one write. */
+  async heal(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: Schemas["SessionHeal"] & WriteOptions = {},
+  ): Promise<Healed> {
+    const { signal, ifMatch: version, ...body } = options;
+    const params = writeTo(appName, userId, sessionId, version);
+    return ok(this.raw.POST(`${SESSION}:heal`, { params, body, signal }));
+  }
+
+  /** Queues an event apart from the log (a user typing while a turn runs), given an `id` if
+   * it has none, so that a resend queues it once; the event as queued. */
+  async queueEvent(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    event: EventIn,
+    options: CallOptions = {},
+  ): Promise<QueuedEvent> {
+    const params = { path: at(appName, userId, sessionId) };
+    return ok(this.raw.POST(`${SESSION}/pending`, { params, body: event, signal: options.signal }));
+  }
+
+  /** The queued events, in the order they came. */
+  async pending(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: CallOptions = {},
+  ): Promise<QueuedEvent[]> {
+    const params = { path: at(appName, userId, sessionId) };
+    return (await ok(this.raw.GET(`${SESSION}/pending`, { params, signal: options.signal }))).events;
+  }
+
+  /** Empties the queue without appending it. */
+  async clearPending(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: CallOptions = {},
+  ): Promise<void> {
+    await this.raw.DELETE(`${SESSION}/pending`, {
+      params: { path: at(appName, userId, sessionId) },
+      signal: options.signal,
+    });
+  }
+
+  /** Appends the queue in order, in one write; the events as stored (none when it was
+   * empty). `ToolCallsPendingError` while a function call is unanswered, unless `force`. */
+  async promotePending(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: Schemas["PendingPromote"] & WriteOptions = {},
+  ): Promise<Event[]> {
+    const { signal, ifMatch: version, ...body } = options;
+    const params = writeTo(appName, userId, sessionId, version);
+    return (await ok(this.raw.POST(`${SESSION}/pending:promote`, { params, body, signal }))).events;
+  }
+
+  // --- Export and import ----------------------------------------------------------------------
+
+  /** The session as NDJSON, exactly: a header line (`SessionExport`), then its events as
+   * stored. What `import` takes. */
+  async export(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: CallOptions = {},
+  ): Promise<string> {
+    const params = { path: at(appName, userId, sessionId) };
+    return ok(this.raw.GET(`${SESSION}:export`, { params, parseAs: "text", signal: options.signal }));
+  }
+
+  /** Stores an export under this app and user exactly as it was (id, seqs, version, times),
+   * all or nothing; the same export again writes nothing. The session, without events. */
+  async import(appName: string, userId: string, ndjson: string, options: CallOptions = {}): Promise<Session> {
+    return ok(
+      this.raw.POST(`${SESSIONS}:import`, {
+        params: { path: { app_name: appName, user_id: userId } },
+        // The spec types an NDJSON body as one of its lines; this body is all of them.
+        body: ndjson as unknown as Schemas["SessionExport"],
+        bodySerializer: (body) => body,
+        headers: { "Content-Type": "application/x-ndjson" },
+        signal: options.signal,
+      }),
+    );
+  }
+
+  // --- Search, usage, browsing ----------------------------------------------------------------
+
+  /** One page of the app's events matching `q` (web-search syntax: `refund order`, `"full
+   * refund"`, `refund or return`, `refund -partial`), best first. */
+  async search(
+    appName: string,
+    q: string,
+    options: Omit<Query<"search_events">, "q"> & CallOptions = {},
+  ): Promise<SearchPage> {
+    const { signal, ...query } = options;
+    return ok(
+      this.raw.GET("/apps/{app_name}/search", {
+        params: { path: { app_name: appName }, query: { ...query, q } },
+        signal,
+      }),
+    );
+  }
+
+  /** Every hit of a search, fetching pages as the iteration reaches them. */
+  searchHits(
+    appName: string,
+    q: string,
+    options: AllPages<Omit<Query<"search_events">, "q">> & CallOptions = {},
+  ): AsyncGenerator<SearchHit, void, undefined> {
+    return paginate(
+      (pageToken) => this.search(appName, q, { ...options, pageToken }),
+      (page) => page.hits,
+    );
+  }
+
+  /** The token counts of the app's events, by user and in all. */
+  async usage(appName: string, options: Query<"get_app_usage"> & CallOptions = {}): Promise<AppUsage> {
+    const { signal, ...query } = options;
+    return ok(
+      this.raw.GET("/apps/{app_name}/usage", { params: { path: { app_name: appName }, query }, signal }),
+    );
+  }
+
+  /** One page of the apps that have sessions, by name. */
+  async listApps(options: Query<"list_apps"> & CallOptions = {}): Promise<AppPage> {
+    const { signal, ...query } = options;
+    return ok(this.raw.GET("/apps", { params: { query }, signal }));
+  }
+
+  /** Every app that has sessions. */
+  apps(
+    options: AllPages<Query<"list_apps">> & CallOptions = {},
+  ): AsyncGenerator<AppSummary, void, undefined> {
+    return paginate(
+      (pageToken) => this.listApps({ ...options, pageToken }),
+      (page) => page.apps,
+    );
+  }
+
+  /** One page of the app's users that have sessions, by id. */
+  async listUsers(appName: string, options: Query<"list_users"> & CallOptions = {}): Promise<UserPage> {
+    const { signal, ...query } = options;
+    return ok(
+      this.raw.GET("/apps/{app_name}/users", { params: { path: { app_name: appName }, query }, signal }),
+    );
+  }
+
+  /** Every user of the app that has sessions. */
+  users(
+    appName: string,
+    options: AllPages<Query<"list_users">> & CallOptions = {},
+  ): AsyncGenerator<UserSummary, void, undefined> {
+    return paginate(
+      (pageToken) => this.listUsers(appName, { ...options, pageToken }),
+      (page) => page.users,
+    );
+  }
+
+  // --- App and user state ---------------------------------------------------------------------
+
+  /** The app's state, keys without their `app:` prefix. */
+  async getAppState(appName: string, options: CallOptions = {}): Promise<State> {
+    const params = { path: { app_name: appName } };
+    return (await ok(this.raw.GET("/apps/{app_name}/state", { params, signal: options.signal }))).state;
+  }
+
+  /** Merges `stateDelta` (keys without prefix) into the app's state; the state now. */
+  async updateAppState(appName: string, stateDelta: State, options: CallOptions = {}): Promise<State> {
+    const params = { path: { app_name: appName } };
+    const answer = this.raw.PATCH("/apps/{app_name}/state", {
+      params,
+      body: { stateDelta },
+      signal: options.signal,
+    });
+    return (await ok(answer)).state;
+  }
+
+  /** The user's state, keys without their `user:` prefix. */
+  async getUserState(appName: string, userId: string, options: CallOptions = {}): Promise<State> {
+    const params = { path: { app_name: appName, user_id: userId } };
+    const answer = this.raw.GET("/apps/{app_name}/users/{user_id}/state", { params, signal: options.signal });
+    return (await ok(answer)).state;
+  }
+
+  /** Merges `stateDelta` (keys without prefix) into the user's state; the state now. */
+  async updateUserState(
+    appName: string,
+    userId: string,
+    stateDelta: State,
+    options: CallOptions = {},
+  ): Promise<State> {
+    const params = { path: { app_name: appName, user_id: userId } };
+    const answer = this.raw.PATCH("/apps/{app_name}/users/{user_id}/state", {
+      params,
+      body: { stateDelta },
+      signal: options.signal,
+    });
+    return (await ok(answer)).state;
+  }
+
+  // --- Operations -----------------------------------------------------------------------------
+
+  /** The process answers (`/healthz`); says nothing of the database. */
+  async health(options: CallOptions = {}): Promise<Health> {
+    return ok(this.raw.GET("/healthz", { signal: options.signal }));
+  }
+
+  /** The database answers, at the expected schema (`/readyz`); else `ServiceUnavailableError`. */
+  async readiness(options: CallOptions = {}): Promise<Readiness> {
+    return ok(this.raw.GET("/readyz", { signal: options.signal }));
+  }
+}
+
+/** The methods of a session handle, each the client's method of the same meaning. */
+const BOUND = {
+  get: "getSession",
+  update: "updateSession",
+  updateState: "updateState",
+  delete: "deleteSession",
+  appendEvent: "appendEvent",
+  appendEvents: "appendEvents",
+  listEvents: "listEvents",
+  events: "events",
+  removeEvent: "removeEvent",
+  rewriteEvent: "rewriteEvent",
+  streamEvents: "streamEvents",
+  fork: "fork",
+  createChild: "createChild",
+  listChildren: "listChildren",
+  children: "children",
+  close: "close",
+  lineage: "lineage",
+  rewind: "rewind",
+  trim: "trim",
+  reset: "reset",
+  context: "context",
+  compact: "compact",
+  toolCalls: "toolCalls",
+  heal: "heal",
+  queueEvent: "queueEvent",
+  pending: "pending",
+  clearPending: "clearPending",
+  promotePending: "promotePending",
+  export: "export",
+} as const satisfies Record<string, keyof Sessionary>;
+
+/** A method of the client, without its first three arguments: app, user and session id. */
+type Bound<Method> = Method extends (
+  appName: string,
+  userId: string,
+  sessionId: string,
+  ...rest: infer Rest
+) => infer Result
+  ? (...rest: Rest) => Result
+  : never;
+
+/**
+ * One session of a client, so that calls stop repeating its app, user and id:
+ * `chat.appendEvent(event)` is `client.appendEvent(app, user, id, event)`, `chat.get()` is
+ * `getSession`, `chat.update()` `updateSession`, `chat.delete()` `deleteSession`.
+ */
+export type SessionHandle = {
+  readonly client: Sessionary;
+  readonly appName: string;
+  readonly userId: string;
+  readonly sessionId: string;
+} & { readonly [Name in keyof typeof BOUND]: Bound<Sessionary[(typeof BOUND)[Name]]> };

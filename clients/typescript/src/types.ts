@@ -1,0 +1,78 @@
+/**
+ * Names for the generated schemas (`schema.ts`, from openapi/openapi.json), and the frames of
+ * the live streams, which the spec describes only as `text/event-stream`.
+ */
+import type { components } from "./schema.js";
+
+export type Schemas = components["schemas"];
+export type Session = Schemas["Session"];
+export type SessionPage = Schemas["SessionPage"];
+export type SessionCreate = Schemas["SessionCreate"];
+export type SessionUpdate = Schemas["SessionUpdate"];
+export type SessionFork = Schemas["SessionFork"];
+export type ChildCreate = Schemas["ChildCreate"];
+export type Event = Schemas["Event"];
+export type EventIn = Schemas["EventIn"];
+export type EventPage = Schemas["EventPage"];
+export type QueuedEvent = Schemas["QueuedEvent"];
+export type EventsRemoved = Schemas["EventsRemoved"];
+export type Trimmed = Schemas["Trimmed"];
+export type Content = Schemas["Content"];
+export type State = Schemas["State"];
+export type Outcome = Schemas["Outcome"];
+export type ContextView = Schemas["ContextView"];
+export type CompactionStrategy = Schemas["CompactionStrategy"];
+export type ToolCall = Schemas["ToolCall"];
+export type Healed = Schemas["Healed"];
+export type SearchPage = Schemas["SearchPage"];
+export type SearchHit = Schemas["SearchHit"];
+export type AppPage = Schemas["AppPage"];
+export type AppSummary = Schemas["AppSummary"];
+export type UserPage = Schemas["UserPage"];
+export type UserSummary = Schemas["UserSummary"];
+export type AppUsage = Schemas["AppUsage"];
+export type Health = Schemas["Health"];
+export type Readiness = Schemas["Readiness"];
+
+/**
+ * A frame of a session's stream (`streamEvents`): `event` names the change, `id` is the
+ * version it took (an appended event's seq), `data` what changed.
+ */
+export type SessionChange =
+  | { event: "appended"; id: number; data: Event }
+  | {
+      event: "updated";
+      id: number;
+      data: { version: number; event: Event | null; removedEventIds: string[] };
+    }
+  | { event: "removed"; id: number; data: EventsRemoved }
+  | { event: "trimmed" | "reset"; id: number; data: Trimmed }
+  /** Writes other than appends came after the position resumed from: read the session again. */
+  | { event: "resync"; id: number; data: { version: number } }
+  | { event: "closed"; id: number; data: { version: number; outcome: Outcome } }
+  | { event: "deleted"; id: undefined; data: Record<string, never> }
+  /** One of the session's forks or children was created, closed or deleted. */
+  | {
+      event: "child";
+      id: undefined;
+      data: {
+        sessionId: string;
+        change: "created" | "closed" | "deleted";
+        kind?: Schemas["Kind"];
+        outcome?: Outcome;
+      };
+    };
+
+/** A frame of a user's or an app's stream (`streamSessions`, `streamAppSessions`). */
+export interface SessionsChange {
+  event: "created" | "updated" | "closed" | "deleted";
+  id: undefined;
+  data: {
+    userId: string;
+    sessionId: string;
+    version: number;
+    kind?: Schemas["Kind"];
+    parentId?: string | null;
+    outcome?: Outcome;
+  };
+}
