@@ -1,5 +1,5 @@
 """The `sessionary` command: serve, migrate, keys, sweep, export, import, import-adk,
-openapi."""
+openapi, mcp."""
 
 import argparse
 import asyncio
@@ -383,6 +383,18 @@ def openapi_json(app: FastAPI) -> str:
     return json.dumps(app.openapi(), indent=2, ensure_ascii=False) + "\n"
 
 
+def mcp(args: argparse.Namespace) -> None:
+    try:  # the SDK is an extra, imported by this command alone: the service never loads it
+        from app import mcp as mcp_server
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] not in ("mcp", "mcp_types"):
+            raise
+        sys.exit("sessionary mcp: needs the MCP SDK: pip install 'sessionary[mcp]'")
+    url = args.url or os.environ.get("SESSIONARY_URL") or mcp_server.DEFAULT_URL
+    key = args.api_key or os.environ.get("SESSIONARY_API_KEY") or None
+    mcp_server.serve(url, key, args.transport, args.host, args.port, args.app, args.user)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="sessionary", description=__doc__)
     commands = parser.add_subparsers(required=True, metavar="COMMAND", dest="command")
@@ -454,6 +466,25 @@ def main(argv: list[str] | None = None) -> None:
     openapi_parser = commands.add_parser("openapi", help="write the OpenAPI spec")
     openapi_parser.add_argument("--output", type=Path, default=OPENAPI_PATH)
     openapi_parser.set_defaults(run=openapi)
+
+    mcp_parser = commands.add_parser(
+        "mcp", help="serve MCP tools over a running server's API: an agent's own history"
+    )
+    mcp_parser.add_argument(
+        "--url", help="the API (default: SESSIONARY_URL, else http://127.0.0.1:8000)"
+    )
+    mcp_parser.add_argument("--api-key", help="its key (default: SESSIONARY_API_KEY)")
+    mcp_parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (a host starts it; the default) or streamable HTTP at /mcp",
+    )
+    mcp_parser.add_argument("--host", default="127.0.0.1", help="for http (default: 127.0.0.1)")
+    mcp_parser.add_argument("--port", type=int, default=8001, help="for http (default: 8001)")
+    mcp_parser.add_argument("--app", help="the app the tools use: a model is not asked for it")
+    mcp_parser.add_argument("--user", help="the user the tools use: a model is not asked for it")
+    mcp_parser.set_defaults(run=mcp)
 
     args = parser.parse_args(argv)
     try:

@@ -1,0 +1,377 @@
+"""`sessionary mcp`: a Model Context Protocol server an agent uses on its own history.
+
+It is a client of a running Sessionary's REST API, not a second way into the database: each
+tool call is one request to the API, made with the caller's key, so a tool can do exactly what
+that key may do on the API and nothing more. Over stdio the key is the one this process was
+started with; over streamable HTTP, an MCP client's own `Authorization` header is forwarded
+when it sends one, so each client acts with its own key.
+
+The official MCP SDK (`pip install 'sessionary[mcp]'`) is imported here only: `sessionary
+mcp` imports this module when it runs, and the service never does.
+"""
+
+import functools
+import inspect
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+from urllib.parse import quote
+
+import httpx
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from app import workers
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+INSTRUCTIONS = """\
+Sessionary stores this agent's sessions: each is an ordered log of events (what the user
+said, what the agent answered, its tool calls and their results) with the session's state.
+Sessions belong to an app and, within it, to a user. Use search to find where something was
+said, get_session or list_events to read a session, get_context for what a model should see
+next within a token budget, and append_note to leave a note in a session for later turns.
+Results are the API's JSON; a refusal comes back as an error naming its code."""
+# How many sessions' last written versions are remembered (read-your-writes, below).
+REMEMBERED = 1000
+
+
+@dataclass
+class Api:
+    """Sessionary's REST API as the tools call it: one request per tool call.
+
+    `written` keeps the version each session was at after this server's last write to it,
+    so that reading it back asks for at least that version (`minVersion`): with a read
+    replica, the API then answers from the primary until the replica has the note.
+    """
+
+    http: httpx.AsyncClient
+    key: str | None
+    written: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    async def call(
+        self,
+        ctx: "Ctx",
+        method: str,
+        where: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+        session: tuple[str, str, str] | None = None,
+    ) -> CallToolResult:
+        """The API's answer as a tool result: its JSON, or the problem as an error result."""
+        query = {name: value for name, value in (params or {}).items() if value is not None}
+        if session is not None and method == "GET" and session in self.written:
+            query["minVersion"] = self.written[session]
+        headers = {}
+        authorization = self.authorization(ctx)
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        try:
+            response = await self.http.request(
+                method, where, params=query, json=body, headers=headers
+            )
+        except httpx.TransportError as error:
+            reason = str(error) or type(error).__name__
+            return refusal(
+                {
+                    "code": "api_unreachable",
+                    "detail": f"cannot reach Sessionary at {self.http.base_url}: {reason}; "
+                    "check that it is running there.",
+                }
+            )
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if response.is_error or not isinstance(answer, dict):
+            if not isinstance(answer, dict) or "code" not in answer:
+                answer = {"code": "http_error", "detail": response.text[:500]}
+            return refusal({"status": response.status_code, **answer})
+        if session is not None and method != "GET" and "etag" in response.headers:
+            self.remember(session, int(response.headers["etag"].strip('"')))
+        return CallToolResult(
+            content=[TextContent(type="text", text=compact(answer))], structured_content=answer
+        )
+
+    def authorization(self, ctx: "Ctx") -> str | None:
+        """The MCP client's own `Authorization` (streamable HTTP only), else the key this
+        server was started with."""
+        given = (ctx.headers or {}).get("authorization")
+        if given:
+            return given
+        return f"Bearer {self.key}" if self.key else None
+
+    def remember(self, session: tuple[str, str, str], version: int) -> None:
+        self.written.pop(session, None)
+        self.written[session] = version
+        if len(self.written) > REMEMBERED:
+            del self.written[next(iter(self.written))]
+
+
+Ctx = Context[Api, Any]
+
+
+def api(ctx: Ctx) -> Api:
+    """The API client of this server, opened for as long as it runs (its lifespan)."""
+    return ctx.request_context.lifespan_context
+
+
+def refusal(problem: dict[str, Any]) -> CallToolResult:
+    """An error result a model can act on: the API's `code` and `detail` first, then the
+    whole problem as structured content."""
+    status = f" (HTTP {problem['status']})" if "status" in problem else ""
+    text = f"{problem['code']}{status}: {problem.get('detail') or problem.get('title', '')}"
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=problem, is_error=True
+    )
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def path(*segments: str) -> str:
+    """An API path of ids, each quoted whole: an id with a `/` is the API's to refuse (422),
+    not a way to reach another route."""
+    return "/" + "/".join(quote(segment, safe="") for segment in segments)
+
+
+App = Annotated[str, Field(description="The agent application's name.")]
+User = Annotated[str, Field(description="The user id the session belongs to.")]
+SessionId = Annotated[str, Field(description="The session's id.")]
+PageToken = Annotated[
+    str | None,
+    Field(
+        description="`nextPageToken` of the previous page, to get the next one (with the same "
+        "other arguments); omit for the first page."
+    ),
+]
+PageSize = Annotated[int, Field(ge=1, le=1000, description="How many per page (1 to 1000).")]
+
+
+async def list_sessions(
+    ctx: Ctx,
+    app: App,
+    user: Annotated[
+        str | None, Field(description="Only this user's sessions; omit for every user's.")
+    ] = None,
+    order: Annotated[
+        Literal["asc", "desc"],
+        Field(description="`desc`: most recently updated first; `asc`: least recently first."),
+    ] = "desc",
+    page_size: PageSize = 20,
+    page_token: PageToken = None,
+) -> CallToolResult:
+    """List sessions (without their events): id, user, display name, labels, state, last
+    update time. Use it to find a session to read when you do not know its id; answers
+    `{sessions, nextPageToken}`."""
+    where = path("apps", app, "users", user, "sessions") if user else path("apps", app, "sessions")
+    params = {"order": order, "pageSize": page_size, "pageToken": page_token}
+    return await api(ctx).call(ctx, "GET", where, params=params)
+
+
+async def get_session(
+    ctx: Ctx,
+    app: App,
+    user: User,
+    session_id: SessionId,
+    recent_events: Annotated[
+        int, Field(ge=0, description="How many of its newest events to include (0: none).")
+    ] = 20,
+) -> CallToolResult:
+    """Read one session: its state (app:, user: and session keys), version, last update time
+    and its newest events, oldest of them first. Use list_events to page further back and
+    get_context for what fits a token budget."""
+    params = {"numRecentEvents": recent_events}
+    where = path("apps", app, "users", user, "sessions", session_id)
+    return await api(ctx).call(ctx, "GET", where, params=params, session=(app, user, session_id))
+
+
+async def list_events(
+    ctx: Ctx,
+    app: App,
+    user: User,
+    session_id: SessionId,
+    after_seq: Annotated[
+        int | None, Field(ge=0, description="Only events after this seq (exclusive).")
+    ] = None,
+    order: Annotated[
+        Literal["asc", "desc"], Field(description="`asc`: oldest first; `desc`: newest first.")
+    ] = "asc",
+    page_size: PageSize = 50,
+    page_token: PageToken = None,
+) -> CallToolResult:
+    """Page through a session's events by seq (1, 2, … in the order they were appended), each
+    as stored: author, content, actions, timestamp. Use it to read a long session piece by
+    piece, or what came after a seq you saw; answers `{events, nextPageToken}`."""
+    params = {
+        "afterSeq": after_seq,
+        "order": order,
+        "pageSize": page_size,
+        "pageToken": page_token,
+    }
+    where = path("apps", app, "users", user, "sessions", session_id, "events")
+    return await api(ctx).call(ctx, "GET", where, params=params, session=(app, user, session_id))
+
+
+async def search(
+    ctx: Ctx,
+    app: App,
+    q: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description='Words to find, in web-search syntax: `refund order` (both), `"full '
+            'refund"` (the phrase), `refund or return`, `refund -partial`. Words are stemmed.',
+        ),
+    ],
+    user: Annotated[str | None, Field(description="Only this user's sessions.")] = None,
+    session_id: Annotated[str | None, Field(description="Only this session.")] = None,
+    author: Annotated[
+        str | None, Field(description="Only events by this author (`user`, an agent, `note`).")
+    ] = None,
+    page_size: PageSize = 20,
+    page_token: PageToken = None,
+) -> CallToolResult:
+    """Full-text search of the app's events (their text and the names of the functions they
+    call), best matches first, each hit with its session, seq and a snippet with the matches
+    in <mark>. Use it to recall where something was said, then read around the hit with
+    list_events (after_seq = the hit's seq minus a few)."""
+    params = {
+        "q": q,
+        "userId": user,
+        "sessionId": session_id,
+        "author": author,
+        "pageSize": page_size,
+        "pageToken": page_token,
+    }
+    return await api(ctx).call(ctx, "GET", path("apps", app, "search"), params=params)
+
+
+async def get_context(
+    ctx: Ctx,
+    app: App,
+    user: User,
+    session_id: SessionId,
+    token_budget: Annotated[
+        int, Field(ge=1, description="The most tokens the events may hold (estimated).")
+    ],
+) -> CallToolResult:
+    """What a model should see next from a session, within a token budget: the newest live
+    events that fit (rewinds applied, compaction summaries in place of what they cover, a
+    function call never separated from its response). Use it to reload a conversation
+    without reading all of it; answers `{events, estimatedTokens, truncatedBeforeSeq,
+    overBudget}`."""
+    params = {"tokenBudget": token_budget}
+    where = path("apps", app, "users", user, "sessions", session_id, "context")
+    return await api(ctx).call(ctx, "GET", where, params=params)
+
+
+async def append_note(
+    ctx: Ctx,
+    app: App,
+    user: User,
+    session_id: SessionId,
+    text: Annotated[str, Field(min_length=1, description="The note.")],
+    author: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=128,
+            description="Who the note is from: `note` unless a name says more; not `user`.",
+        ),
+    ] = "note",
+) -> CallToolResult:
+    """Append a note to a session, as one event at the end of its log: a fact to keep, a
+    decision, a summary for later turns. It becomes part of the session's history (an ADK
+    agent reading the session sees it as context from `author`) and is found by search.
+    Answers the event as stored, with its seq."""
+    if author == "user":  # the note would read as the user's own words, to every later turn
+        detail = "a note's author cannot be `user`: keep `note`, or name who writes it."
+        return refusal({"code": "validation_error", "detail": detail})
+    event = {"author": author, "content": {"role": "user", "parts": [{"text": text}]}}
+    where = path("apps", app, "users", user, "sessions", session_id, "events")
+    return await api(ctx).call(ctx, "POST", where, body=event, session=(app, user, session_id))
+
+
+Tool = Callable[..., Awaitable[CallToolResult]]
+READS: tuple[Tool, ...] = (list_sessions, get_session, list_events, search, get_context)
+WRITES: tuple[Tool, ...] = (append_note,)
+
+
+def pin(tool: Tool, fixed: dict[str, str]) -> Tool:
+    """The tool without the arguments this server was started with (`--app`, `--user`): a
+    model is not asked for what it may not choose."""
+    signature = inspect.signature(tool)
+    fixed = {name: value for name, value in fixed.items() if name in signature.parameters}
+    if not fixed:
+        return tool
+
+    @functools.wraps(tool)
+    async def pinned(**arguments: Any) -> CallToolResult:
+        return await tool(**arguments, **fixed)
+
+    kept = [p for p in signature.parameters.values() if p.name not in fixed]
+    pinned.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]
+    pinned.__annotations__ = {
+        name: hint for name, hint in tool.__annotations__.items() if name not in fixed
+    }
+    return pinned
+
+
+def build(
+    url: str, key: str | None, app: str | None = None, user: str | None = None
+) -> MCPServer[Api]:
+    """The MCP server: the six tools, calling the API at `url`."""
+
+    @asynccontextmanager
+    async def connect(_: MCPServer[Api]) -> AsyncIterator[Api]:
+        timeout = httpx.Timeout(60, connect=10)
+        headers = {"User-Agent": "sessionary-mcp"}
+        async with httpx.AsyncClient(base_url=url, timeout=timeout, headers=headers) as http:
+            yield Api(http, key)
+
+    server = MCPServer(
+        "sessionary", instructions=INSTRUCTIONS, lifespan=connect, log_level="WARNING"
+    )
+    fixed = {name: value for name, value in (("app", app), ("user", user)) if value}
+    for tool in READS:
+        server.add_tool(pin(tool, fixed), annotations=ToolAnnotations(read_only_hint=True))
+    for tool in WRITES:
+        hints = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+        server.add_tool(pin(tool, fixed), annotations=hints)
+    return server
+
+
+def serve(
+    url: str,
+    key: str | None,
+    transport: str,
+    host: str,
+    port: int,
+    app: str | None = None,
+    user: str | None = None,
+) -> None:
+    server = build(url, key, app, user)
+    if transport == "stdio":
+        print(f"sessionary mcp: MCP on stdio, for the API at {url}", file=sys.stderr)
+        try:
+            server.run("stdio")
+        except KeyboardInterrupt:
+            pass
+    else:
+        try:
+            workers.require_free_port(host, port)
+        except workers.PortInUse as error:
+            sys.exit(f"sessionary mcp: {error}; stop it or choose another --port.")
+        where = f"[{host}]" if ":" in host else host
+        print(
+            f"sessionary mcp: MCP on http://{where}:{port}/mcp (streamable HTTP), "
+            f"for the API at {url}",
+            file=sys.stderr,
+        )
+        server.run("streamable-http", host=host, port=port)

@@ -1,0 +1,485 @@
+"""`sessionary mcp` driven by the MCP SDK's own client, over stdio and streamable HTTP, against a
+real server with keys on: every tool on real data, scoping by key, refusals as tool errors, and
+the runnable example of docs/mcp.md as written."""
+
+import ast
+import asyncio
+import io
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import httpx2
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+from tests.fixtures import DATA_TABLES, free_port, keys_command, start_server, stop_server
+
+pytestmark = pytest.mark.e2e
+
+SESSIONARY = str(Path(sys.executable).with_name("sessionary"))
+DOC = Path(__file__).parents[1] / "docs" / "mcp.md"
+APP, OTHER_APP = "mcp-app", "mcp-other"
+TOOLS = {"list_sessions", "get_session", "list_events", "search", "get_context", "append_note"}
+
+
+def said(author: str, text: str) -> dict[str, Any]:
+    role = "user" if author == "user" else "model"
+    return {"author": author, "content": {"role": role, "parts": [{"text": text}]}}
+
+
+TRIP = [
+    said("user", "What is the weather in Oslo tomorrow?"),
+    said("forecaster", "Rain in Oslo tomorrow, around 7 degrees."),
+    said("user", "And a hotel near the harbour, please."),
+    said("planner", "Booked the Harbour Inn for two nights."),
+    said("user", "Thanks, that is all."),
+]
+
+
+@dataclass
+class Api:
+    url: str
+    admin: str
+    app: str  # every user of APP
+    other_app: str  # every user of OTHER_APP
+    alice: str  # alice of APP only
+    ada: str  # ada of weather-bot only: the docs' example
+
+
+@pytest.fixture(scope="module")
+def api(database_url: str) -> Iterator[Api]:
+    """A real server with keys on, and in it: alice's `trip` (five events, some state) and
+    bob's `errand` in APP, carol's `ledger` in OTHER_APP."""
+
+    def create(*args: str) -> str:
+        return keys_command(database_url, "create", *args)
+
+    process, url = start_server(database_url, env={"SESSIONARY_AUTH": "true"})
+    try:
+        api = Api(
+            url=url,
+            admin=create("--admin"),
+            app=create("--app", APP),
+            other_app=create("--app", OTHER_APP),
+            alice=create("--app", APP, "--user", "alice"),
+            ada=create("--app", "weather-bot", "--user", "ada"),
+        )
+        sessions = [
+            (APP, "alice", {"sessionId": "trip", "events": TRIP, "state": {"city": "Oslo"}}),
+            (APP, "bob", {"sessionId": "errand", "events": [said("user", "Buy milk")]}),
+            (OTHER_APP, "carol", {"sessionId": "ledger"}),
+        ]
+        for app, user, body in sessions:
+            created = httpx.post(
+                f"{url}/apps/{app}/users/{user}/sessions", json=body, headers=bearer(api.admin)
+            )
+            assert created.status_code == 201, created.text
+        yield api
+    finally:
+        stop_server(process)
+        asyncio.run(empty_tables(database_url))
+
+
+async def empty_tables(database_url: str) -> None:
+    """What this module stored goes, as it does after every test of the in-process app."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute(f"TRUNCATE {DATA_TABLES}")
+    finally:
+        await connection.close()
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@asynccontextmanager
+async def over_stdio(*args: str) -> AsyncIterator[ClientSession]:
+    """`sessionary mcp ARGS` started as a host starts it, by the SDK's stdio client."""
+    server = StdioServerParameters(command=SESSIONARY, args=["mcp", *args])
+    with tempfile.TemporaryFile("w+") as errlog:
+        try:
+            async with stdio_client(server, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    yield session
+        finally:
+            errlog.seek(0)
+            sys.stderr.write(errlog.read())  # shown by pytest when the test fails
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A tool's answer, which must be a success: its structured content, checked to be what
+    its text says too."""
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, text(result)
+    assert isinstance(result.structured_content, dict)
+    assert json.loads(text(result)) == result.structured_content
+    return result.structured_content
+
+
+async def refused(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A tool's answer, which must be an error result: its structured problem."""
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, text(result)
+    problem = result.structured_content
+    assert isinstance(problem, dict)
+    assert text(result).startswith(f"{problem['code']}")
+    assert problem["detail"] in text(result)
+    return problem
+
+
+def text(result: CallToolResult) -> str:
+    [block] = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def test_every_tool_reads_and_notes_an_agents_history_over_stdio(api: Api) -> None:
+    async with over_stdio("--url", api.url, "--api-key", api.app) as mcp:
+        tools = {tool.name: tool for tool in (await mcp.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for tool in tools.values():
+            assert tool.description and len(tool.description) > 80, tool.name
+            assert tool.annotations is not None
+            assert tool.annotations.read_only_hint is (tool.name != "append_note")
+        assert tools["get_context"].input_schema["required"] == [
+            "app",
+            "user",
+            "session_id",
+            "token_budget",
+        ]
+        assert tools["search"].input_schema["required"] == ["app", "q"]
+
+        # Sessions: one user's, then every user's, most recently updated first (bob's is newer).
+        alices = await call(mcp, "list_sessions", app=APP, user="alice")
+        assert [s["id"] for s in alices["sessions"]] == ["trip"]
+        everyone = await call(mcp, "list_sessions", app=APP)
+        assert [(s["userId"], s["id"]) for s in everyone["sessions"]] == [
+            ("bob", "errand"),
+            ("alice", "trip"),
+        ]
+        first = await call(mcp, "list_sessions", app=APP, page_size=1)
+        assert [s["id"] for s in first["sessions"]] == ["errand"]
+        second = await call(
+            mcp, "list_sessions", app=APP, page_size=1, page_token=first["nextPageToken"]
+        )
+        assert [s["id"] for s in second["sessions"]] == ["trip"]
+
+        # A session with its newest events and its state.
+        trip = await call(mcp, "get_session", app=APP, user="alice", session_id="trip")
+        assert [e["seq"] for e in trip["events"]] == [1, 2, 3, 4, 5]
+        assert trip["state"] == {"city": "Oslo"}
+        recent = await call(
+            mcp, "get_session", app=APP, user="alice", session_id="trip", recent_events=2
+        )
+        assert [e["content"]["parts"][0]["text"] for e in recent["events"]] == [
+            "Booked the Harbour Inn for two nights.",
+            "Thanks, that is all.",
+        ]
+
+        # A page of events after a seq, and the next page.
+        where = {"app": APP, "user": "alice", "session_id": "trip"}
+        page = await call(mcp, "list_events", **where, after_seq=1, page_size=2)
+        assert [e["seq"] for e in page["events"]] == [2, 3]
+        rest = await call(
+            mcp, "list_events", **where, after_seq=1, page_size=2, page_token=page["nextPageToken"]
+        )
+        assert [e["seq"] for e in rest["events"]] == [4, 5]
+        newest = await call(mcp, "list_events", **where, order="desc", page_size=1)
+        assert [e["seq"] for e in newest["events"]] == [5]
+
+        # Search: the words, stemmed, across users unless one is named.
+        found = await call(mcp, "search", app=APP, q="harbour")
+        assert sorted((h["sessionId"], h["seq"]) for h in found["hits"]) == [
+            ("trip", 3),
+            ("trip", 4),
+        ]
+        assert "<mark>harbour</mark>" in found["hits"][0]["snippet"].lower()
+        assert (await call(mcp, "search", app=APP, q="milk", user="alice"))["hits"] == []
+        milk = await call(mcp, "search", app=APP, q="milk")
+        assert [(h["userId"], h["sessionId"]) for h in milk["hits"]] == [("bob", "errand")]
+
+        # The context view within a budget: the newest events that fit, and no more.
+        whole = await call(mcp, "get_context", **where, token_budget=10_000)
+        assert [e["seq"] for e in whole["events"]] == [1, 2, 3, 4, 5]
+        budget = whole["estimatedTokens"] - 1
+        view = await call(mcp, "get_context", **where, token_budget=budget)
+        assert view["estimatedTokens"] <= budget
+        assert view["overBudget"] is False
+        assert [e["seq"] for e in view["events"]] == [2, 3, 4, 5]
+        assert view["truncatedBeforeSeq"] == 2
+
+        # A note: appended at the end, by `note`, then read back and found.
+        note = await call(mcp, "append_note", **where, text="Alice prefers Celsius, always.")
+        assert (note["seq"], note["author"]) == (6, "note")
+        assert note["content"] == {
+            "role": "user",
+            "parts": [{"text": "Alice prefers Celsius, always."}],
+        }
+        after = await call(mcp, "get_session", **where, recent_events=1)
+        assert [(e["seq"], e["author"], e["id"]) for e in after["events"]] == [
+            (6, "note", note["id"])
+        ]
+        assert after["version"] > trip["version"]
+        hits = await call(mcp, "search", app=APP, q="celsius", author="note")
+        assert [(h["sessionId"], h["seq"]) for h in hits["hits"]] == [("trip", 6)]
+        signed = await call(mcp, "append_note", **where, text="Checked out.", author="planner")
+        assert (signed["seq"], signed["author"]) == (7, "planner")
+        posing = await refused(mcp, "append_note", **where, text="Ignore that.", author="user")
+        assert posing["code"] == "validation_error"
+        assert [e["seq"] for e in (await call(mcp, "list_events", **where))["events"]][-1] == 7
+
+
+async def test_app_and_user_given_at_start_are_no_longer_asked_for(api: Api) -> None:
+    args = ("--url", api.url, "--api-key", api.alice, "--app", APP, "--user", "alice")
+    async with over_stdio(*args) as mcp:
+        for tool in (await mcp.list_tools()).tools:
+            assert not {"app", "user"} & set(tool.input_schema["properties"]), tool.name
+        listed = await call(mcp, "list_sessions")
+        assert [(s["userId"], s["id"]) for s in listed["sessions"]] == [("alice", "trip")]
+        trip = await call(mcp, "get_session", session_id="trip", recent_events=0)
+        assert (trip["appName"], trip["userId"], trip["events"]) == (APP, "alice", [])
+        # The search keeps to the user, without the model naming it (bob's milk is not found).
+        assert (await call(mcp, "search", q="milk"))["hits"] == []
+
+
+async def test_a_key_reaches_through_mcp_only_what_it_reaches_on_the_api(api: Api) -> None:
+    async with over_stdio("--url", api.url, "--api-key", api.other_app) as mcp:
+        problem = await refused(mcp, "get_session", app=APP, user="alice", session_id="trip")
+        assert (problem["code"], problem["status"]) == ("forbidden", 403)
+        assert (await refused(mcp, "search", app=APP, q="oslo"))["code"] == "forbidden"
+        assert (await refused(mcp, "list_sessions", app=APP))["code"] == "forbidden"
+        note = {"app": APP, "user": "alice", "session_id": "trip", "text": "planted"}
+        assert (await refused(mcp, "append_note", **note))["code"] == "forbidden"
+        # Its own app it reads.
+        ledger = await call(mcp, "list_sessions", app=OTHER_APP)
+        assert [s["id"] for s in ledger["sessions"]] == ["ledger"]
+    async with over_stdio("--url", api.url, "--api-key", api.alice) as mcp:
+        problem = await refused(mcp, "get_session", app=APP, user="bob", session_id="errand")
+        assert problem["code"] == "forbidden"
+    async with over_stdio("--url", api.url) as mcp:  # no key at all
+        problem = await refused(mcp, "list_sessions", app=APP)
+        assert (problem["code"], problem["status"]) == ("unauthorized", 401)
+    # Nothing was written by the refused note.
+    async with httpx.AsyncClient(base_url=api.url, headers=bearer(api.admin)) as http:
+        trip = await http.get(f"/apps/{APP}/users/alice/sessions/trip")
+    assert trip.status_code == 200
+    assert "planted" not in trip.text
+
+
+async def test_an_api_problem_is_a_tool_error_with_its_code_and_the_server_goes_on(
+    api: Api,
+) -> None:
+    async with over_stdio("--url", api.url, "--api-key", api.app) as mcp:
+        missing = {"app": APP, "user": "alice", "session_id": "nope"}
+        problem = await refused(mcp, "get_session", **missing)
+        assert (problem["code"], problem["status"]) == ("session_not_found", 404)
+        assert "nope" in problem["detail"]
+        assert (await refused(mcp, "get_context", **missing, token_budget=5))["code"] == (
+            "session_not_found"
+        )
+        assert (await refused(mcp, "append_note", **missing, text="x"))["code"] == (
+            "session_not_found"
+        )
+        # An id with a `/` stays one (quoted) segment: the API refuses it, no other route runs.
+        slashed = await refused(mcp, "get_session", app=APP, user="alice", session_id="trip/x")
+        assert slashed["status"] == 422
+        # A bad page token is the API's 422 too; and the server still answers afterwards.
+        bad = await refused(mcp, "list_sessions", app=APP, page_token="forged")
+        assert (bad["code"], bad["status"]) == ("validation_error", 422)
+        assert (await call(mcp, "list_sessions", app=APP, user="alice"))["sessions"]
+        # Arguments outside the schema never reach the API.
+        result = await mcp.call_tool("get_context", {**missing, "token_budget": 0})
+        assert result.is_error
+        assert "token_budget" in text(result)
+
+
+async def test_an_unreachable_api_is_a_tool_error_that_says_so() -> None:
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    async with over_stdio("--url", nowhere, "--api-key", "sk_none") as mcp:
+        problem = await refused(mcp, "list_sessions", app=APP)
+        assert problem["code"] == "api_unreachable"
+        assert nowhere in problem["detail"]
+
+
+@contextmanager
+def mcp_over_http(*args: str) -> Iterator[str]:
+    """`sessionary mcp --transport http ARGS` on a free port: its MCP endpoint's URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [SESSIONARY, "mcp", "--transport", "http", "--port", str(port), *args],
+        # Only ARGS say which key it has, whatever this environment holds.
+        env={
+            k: v for k, v in os.environ.items() if k not in ("SESSIONARY_URL", "SESSIONARY_API_KEY")
+        },
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None, process.stderr.read() if process.stderr else b""
+                assert time.monotonic() < deadline, "sessionary mcp did not listen within 30 s"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+        assert b"Traceback" not in stderr, stderr.decode()
+
+
+@asynccontextmanager
+async def over_http(url: str, key: str | None) -> AsyncIterator[ClientSession]:
+    """The SDK's streamable HTTP client, sending `key` as its own bearer token (or none)."""
+    headers = bearer(key) if key else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def test_over_streamable_http_each_client_acts_with_its_own_key(api: Api) -> None:
+    # Started with the app's key, which reads every user of the app.
+    with mcp_over_http("--url", api.url, "--api-key", api.app) as url:
+        async with over_http(url, api.alice) as alice:
+            assert {t.name for t in (await alice.list_tools()).tools} == TOOLS
+            own = await call(alice, "list_sessions", app=APP, user="alice")
+            assert [s["id"] for s in own["sessions"]] == ["trip"]
+            # Alice's key is what the API sees: bob's sessions are refused to her.
+            problem = await refused(alice, "list_sessions", app=APP, user="bob")
+            assert (problem["code"], problem["status"]) == ("forbidden", 403)
+            assert (await call(alice, "search", app=APP, q="milk"))["hits"] == []
+        async with over_http(url, None) as anonymous:
+            # A client without a key of its own gets the server's.
+            bobs = await call(anonymous, "list_sessions", app=APP, user="bob")
+            assert [s["id"] for s in bobs["sessions"]] == ["errand"]
+        async with over_http(url, api.other_app) as other:
+            problem = await refused(other, "get_session", app=APP, user="bob", session_id="errand")
+            assert problem["code"] == "forbidden"
+    # Started without a key: a client without one is refused by the API.
+    with mcp_over_http("--url", api.url) as url:
+        async with over_http(url, None) as anonymous:
+            assert (await refused(anonymous, "list_sessions", app=APP))["code"] == "unauthorized"
+
+
+def test_a_port_in_use_is_said_in_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [SESSIONARY, "mcp", "--transport", "http", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"sessionary mcp: 127.0.0.1:{port} is in use by another process; stop it or choose "
+        "another --port.\n"
+    )
+
+
+def test_without_the_sdk_it_says_what_to_install(tmp_path: Path) -> None:
+    (tmp_path / "mcp").mkdir()
+    (tmp_path / "mcp" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'mcp'\", name='mcp')\n"
+    )
+    result = subprocess.run(
+        [SESSIONARY, "mcp"],
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == "sessionary mcp: needs the MCP SDK: pip install 'sessionary[mcp]'\n"
+
+
+def test_the_service_never_imports_the_sdk() -> None:
+    probe = (
+        "import sys, app.main, app.cli; app.main.create_app; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_runnable_example_of_the_docs_runs_as_written(api: Api, tmp_path: Path) -> None:
+    section = DOC.read_text().split("\n## A runnable example\n", 1)[1]
+    curl, script, output = (
+        re.search(rf"```{kind}\n(.*?)```", section, re.DOTALL) for kind in ("sh", "python", "text")
+    )
+    assert curl and script and output
+    # The session the docs make with curl, made with the same body.
+    body = re.search(r"-d '(.*?)'", curl.group(1), re.DOTALL)
+    assert body is not None
+    created = httpx.post(
+        f"{api.url}/apps/weather-bot/users/ada/sessions",
+        json=json.loads(body.group(1)),
+        headers=bearer(api.admin),
+    )
+    assert created.status_code == 201, created.text
+    (tmp_path / "example.py").write_text(script.group(1))
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "example.py")],
+        env={
+            **os.environ,
+            "PATH": f"{Path(SESSIONARY).parent}{os.pathsep}{os.environ['PATH']}",
+            "SESSIONARY_URL": api.url,
+            "SESSIONARY_API_KEY": api.ada,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == output.group(1)
+
+
+async def test_the_streamable_http_snippet_of_the_docs_runs(api: Api) -> None:
+    section = DOC.read_text().split("\n### Streamable HTTP\n", 1)[1].split("\n## ", 1)[0]
+    snippet = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert snippet is not None
+    async with httpx.AsyncClient(base_url=api.url, headers=bearer(api.admin)) as http:
+        body = {"sessionId": "snippet"}
+        created = await http.post("/apps/weather-bot/users/ada/sessions", json=body)
+        assert created.status_code == 201, created.text
+    with mcp_over_http("--url", api.url) as url:  # no key of its own: the snippet's is used
+        code = snippet.group(1).replace("sk_…", api.ada)
+        code = code.replace("http://127.0.0.1:8001/mcp", url)
+        scope: dict[str, Any] = {}
+        exec(code, scope)
+        printed = io.StringIO()
+        with redirect_stdout(printed):
+            await scope["main"]()
+    # Ada's sessions (the other example's `chat` too, when it ran first), read with her key.
+    listed = ast.literal_eval(printed.getvalue())
+    assert "snippet" in listed
+    assert set(listed) <= {"snippet", "chat"}
