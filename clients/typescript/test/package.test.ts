@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -109,4 +109,18 @@ test("the repository README's TypeScript example runs as written", async () => {
   const [example] = blocks(readme, "ts");
   assert.ok(example?.includes("sessionary-client"), "the README has a TypeScript example");
   assert.equal(await runExample(example!), "1 user\n"); // what its comment says it prints
+});
+
+test("the TypeScript examples run as written and print what their comments say", async () => {
+  const folder = join(CLIENT, "../../examples/typescript");
+  const files = (await readdir(folder)).filter((name) => name.endsWith(".ts"));
+  assert.ok(files.length > 0, "examples/typescript holds examples");
+  for (const name of files) {
+    const code = await readFile(join(folder, name), "utf8");
+    // The lines after "It prints:" in its opening comment, each ` *   line`.
+    const said = code.split("*/")[0]!.split("It prints:")[1] ?? "";
+    const expected = [...said.matchAll(/^ \* {3}(.*)$/gm)].map(([, line]) => `${line}\n`).join("");
+    assert.ok(expected, `${name} says what it prints`);
+    assert.equal(await runExample(code), expected, name);
+  }
 });
