@@ -34,7 +34,10 @@ def test_make_run_installs_the_service_alone() -> None:
 
 @pytest.mark.parametrize(
     ("target", "wanted", "unwanted"),
-    [("test", ("dev", "bench", "clients/python[adk]"), ()), ("bench", ("bench",), ("dev",))],
+    [
+        ("test", ("dev", "bench", "mcp", "clients/python[adk,openai-agents]"), ()),
+        ("bench", ("bench",), ("dev",)),
+    ],
 )
 def test_make_test_and_bench_add_their_own(
     target: str, wanted: tuple[str, ...], unwanted: tuple[str, ...]
