@@ -188,6 +188,13 @@ class Settings(BaseSettings):
         "this many matches, then among the next this many older ones, and so on, so that a "
         "search costs about the same whatever the words and however many events the app has.",
     )
+    copy_concurrency: int = Field(
+        default=1,
+        ge=1,
+        description="History copies one worker makes at once (a fork, a child that inherits "
+        "its parent's events): more wait their turn, before they take a connection, so that "
+        "forks of long sessions cannot take the cores and connections appends need.",
+    )
     search_concurrency: int = Field(
         default=2,
         ge=1,

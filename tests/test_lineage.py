@@ -455,6 +455,51 @@ async def test_appends_go_on_while_a_fork_copies_and_the_fork_keeps_its_point(
     assert (await read(client, "p"))["state"]["step"] == 5
 
 
+@pytest.mark.skipif(ON_CITUS, reason="as above: the held row and the wait are on a worker")
+async def test_copies_wait_their_turn_and_appends_do_not(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    """With one copy at a time (the default), a second fork and an inheriting child wait for
+    the first fork, stopped mid-way; a child that copies nothing and appends go on."""
+    await history(client)
+    await history(client, "q")
+    blocker = await asyncpg.connect(database_url)
+    try:
+        holding = blocker.transaction()
+        await holding.start()
+        await blocker.execute(
+            "CREATE TEMP TABLE twin ON COMMIT DROP AS SELECT * FROM sessions "
+            "WHERE app_name = $1 AND user_id = $2 AND id = 'p'",
+            APP,
+            USER,
+        )
+        await blocker.execute("UPDATE twin SET id = 'f'")
+        await blocker.execute("INSERT INTO sessions SELECT * FROM twin")
+        first = asyncio.ensure_future(
+            client.post(session_url("p") + ":fork", json={"sessionId": "f"})
+        )
+        await until_waiting(blocker)
+        waiting = [
+            asyncio.ensure_future(client.post(session_url("q") + ":fork", json={"sessionId": "g"})),
+            asyncio.ensure_future(
+                client.post(session_url("q") + "/children", json={"inherit": "all"})
+            ),
+        ]
+        bare = await asyncio.wait_for(client.post(session_url("q") + "/children", json={}), 10)
+        assert bare.status_code == 201, bare.text
+        appended = await asyncio.wait_for(append(client, "q", delta_event({"step": 5})), 10)
+        assert appended.status_code == 201, appended.text
+        await asyncio.sleep(1)
+        assert not any(task.done() for task in [first, *waiting])
+        await holding.rollback()
+    finally:
+        await blocker.close()
+    for task in [first, *waiting]:
+        answer = await asyncio.wait_for(task, 30)
+        assert answer.status_code == 201, answer.text
+    assert [e["seq"] for e in (await read(client, "g"))["events"]] == [1, 2, 3, 4, 5]
+
+
 async def until_waiting(connection: asyncpg.Connection) -> None:
     """Once another backend waits for a lock (the fork, for the row `connection` inserted)."""
     for _ in range(200):

@@ -5,7 +5,9 @@ instead of reading through to the parent: it stays whole when the parent is trim
 deleted, and every read of it is the plain read of one session.
 """
 
+import asyncio
 import uuid
+from contextlib import nullcontext
 from typing import Any
 
 import asyncpg
@@ -59,6 +61,9 @@ class LineageService:
         self.pool = pool
         self.settings = settings
         self.sessions = sessions
+        # A copy costs a row write per event: copies wait here for their turn, not in the
+        # pool or on the cores, where every append would wait behind them.
+        self.copies = asyncio.Semaphore(settings.copy_concurrency)
         self.events = events
 
     async def fork(self, key: SessionKey, body: SessionFork) -> SessionRead:
@@ -67,7 +72,7 @@ class LineageService:
         appends go on meanwhile, past the fork point. Returned without its events, which can
         be thousands: a second read of them all would cost as much as the copy."""
         fork = _new_key(key, body.session_id)
-        async with self.pool.transaction() as connection:
+        async with self.copies, self.pool.transaction() as connection:
             parent = await hold_session(connection, key, lock="key share")
             if body.before_invocation_id is not None:
                 at = await first_seq_of_invocation(connection, key, body.before_invocation_id) - 1
@@ -93,7 +98,11 @@ class LineageService:
         child = _new_key(key, body.session_id)
         delta = split_delta(body.state or {})
         require_app_state_write(app_state_writable, [delta])
-        async with self.pool.transaction() as connection:
+        inherits = body.inherit != "none"
+        async with (
+            self.copies if inherits else nullcontext(),
+            self.pool.transaction() as connection,
+        ):
             # Nothing written to the parent meanwhile: the call stays open, the version read
             # stays its latest (what `inherit` copies, live context included, is as of it).
             parent = await hold_session(connection, key, lock="share")
@@ -102,7 +111,6 @@ class LineageService:
             call_id = body.function_call_id
             if call_id is not None:
                 await _require_open_call(connection, key, call_id)
-            inherits = body.inherit != "none"
             state = {**(parent.state if inherits else {}), **delta.session}
             origin = Origin(
                 kind="child",
