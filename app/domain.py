@@ -325,6 +325,16 @@ class Tally:
 
 
 @dataclass(frozen=True)
+class EventSpan:
+    """How many events a session holds, and the seqs of its oldest and newest (None without
+    events)."""
+
+    count: int
+    first_seq: int | None
+    last_seq: int | None
+
+
+@dataclass(frozen=True)
 class ApiKey:
     """An API key, without its secret. `app_name` None: every app; `user_id` None: every user."""
 

@@ -21,6 +21,7 @@ from app.api import (
     explorer,
     health,
     history,
+    keys,
     lineage,
     live,
     portability,
@@ -88,6 +89,7 @@ TAGS = [
         "backups, out of other stores.",
     },
     {"name": "state", "description": "App and user state, shared by their sessions."},
+    {"name": "keys", "description": "What the API key of a request may do."},
     {"name": "operations", "description": "Health, readiness and metrics probes."},
 ]
 
@@ -189,6 +191,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         live,
         shared_state,
         directory,
+        keys,
         health,
         explorer,
         docs,

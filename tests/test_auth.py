@@ -201,6 +201,51 @@ def test_every_endpoint_admits_exactly_the_keys_whose_scope_covers_it(secured, k
                     assert response.headers["www-authenticate"] == "Bearer"
 
 
+def test_any_valid_key_may_ask_what_it_may_do(secured):
+    """`GET /auth/key`: the key's own scope, so that a client (the explorer) offers to write
+    only where the key may."""
+    base, keys, _ = secured
+    scopes = {
+        "admin": (None, None, False, True),
+        "app": (APP, None, False, True),
+        "other_app": (OTHER_APP, None, False, True),
+        "alice": (APP, ALICE, False, False),
+        "alice_app_state": (APP, ALICE, False, True),
+        "read_only": (APP, None, True, False),
+    }
+    with httpx.Client(base_url=base, timeout=10) as http:
+        for kind, (app, user, read_only, app_state) in scopes.items():
+            key = key_of(keys, kind)
+            assert key is not None
+            response = http.get("/auth/key", headers=bearer(key))
+            assert response.status_code == 200, (kind, response.text)
+            assert response.json() == {
+                "authEnabled": True,
+                "keyId": key.split("_")[1],
+                "appName": app,
+                "userId": user,
+                "readOnly": read_only,
+                "writesAppState": app_state,
+            }, kind
+        for kind in ("none", "wrong", "revoked"):
+            refused = http.get("/auth/key", headers=bearer(key_of(keys, kind)))
+            assert refused.status_code == 401, (kind, refused.text)
+            assert refused.json()["code"] == "unauthorized"
+
+
+async def test_with_keys_off_every_request_may_do_everything(client):
+    response = await client.get("/auth/key")
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "authEnabled": False,
+        "keyId": None,
+        "appName": None,
+        "userId": None,
+        "readOnly": False,
+        "writesAppState": True,
+    }
+
+
 def test_a_user_key_refused_app_state_writes_nothing(secured):
     """One user must not plant app state that every other user's agent reads."""
     base, keys, _ = secured

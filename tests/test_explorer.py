@@ -6,9 +6,12 @@ With SESSIONARY_SCREENSHOTS=dir (`make screenshots`), the main views are saved t
 """
 
 import asyncio
+import json
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ import httpx
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
+from app.api.explorer import ASSETS, UI
 from tests.fixtures import keys_command, start_server, stop_server
 from tests.helpers import chromium
 
@@ -53,9 +57,18 @@ def server(database_url: str) -> Iterator[str]:
 
 @pytest.fixture
 async def page(browser: Browser) -> AsyncIterator[Page]:
-    context = await browser.new_context(viewport={"width": 1366, "height": 860})
-    yield await context.new_page()
+    """A tab in a fixed locale and time zone (so that times read as the tests expect), which
+    may use the clipboard; any script error in it fails the test."""
+    context = await browser.new_context(
+        viewport={"width": 1366, "height": 860}, locale="en-US", timezone_id="UTC"
+    )
+    await context.grant_permissions(["clipboard-read", "clipboard-write"])
+    tab = await context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    yield tab
     await context.close()
+    assert errors == [], errors
 
 
 @pytest.fixture
@@ -72,6 +85,17 @@ async def screenshot(page: Page, name: str) -> None:
 
 def sessions(base: str, app: str, user: str) -> str:
     return f"{base}/apps/{app}/users/{user}/sessions"
+
+
+def timeline(page: Page) -> Any:
+    """The events of the timeline (not those of the context view)."""
+    return page.locator(".timeline-window .event")
+
+
+def iso(seconds: float) -> str:
+    """A time as the page's `<time datetime>` holds it (JavaScript's toISOString)."""
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def text(words: str, author: str = "user", **extra: Any) -> dict[str, Any]:
@@ -92,18 +116,35 @@ def answer(call_id: str, name: str, response: Any) -> dict[str, Any]:
 async def trip(
     http: httpx.AsyncClient, base: str, app: str, user: str = "alice", session_id: str = "trip"
 ) -> str:
-    """A session with text, a call answered, one pending, one orphaned, and all three scopes."""
-    an_hour_ago = time.time() - 3600
+    """A session with text, a call answered, one pending, one orphaned, all three scopes, two
+    invocations and the usage its model reported."""
+    now = time.time()
+    an_hour_ago = now - 3600
     events = [
-        text("Weather in Oslo and a hotel, please.", actions={"stateDelta": {"mood": "curious"}}),
-        call("w1", "get_weather", city="Oslo"),
-        answer("w1", "get_weather", {"sky": "rain", "celsius": 7}),
+        text(
+            "Weather in Oslo and a hotel, please.",
+            actions={"stateDelta": {"mood": "curious"}},
+            invocationId="e-1",
+            timestamp=now - 4,
+        ),
+        {**call("w1", "get_weather", city="Oslo"), "invocationId": "e-1", "timestamp": now - 3.6},
+        {
+            **answer("w1", "get_weather", {"sky": "rain", "celsius": 7}),
+            "invocationId": "e-1",
+            "timestamp": now - 2.4,
+        },
         {**call("h1", "book_hotel", city="Oslo"), "timestamp": an_hour_ago},
-        call("w2", "get_weather", city="Bergen"),
+        {**call("w2", "get_weather", city="Bergen"), "invocationId": "e-2", "timestamp": now - 1},
         text(
             "Rain in Oslo; booking a hotel.",
             author="planner",
             actions={"stateDelta": {"user:home": "Oslo", "app:bookings": 1, "step": 2}},
+            invocationId="e-2",
+            usageMetadata={
+                "promptTokenCount": 1200,
+                "candidatesTokenCount": 34,
+                "totalTokenCount": 1234,
+            },
         ),
     ]
     created = await http.post(
@@ -148,6 +189,7 @@ async def test_a_session_pairs_its_calls_and_colours_its_state_by_scope(
 ) -> None:
     await page.goto(await trip(http, server, "pairs"))
     await expect(page.locator(".event")).to_have_count(6)
+    await screenshot(page, "session")
     answered = page.locator('.call[data-call-id="w1"]')
     await expect(answered.locator(".badge")).to_have_count(0)
     await answered.get_by_role("button", name="→ response").click()
@@ -162,7 +204,6 @@ async def test_a_session_pairs_its_calls_and_colours_its_state_by_scope(
         await expect(chip).to_have_css("color", COLOURS[scope])
         panel = page.locator(f'.state [data-scope="{scope}"]')
         await expect(panel.locator("dt", has_text=key)).to_be_visible()
-    await screenshot(page, "session")
 
 
 async def test_a_search_hit_opens_its_session_at_its_event(
@@ -252,33 +293,490 @@ async def test_events_of_any_shape_are_shown(
     await expect(page.locator("#seq-4")).to_contain_text("Still here.")
 
 
-async def test_a_long_session_is_shown_a_page_at_a_time(
+async def test_an_event_opens_whole_in_a_detail_panel(
     server: str, page: Page, http: httpx.AsyncClient
 ) -> None:
+    """Item: an event seen whole: its raw JSON (copied exactly), its delta by scope, its usage,
+    and links to its call or response."""
+    await page.goto(await trip(http, server, "details"))
+    await page.locator("#seq-6 .text").click()  # a click on the event itself
+    detail = page.get_by_role("region", name="Event details")
+    await expect(detail.get_by_role("heading", name="Event #6")).to_be_visible()
+    for scope, key in (("session", "step"), ("user", "user:home"), ("app", "app:bookings")):
+        entry = detail.locator(f'.scope[data-scope="{scope}"] dt', has_text=key)
+        await expect(entry).to_be_visible()
+        await expect(detail.locator(f'.scope[data-scope="{scope}"]')).to_have_css(
+            "border-left-color", COLOURS[scope]
+        )
+    usage = detail.locator(".facts.usage")
+    await expect(usage).to_contain_text("promptTokenCount")
+    await expect(usage).to_contain_text("1,234")
+    await screenshot(page, "event")
+    # The raw JSON, copied, is the event exactly as the API answers it.
+    await detail.get_by_role("button", name="Copy JSON").click()
+    await expect(detail.get_by_role("status")).to_have_text(" Copied.")
+    copied = json.loads(await page.evaluate("navigator.clipboard.readText()"))
+    stored = (await http.get(f"{sessions(server, 'details', 'alice')}/trip/events")).json()
+    assert copied == stored["events"][5]
+    # A call's panel links to its response, a response's to its call.
+    await page.get_by_role("button", name="Details of event #2").click()
+    await expect(detail.get_by_role("heading", name="Event #2")).to_be_visible()
+    await detail.get_by_role("button", name="→ response in #3").click()
+    await expect(page.locator("#seq-3")).to_be_in_viewport()
+    await expect(page.locator("#seq-3")).to_be_focused()
+    # Enter opens the focused event's details, Esc closes them.
+    await page.keyboard.press("Enter")
+    await expect(detail.get_by_role("heading", name="Event #3")).to_be_visible()
+    await expect(detail).to_contain_text("No state change.")
+    await detail.get_by_role("button", name="← call in #2").click()
+    await expect(page.locator("#seq-2")).to_be_focused()
+    await page.keyboard.press("Escape")
+    await expect(detail).to_have_count(0)
+
+
+async def chat(http: httpx.AsyncClient, base: str, app: str) -> str:
+    """The conversation of docs/semantics.md's context view: two turns, a call answered, one
+    left open, and the usage of one model answer."""
+    t0 = 1795000000.0
+
+    def event(seq: int, author: str, invocation: str, part: dict[str, Any], **extra: Any) -> Any:
+        role = "user" if author == "user" or "functionResponse" in part else "model"
+        content = {"role": role, "parts": [part]}
+        return {
+            "author": author,
+            "invocationId": invocation,
+            "timestamp": t0 + seq,
+            "content": content,
+            **extra,
+        }
+
+    events = [
+        event(0, "user", "t1", {"text": "What is the weather in Oslo?"}),
+        event(
+            1,
+            "forecaster",
+            "t1",
+            {"functionCall": {"id": "w1", "name": "get_weather", "args": {"city": "Oslo"}}},
+        ),
+        event(
+            2,
+            "forecaster",
+            "t1",
+            {
+                "functionResponse": {
+                    "id": "w1",
+                    "name": "get_weather",
+                    "response": {"sky": "sunny", "high": 21},
+                }
+            },
+        ),
+        event(
+            3,
+            "forecaster",
+            "t1",
+            {"text": "Sunny in Oslo, up to 21 degrees."},
+            usageMetadata={
+                "promptTokenCount": 120,
+                "candidatesTokenCount": 9,
+                "totalTokenCount": 129,
+            },
+        ),
+        event(10, "user", "t2", {"text": "And in Bergen?"}),
+        event(
+            11,
+            "forecaster",
+            "t2",
+            {"functionCall": {"id": "w2", "name": "get_weather", "args": {"city": "Bergen"}}},
+        ),
+    ]
+    created = await http.post(
+        sessions(base, app, "ada"), json={"sessionId": "chat", "events": events}
+    )
+    assert created.status_code == 201, created.text
+    return f"{base}/ui#/apps/{app}/users/ada/sessions/chat"
+
+
+async def test_the_context_view_shows_what_a_model_would_see_within_a_budget(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Item: the context view within a chosen budget, what it cut, the compaction summaries,
+    and the session's token usage."""
+    url = await chat(http, server, "contexts")
+    chat_path = f"{sessions(server, 'contexts', 'ada')}/chat"
+    await page.goto(url)
+    await expect(page.locator(".facts.head .tokens")).to_have_text(
+        "120 prompt · 9 candidates · 129 total"
+    )
+    await page.get_by_role("tab", name="Context").click()
+    view = page.locator("#panel-context")
+    await expect(view).to_contain_text("129 total")
+    await expect(view.locator(".event")).to_have_count(6)  # no budget: every live event
+    await view.get_by_label("Token budget").fill("30")
+    await view.get_by_role("button", name="Show").click()
+    expected = (await http.get(f"{chat_path}/context", params={"tokenBudget": 30})).json()
+    seqs = [event["seq"] for event in expected["events"]]
+    assert (seqs, expected["truncatedBeforeSeq"]) == ([4, 5, 6], 4)
+    await expect(view.locator(".event")).to_have_count(3)
+    shown = await view.locator(".event").evaluate_all("rows => rows.map(row => +row.dataset.seq)")
+    assert shown == seqs
+    await expect(view).to_contain_text(
+        f"3 events · about {expected['estimatedTokens']} tokens (estimated) of a budget of 30"
+    )
+    await expect(view.locator(".cut")).to_contain_text("Cut by the budget: every event before #4.")
+    await screenshot(page, "context")
+    # The cut, shown in the timeline.
+    await view.get_by_role("button", name="show the cut in the timeline").click()
+    await expect(page.get_by_role("tab", name="Timeline")).to_have_attribute(
+        "aria-selected", "true"
+    )
+    await expect(page.locator("#seq-4")).to_be_in_viewport()
+    # A summary stands in for the events it covers.
+    compacted = await http.post(
+        f"{chat_path}:compact",
+        json={"strategy": "summary", "keepLast": 2, "summary": "Oslo: sunny, up to 21 degrees."},
+    )
+    assert compacted.status_code == 201, compacted.text
+    await page.reload()
+    await expect(timeline(page)).to_have_count(7)
+    await page.keyboard.press("c")  # the context view's key
+    view = page.locator("#panel-context")
+    await expect(view.locator(".event")).to_have_count(3)
+    summary = view.locator(".event.summary")
+    await expect(summary).to_have_id(f"context-seq-{compacted.json()['seq']}")
+    await expect(summary).to_contain_text("summary of the events from")
+    await expect(summary).to_contain_text("Oslo: sunny, up to 21 degrees.")
+    await expect(view).to_contain_text("1 compaction summary stands in for the events they cover")
+
+
+async def test_a_long_session_opens_newest_first_with_its_total_and_jumps(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Item: 1,500 events open at the newest with the total; older pages, a jump to a seq or a
+    time, a search hit's seq; the live tail on top."""
     base = sessions(server, "long", "alice")
     (await http.post(base, json={"sessionId": "long"})).raise_for_status()
-    for batch in range(10):
-        events = [text(f"message {batch * 1000 + n + 1}") for n in range(1000)]
+    start = float(int(time.time()) - 100_000)  # event n is stamped start + n
+    for first, last in ((1, 1000), (1001, 1500)):
+        events = [text(f"message {n}", timestamp=start + n) for n in range(first, last + 1)]
         added = await http.post(f"{base}/long/events:batch", json={"events": events}, timeout=60)
         assert added.status_code == 201, added.text
     await page.goto(f"{server}/ui#/apps/long/users/alice/sessions/long")
-    await expect(page.locator(".event")).to_have_count(200)
-    await page.get_by_role("button", name="Load more events").click()
-    await expect(page.locator(".event")).to_have_count(400)
-    # A search hit opens the session at its event, loading the 25 pages before it: one
-    # after another, so a loaded CI host gets more than the default 5 s.
-    await page.goto(f"{server}/ui#/apps/long/users/alice/sessions/long?seq=5000")
-    await expect(page.locator("#seq-5000")).to_be_in_viewport(timeout=30_000)
-    # Newest first: the latest page at once, and the live tail adds on top without the rest.
-    await page.get_by_role("link", name="Newest first").click()
-    await expect(page.locator(".event").first).to_have_id("seq-10000")
-    await expect(page.locator(".event")).to_have_count(200)
+    await expect(timeline(page).first).to_have_id("seq-1500")
+    await expect(timeline(page)).to_have_count(200)
+    await expect(page.locator(".facts.head .counts")).to_have_text(
+        "1,500 events (#1 to #1500) · version 1500"
+    )
+    await expect(page.locator(".window")).to_have_text(
+        "1,500 events · showing 200 events, #1301 to #1500"
+    )
+    await expect(page.get_by_role("button", name="Newer events")).to_be_hidden()
+    await screenshot(page, "long")
+    await page.get_by_role("button", name="Older events").click()
+    await expect(timeline(page)).to_have_count(400)
+    await expect(timeline(page).last).to_have_id("seq-1101")
+    # To a seq: a window around it, newer and older events a click away.
+    await page.get_by_label("Jump to seq").fill("700")
+    await page.get_by_role("button", name="Go").click()
+    await expect(page.locator("#seq-700")).to_be_in_viewport()
+    await expect(page.locator("#seq-700")).to_be_focused()
+    await expect(timeline(page)).to_have_count(200)
+    await expect(page.get_by_role("button", name="Newer events")).to_be_visible()
+    await expect(page.get_by_role("button", name="Older events")).to_be_visible()
+    # To a time: the first event stamped at or after it (the page's clock is UTC).
+    await page.get_by_label("Jump to seq").fill("")
+    at = datetime.fromtimestamp(start + 299.5, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    await page.get_by_label("Jump to time").fill(at)  # seconds: start + 299, so #299 is first
+    await page.get_by_role("button", name="Go").click()
+    await expect(page.locator("#seq-299")).to_be_in_viewport()
+    await page.get_by_label("Jump to seq").fill("99999")
+    await page.get_by_role("button", name="Go").click()
+    await expect(page.get_by_role("alert")).to_contain_text(
+        "No event #99999: this session's events run from #1 to #1500."
+    )
+    # A search hit's link opens the session at its event, without the pages before it.
+    await page.goto(f"{server}/ui#/apps/long/users/alice/sessions/long?seq=1000")
+    await expect(page.locator("#seq-1000")).to_be_in_viewport()
+    await expect(timeline(page)).to_have_count(200)
+    # The live tail goes back to the newest first, then adds on top.
     await page.get_by_role("button", name="Live tail").click()
+    await expect(timeline(page).first).to_have_id("seq-1500")
     await asyncio.sleep(0.5)  # as in the live tail's own test
-    added = await http.post(f"{base}/long/events", json=text("message 10001"))
+    added = await http.post(f"{base}/long/events", json=text("message 1501"))
     assert added.status_code == 201, added.text
-    await expect(page.locator(".event").first).to_have_id("seq-10001")
-    await expect(page.locator(".event")).to_have_count(201)
+    await expect(timeline(page).first).to_have_id("seq-1501")
+    await expect(page.locator(".facts.head .counts")).to_have_text(
+        "1,501 events (#1 to #1501) · version 1501"
+    )
+    # Oldest first, on demand.
+    await page.get_by_role("link", name="Oldest first").click()
+    await expect(timeline(page).first).to_have_id("seq-1")
+    await expect(timeline(page)).to_have_count(200)
+
+
+async def test_events_are_grouped_by_invocation_with_its_duration(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    t0 = 1795000000.0
+    events = [
+        text("Plan a trip.", invocationId="inv-a", timestamp=t0),
+        {**call("f1", "find_flights", to="OSL"), "invocationId": "inv-a", "timestamp": t0 + 1},
+        {
+            **answer("f1", "find_flights", {"cheapest": "SK4011"}),
+            "invocationId": "inv-a",
+            "timestamp": t0 + 2.5,
+        },
+        text("A note without an invocation.", timestamp=t0 + 5),
+        text("And a hotel?", invocationId="inv-b", timestamp=t0 + 10),
+        text("Hotel Bristol.", author="planner", invocationId="inv-b", timestamp=t0 + 10.35),
+    ]
+    created = await http.post(
+        sessions(server, "turns", "alice"), json={"sessionId": "turns", "events": events}
+    )
+    assert created.status_code == 201, created.text
+    await page.goto(f"{server}/ui#/apps/turns/users/alice/sessions/turns")
+    groups = page.locator(".invocation")
+    await expect(groups).to_have_count(2)
+    order = await groups.evaluate_all("all => all.map(group => group.dataset.invocation)")
+    assert order == ["inv-b", "inv-a"]  # newest first
+    first, second = (
+        page.locator('[data-invocation="inv-a"]'),
+        page.locator('[data-invocation="inv-b"]'),
+    )
+    await expect(first.locator("summary")).to_have_text(
+        "invocation inv-a · 3 events · 2.5 s · user, planner"
+    )
+    await expect(second.locator("summary")).to_have_text(
+        "invocation inv-b · 2 events · 350 ms · user, planner"
+    )
+    await expect(first.locator(".event")).to_have_count(3)
+    # Folded with a click: its events hide; the rest stay.
+    await first.locator("summary").click()
+    for row in await first.locator(".event").all():
+        await expect(row).to_be_hidden()
+    await expect(page.locator("#seq-4")).to_be_visible()
+    await expect(second.locator(".event").first).to_be_visible()
+    # With `o` on one of its events; `j` moves from the fold to the next visible item.
+    await page.locator("#seq-6").focus()
+    await page.keyboard.press("o")
+    await expect(page.locator("#seq-6")).to_be_hidden()
+    await expect(second.locator("summary")).to_be_focused()
+    await page.keyboard.press("j")
+    await expect(page.locator("#seq-4")).to_be_focused()
+    # A jump into a folded invocation unfolds it.
+    await page.get_by_label("Jump to seq").fill("2")
+    await page.get_by_role("button", name="Go").click()
+    await expect(page.locator("#seq-2")).to_be_in_viewport()
+
+
+async def test_a_fork_marks_what_it_inherited_and_a_child_links_its_answer_both_ways(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    await trip(http, server, "kin")
+    trip_path = f"{sessions(server, 'kin', 'alice')}/trip"
+    forked = await http.post(f"{trip_path}:fork", json={"sessionId": "fork3", "atSeq": 3})
+    assert forked.status_code == 201, forked.text
+    own = await http.post(f"{sessions(server, 'kin', 'alice')}/fork3/events", json=text("Mine."))
+    assert own.status_code == 201, own.text
+    await page.goto(f"{server}/ui#/apps/kin/users/alice/sessions/fork3")
+    await expect(timeline(page)).to_have_count(4)
+    inherited = page.locator(".event.inherited")
+    await expect(inherited).to_have_count(3)
+    seqs = await inherited.evaluate_all("rows => rows.map(row => +row.dataset.seq)")
+    assert sorted(seqs) == [1, 2, 3]
+    await expect(page.locator("#seq-4")).not_to_have_class(re.compile("inherited"))
+    await expect(page.get_by_role("region", name="Lineage")).to_contain_text(
+        "Its events up to #3 are trip's"
+    )
+    await page.locator("#seq-2 .tag.inherited").get_by_role("link", name="trip").click()
+    await expect(page.get_by_role("heading", name="Trip to Oslo")).to_be_visible()
+    await expect(page.locator("#seq-2")).to_be_in_viewport()
+    # A child made for the pending call posts its result to the parent when it closes.
+    child = await http.post(
+        f"{trip_path}/children", json={"sessionId": "bergen", "functionCallId": "w2"}
+    )
+    assert child.status_code == 201, child.text
+    closed = await http.post(
+        f"{sessions(server, 'kin', 'alice')}/bergen:close",
+        json={"outcome": "completed", "result": {"sky": "sun", "celsius": 18}},
+    )
+    assert closed.status_code == 200, closed.text
+    answer_seq = (await http.get(f"{trip_path}/events:count")).json()["lastSeq"]
+    await page.goto(f"{server}/ui#/apps/kin/users/alice/sessions/bergen")
+    lineage = page.get_by_role("region", name="Lineage")
+    await expect(lineage).to_contain_text("child of trip at version 6, for call w2")
+    await expect(lineage.locator("pre.result")).to_contain_text('"sky": "sun"')
+    await expect(lineage.locator("pre.result")).to_contain_text('"outcome": "completed"')
+    await lineage.get_by_role("link", name=f"trip #{answer_seq}").click()
+    await expect(page.locator(f"#seq-{answer_seq}")).to_be_in_viewport()
+    answer_row = page.locator(f"#seq-{answer_seq}")
+    await expect(answer_row.locator(".response")).to_contain_text("posted by child bergen")
+    await expect(page.locator('.call[data-call-id="w2"]')).to_contain_text(
+        "worked on by child bergen"
+    )
+    await answer_row.get_by_role("link", name="bergen").click()
+    await expect(page.get_by_role("heading", name="bergen")).to_be_visible()
+
+
+async def test_times_counts_focus_and_search_hints_read_right(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Item: the head says which time is which, with dates and how long ago; counts are
+    pluralised; the focus outline is the focused control's; a search that finds nothing says
+    how words combine."""
+    base = sessions(server, "clock", "alice")
+    an_hour_ago = time.time() - 3600
+    created = await http.post(
+        base, json={"sessionId": "late", "events": [text("Sent late.", timestamp=an_hour_ago)]}
+    )
+    assert created.status_code == 201, created.text
+    (await http.post(base, json={"sessionId": "empty"})).raise_for_status()
+    session = created.json()
+    await page.goto(f"{server}/ui#/apps/clock/users/alice/sessions/late")
+    facts = page.locator(".facts.head")
+    created_at = facts.locator("dd.created")
+    await expect(created_at.locator("time")).to_have_attribute(
+        "datetime", iso(session["createTime"])
+    )
+    await expect(created_at).to_contain_text(
+        str(datetime.now(UTC).year)
+    )  # the date, not the time only
+    await expect(created_at).to_contain_text(re.compile(r"\((now|\d+ seconds? ago)\)"))
+    last_event = facts.locator("dd.last-event")
+    await expect(last_event.locator("time")).to_have_attribute(
+        "datetime", iso(session["lastUpdateTime"])
+    )
+    await expect(last_event).to_contain_text("(1 hour ago) by its writer's clock")
+    await expect(facts.locator("dt")).to_have_text(
+        ["Status", "Events", "Created", "Last event", "Tokens"]
+    )
+    await page.goto(f"{server}/ui#/apps/clock/users/alice/sessions/empty")
+    await expect(page.locator(".facts.head dd.last-event")).to_have_text("none yet")
+    await expect(page.locator(".facts.head .counts")).to_have_text("0 events · version 0")
+    # Counts, singular and plural.
+    await page.goto(f"{server}/ui#/apps/clock")
+    await expect(page.get_by_role("link", name=re.compile("^alice"))).to_contain_text(
+        "2 sessions · last active"
+    )
+    await page.goto(f"{server}/ui")
+    await expect(page.get_by_role("link", name=re.compile("^clock"))).to_contain_text(
+        " 2 sessions ·"
+    )
+    await expect(page.get_by_role("link", name=re.compile("^clock"))).not_to_contain_text(
+        "1 sessions"
+    )
+    # The page's container takes focus without an outline; a focused link shows one.
+    await page.keyboard.press("j")
+    await page.keyboard.press("Enter")  # the first app
+    await expect(page.locator("main")).to_be_focused()
+    assert (
+        await page.locator("main").evaluate("main => getComputedStyle(main).outlineStyle") == "none"
+    )
+    await page.keyboard.press("j")
+    focused = page.locator(".items a:focus")
+    await expect(focused).to_have_count(1)
+    assert await focused.evaluate("link => getComputedStyle(link).outlineStyle") == "solid"
+    # A search with no hit says that every word must match, and how to ask for either.
+    await page.goto(f"{server}/ui#/apps/clock")
+    await expect(page.locator("form[role=search] .hint")).to_contain_text("Every word must match")
+    await page.get_by_label("Search").fill("late zebra")
+    await page.keyboard.press("Enter")
+    said = page.locator(".no-hits")
+    await expect(said).to_contain_text(
+        "No event matches “late zebra”. Every word must match: "
+        "no event holds all of “late”, “zebra”."
+    )
+    await expect(said.locator("code").first).to_have_text("late or zebra")
+    await screenshot(page, "search")
+    await page.get_by_label("Search").fill("late or zebra")
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("link", name="alice / late #1")).to_be_visible()
+    # The apps screenshot, again with two apps' counts: singular where one session is.
+    (
+        await http.post(sessions(server, "clock-solo", "bob"), json={"sessionId": "s"})
+    ).raise_for_status()
+    await page.goto(f"{server}/ui")
+    await expect(page.get_by_role("link", name=re.compile("^clock-solo"))).to_contain_text(
+        " 1 session ·"
+    )
+
+
+async def open_actions(page: Page) -> Any:
+    await page.get_by_text("Actions", exact=True).click()
+    return page.get_by_role("menu", name="Actions")
+
+
+async def test_operator_actions_are_confirmed_and_refusals_shown(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Item: with keys off every action is offered; each is confirmed, done, and the view
+    shows what it did; a refusal is the problem's detail."""
+    url = await trip(http, server, "ops")
+    trip_path = f"{sessions(server, 'ops', 'alice')}/trip"
+    await page.goto(url)
+    menu = await open_actions(page)
+    await expect(menu.get_by_role("menuitem")).to_have_text(
+        ["Heal 1 orphaned call…", "Fork at an event…", "Close…", "Delete…"]
+    )
+    # Heal: the dialog names the call; the API answered it.
+    await menu.get_by_role("menuitem", name="Heal 1 orphaned call…").click()
+    dialog = page.get_by_role("dialog", name="Heal 1 orphaned call")
+    await expect(dialog).to_contain_text("book_hotel (h1, #4)")
+    await screenshot(page, "actions")
+    await dialog.get_by_role("button", name="Heal 1 call").click()
+    await expect(page.get_by_role("status").filter(has_text="Healed 1 call.")).to_be_visible()
+    calls = (await http.get(f"{trip_path}/toolCalls")).json()["toolCalls"]
+    assert {one["id"]: one["status"] for one in calls}["h1"] == "answered"
+    await expect(page.locator('.call[data-call-id="h1"] .badge')).to_have_count(0)
+    await expect(timeline(page)).to_have_count(7)
+    # A write made meanwhile: the close is refused (412) and says so; nothing is closed.
+    meanwhile = await http.post(f"{trip_path}/events", json=text("Meanwhile."))
+    assert meanwhile.status_code == 201, meanwhile.text
+    menu = await open_actions(page)
+    await menu.get_by_role("menuitem", name="Close…").click()
+    dialog = page.get_by_role("dialog", name="Close trip")
+    await dialog.get_by_role("button", name="Close session").click()
+    refused = await http.post(
+        f"{trip_path}:close", json={"outcome": "completed"}, headers={"If-Match": '"7"'}
+    )
+    assert refused.status_code == 412
+    await expect(dialog.get_by_role("alert")).to_contain_text(refused.json()["detail"])
+    await dialog.get_by_role("button", name="Cancel").click()
+    assert (await http.get(trip_path)).json()["status"] == "open"
+    # Fork here, from an event's details: the new fork opens.
+    await page.reload()
+    await page.get_by_role("button", name="Details of event #3").click()
+    await page.get_by_role("button", name="Fork here (at #3)…").click()
+    dialog = page.get_by_role("dialog", name="Fork trip")
+    await expect(dialog.get_by_label("At seq")).to_have_value("3")
+    await dialog.get_by_label("New session id (optional)").fill("trip-at-3")
+    await dialog.get_by_role("button", name="Fork").click()
+    await expect(page.get_by_role("heading", name="trip-at-3")).to_be_visible()
+    await expect(
+        page.get_by_role("status").filter(has_text="Forked from trip at #3.")
+    ).to_be_visible()
+    await expect(page.locator(".event.inherited")).to_have_count(3)
+    # Close, as the outcome chosen.
+    await page.goto(url)
+    await expect(page.get_by_role("heading", name="Trip to Oslo")).to_be_visible()
+    menu = await open_actions(page)
+    await menu.get_by_role("menuitem", name="Close…").click()
+    dialog = page.get_by_role("dialog", name="Close trip")
+    await dialog.get_by_label("Outcome").select_option("failed")
+    await dialog.get_by_role("button", name="Close session").click()
+    await expect(page.locator(".facts.head")).to_contain_text("root · closed (failed)")
+    stored = (await http.get(trip_path)).json()
+    assert (stored["status"], stored["outcome"]) == ("closed", "failed")
+    menu = await open_actions(page)
+    await expect(menu.get_by_role("menuitem")).to_have_text(["Fork at an event…", "Delete…"])
+    # Delete: the dialog says what goes; the user's sessions are shown after.
+    await menu.get_by_role("menuitem", name="Delete…").click()
+    dialog = page.get_by_role("dialog", name="Delete trip")
+    count = (await http.get(f"{trip_path}/events:count")).json()["count"]
+    await expect(dialog).to_contain_text(f"trip and {count} events will be gone for good.")
+    await dialog.get_by_role("button", name="Delete session").click()
+    await expect(page.get_by_role("heading", name="Sessions of alice")).to_be_visible()
+    await expect(page.get_by_role("status").filter(has_text="Deleted trip.")).to_be_visible()
+    assert (await http.get(trip_path)).status_code == 404
 
 
 @pytest.fixture(scope="module")
@@ -314,6 +812,47 @@ async def test_a_key_sees_only_its_scope(
     await screenshot(page, "forbidden")
 
 
+async def test_actions_are_offered_only_to_a_key_that_may_write(
+    secured: tuple[str, str, str], database_url: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Item: read-only by default in spirit: a key that may only read sees no actions; a key
+    that may write the session does, and its writes go through with it."""
+    base, admin, other = secured
+    created = await http.post(
+        sessions(base, "other", "carol"),
+        json={"sessionId": "c1", "events": [text("Hello.")]},
+        headers={"Authorization": f"Bearer {admin}"},
+    )
+    assert created.status_code == 201, created.text
+    reader = keys_command(database_url, "create", "--app", "other", "--read-only")
+    dave = keys_command(database_url, "create", "--app", "other", "--user", "dave")
+    session_url = f"{base}/ui#/apps/other/users/carol/sessions/c1"
+    for key, offered in ((reader, False), (dave, False), (other, True)):
+        await page.goto(f"{base}/ui")
+        if key != reader:  # the page asked for the first key; the others are changes of key
+            await page.get_by_role("button", name="API key").click()
+        await page.get_by_label("Key").fill(key)
+        await page.get_by_role("button", name="Use this key").click()
+        await page.goto(session_url)
+        if key == dave:  # another user's key sees nothing of carol's session
+            await expect(page.get_by_role("alert")).to_contain_text("Outside this API key's scope")
+        else:
+            await expect(timeline(page)).to_have_count(1)
+        await expect(page.get_by_text("Actions", exact=True)).to_have_count(1 if offered else 0)
+    menu = await open_actions(page)
+    await menu.get_by_role("menuitem", name="Close…").click()
+    await (
+        page.get_by_role("dialog", name="Close c1")
+        .get_by_role("button", name="Close session")
+        .click()
+    )
+    await expect(page.locator(".facts.head")).to_contain_text("root · closed (completed)")
+    closed = await http.get(
+        f"{sessions(base, 'other', 'carol')}/c1", headers={"Authorization": f"Bearer {admin}"}
+    )
+    assert closed.json()["status"] == "closed"
+
+
 async def test_the_page_and_its_assets_are_served_with_a_strict_policy(
     client: httpx.AsyncClient,
 ) -> None:
@@ -321,11 +860,20 @@ async def test_the_page_and_its_assets_are_served_with_a_strict_policy(
     assert page.status_code == 200
     assert page.headers["content-type"] == "text/html; charset=utf-8"
     assert page.headers["content-security-policy"].startswith("default-src 'self'")
-    for asset, kind in (("explorer.js", "text/javascript"), ("explorer.css", "text/css")):
+    assert "/ui/explorer.js" in page.text and "/ui/explorer.css" in page.text
+    for asset, kind in ASSETS.items():
         served = await client.get(f"/ui/{asset}")
-        assert served.status_code == 200
-        assert served.headers["content-type"].startswith(kind)
-        assert f"/ui/{asset}" in page.text
+        assert served.status_code == 200, asset
+        assert served.headers["content-type"] == kind
+        assert served.headers["content-security-policy"].startswith("default-src 'self'")
+    # Every module the page imports is served, and nothing comes from elsewhere (no CDN).
+    files = sorted(UI.iterdir())
+    assert {file.name for file in files} == {"index.html", *ASSETS}
+    for file in files:
+        source = file.read_text()
+        imported = re.findall(r'from "(/ui/[^"]+)"', source)
+        assert all(name.removeprefix("/ui/") in ASSETS for name in imported), file.name
+        assert not re.search(r"https?://|[\"'(]//", source), file.name
     for entrance in ("/", "/ui/"):
         redirected = await client.get(entrance)
         assert (redirected.status_code, redirected.headers["location"]) == (307, "/ui")

@@ -232,3 +232,24 @@ async def test_a_rewrite_cannot_answer_a_call_made_later(client):
     await add(client, calls("late", id="call"))
     response = await client.patch(f"{S}/events/early", json={"content": answers("late")["content"]})
     assert_problem(response, 409, "tool_pair_violation")
+
+
+async def test_the_event_count_counts_what_is_left_where_seqs_and_the_version_cannot(client):
+    await create_session(client, sessionId="s")
+    empty = await client.get(f"{S}/events:count")
+    assert empty.status_code == 200, empty.text
+    assert empty.json() == {"count": 0, "firstSeq": None, "lastSeq": None}
+    assert empty.headers["etag"] == '"0"'
+    for n in range(1, 6):
+        await add(client, delta_event({"n": n}, id=f"e{n}"))
+    await add(client, calls("c1", id="e6"))
+    await add(client, answers("c1", id="e7"))
+    assert (await client.post(f"{S}:trim", json={"keepLast": 4})).status_code == 200
+    assert (await client.delete(f"{S}/events/e6")).status_code == 200  # its answer goes too
+    counted = await client.get(f"{S}/events:count")
+    # e4 and e5 are left, at seqs 4 and 5, in a session at version 9.
+    assert counted.json() == {"count": 2, "firstSeq": 4, "lastSeq": 5}
+    assert counted.headers["etag"] == '"9"' == f'"{(await session(client))["version"]}"'
+    missing = await client.get(session_url("nope") + "/events:count")
+    assert_problem(missing, 404, "session_not_found")
+    assert_problem(await client.get(f"{S}/events:count?order=desc"), 422, "validation_error")

@@ -88,6 +88,7 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
         {"params": {"pageSize": 2}},
         200,
     ),
+    ("GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events:count", {}, 200),
     (
         "POST",
         "/apps/{app_name}/users/{user_id}/sessions/{session_id}:fork",
@@ -178,6 +179,7 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
     ("GET", "/apps/{app_name}/state", {}, 200),
     ("PATCH", "/apps/{app_name}/users/{user_id}/state", {"json": {"stateDelta": {"n": 1}}}, 200),
     ("GET", "/apps/{app_name}/users/{user_id}/state", {}, 200),
+    ("GET", "/auth/key", {}, 200),
     ("GET", "/healthz", {}, 200),
     ("GET", "/readyz", {}, 200),
 ]

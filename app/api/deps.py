@@ -21,7 +21,7 @@ from app.domain import EventQuery, Order, PageRequest, SessionKey
 from app.errors import Forbidden, InvalidInput
 from app.limits import ID_LENGTH, ID_PATTERN, INT64_MAX, MAX_TIMESTAMP, MIN_TIMESTAMP
 from app.schemas import ID_DESCRIPTION
-from app.services.auth import Need
+from app.services.auth import Grant, Need
 from app.services.context import ContextService
 from app.services.events import EventService
 from app.services.history import HistoryService
@@ -263,8 +263,8 @@ async def authorize(request: Request, needs: Iterable[Need]) -> None:
     """401 without a valid key, 403 for a key whose scope misses what the route touches.
 
     Leaves on the request which needs it judged (so that `Authorized` does not judge them
-    again), and what the path alone cannot tell: whether a body's state delta may hold `app:`
-    keys (`AppStateWritable`).
+    again), what the path alone cannot tell: whether a body's state delta may hold `app:`
+    keys (`AppStateWritable`), and the key's grant (`key_grant`).
     """
     request.state.judged_needs = {*getattr(request.state, "judged_needs", ()), *needs}
     if not request.app.state.settings.auth_enabled:
@@ -279,8 +279,15 @@ async def authorize(request: Request, needs: Iterable[Need]) -> None:
     for need in needs:
         grant.authorize(need, params.get("app_name"), params.get("user_id"), write)
     request.state.app_state_writable = grant.writes_app_state
+    request.state.grant = grant
     request.state.key_app_name = grant.app_name
     request.state.key_user_id = grant.user_id
+
+
+def key_grant(request: Request) -> Grant | None:
+    """The grant of the request's key, as `authorize` found it; None with keys off."""
+    grant: Grant | None = getattr(request.state, "grant", None)
+    return grant
 
 
 def narrowed_app(request: Request) -> str | None:

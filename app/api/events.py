@@ -1,4 +1,4 @@
-"""Event routes: append one event, page through the log."""
+"""Event routes: append one event, page through the log, count it."""
 
 from fastapi import APIRouter, Request, Response, status
 
@@ -26,6 +26,7 @@ from app.domain import SessionKey
 from app.schemas import (
     Event,
     EventBatch,
+    EventCount,
     EventIn,
     EventList,
     EventPage,
@@ -138,3 +139,17 @@ async def list_events(
     """Page through a session's events by `seq`."""
     listed = await events.page(key, query, page, min_version)
     return respond(render.event_page(listed))
+
+
+@router.get(
+    ":count",
+    response_model=EventCount,
+    responses=problem_responses(404, 422, 503) | etag(200),
+)
+async def count_events(key: Key, events: Events) -> Response:
+    """How many events the session holds, and the seqs of its oldest and newest, as of one
+    version (the ETag). Seqs can skip (a close, a removal or a trim takes a version too), so
+    neither the version nor the newest seq counts the events. Read from the index of the
+    events' seqs, not their JSON."""
+    found, version = await events.span(key)
+    return respond(render.event_count(found), version=version)

@@ -1,4 +1,4 @@
-"""The session explorer at `/ui`: a page and its two assets, read from `app/ui/`.
+"""The session explorer at `/ui`: a page, its stylesheet and its modules, read from `app/ui/`.
 
 The page holds no data: it calls the API from the browser with the key the user gives it, so
 it sees exactly what that key may see. Anyone may load the page itself. Its assets are served
@@ -14,9 +14,19 @@ from app.api.deps import PUBLIC
 from app.errors import NotFound
 
 UI = Path(__file__).parents[1] / "ui"
+JS = "text/javascript; charset=utf-8"
+# The page's stylesheet and its ES modules (explorer.js imports the others): nothing else.
 ASSETS = {
-    "explorer.js": "text/javascript; charset=utf-8",
     "explorer.css": "text/css; charset=utf-8",
+    "explorer.js": JS,
+    "dom.js": JS,
+    "api.js": JS,
+    "session.js": JS,
+    "timeline.js": JS,
+    "events.js": JS,
+    "context.js": JS,
+    "lineage.js": JS,
+    "actions.js": JS,
 }
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",

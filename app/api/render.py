@@ -16,6 +16,7 @@ from app import schemas, strict_json
 from app.domain import (
     NO_USAGE,
     ContextRead,
+    EventSpan,
     ExportItem,
     Page,
     SearchHit,
@@ -220,6 +221,32 @@ def event_list(documents: list[dict[str, Any]]) -> bytes:
 def event_page(page: Page[bytes]) -> bytes:
     """An `EventPage`: events as PostgreSQL rendered them."""
     return with_array({}, "events", page.items, {"nextPageToken": page.next_page_token})
+
+
+def event_count(found: EventSpan) -> bytes:
+    """An `EventCount`."""
+    return dumps(wire(found, schemas.EventCount))
+
+
+def key_scope(
+    auth_enabled: bool,
+    key_id: str | None = None,
+    app_name: str | None = None,
+    user_id: str | None = None,
+    read_only: bool = False,
+    writes_app_state: bool = True,
+) -> bytes:
+    """A `KeyScope`; with keys off, one that reaches everything."""
+    return dumps(
+        {
+            "authEnabled": auth_enabled,
+            "keyId": key_id,
+            "appName": app_name,
+            "userId": user_id,
+            "readOnly": read_only,
+            "writesAppState": writes_app_state,
+        }
+    )
 
 
 def scope_state(state: dict[str, Any]) -> bytes:

@@ -26,6 +26,7 @@ from app.domain import (
     NO_USAGE,
     Append,
     EventQuery,
+    EventSpan,
     NewEvent,
     Order,
     ScopedDelta,
@@ -407,3 +408,14 @@ async def select_events(
     order = StorageEvent.seq.desc() if newest_first else StorageEvent.seq
     rows = await fetch(connection, statement.order_by(order).limit(limit))
     return [(row[0], row[1]) for row in rows]
+
+
+async def span(connection: asyncpg.Connection, key: SessionKey) -> EventSpan:
+    """How many events the session holds, its oldest seq and its newest: from the index of
+    the events' primary key, never their JSON."""
+    statement = select(func.count(), func.min(StorageEvent.seq), func.max(StorageEvent.seq)).where(
+        event_filter(key)
+    )
+    rows = await fetch(connection, statement)
+    count, first_seq, last_seq = rows[0]
+    return EventSpan(count, first_seq, last_seq)

@@ -32,6 +32,7 @@ from app.schemas.events import (
     EventActions,
     EventBatch,
     EventCompaction,
+    EventCount,
     EventIn,
     EventList,
     EventPage,
@@ -47,6 +48,7 @@ from app.schemas.history import (
     SessionTrim,
     Trimmed,
 )
+from app.schemas.keys import KeyScope
 from app.schemas.lineage import (
     ChildCreate,
     Inherit,
@@ -113,6 +115,7 @@ __all__ = [
     "EventActions",
     "EventBatch",
     "EventCompaction",
+    "EventCount",
     "EventIn",
     "EventList",
     "EventPage",
@@ -123,6 +126,7 @@ __all__ = [
     "Health",
     "Id",
     "Inherit",
+    "KeyScope",
     "Kind",
     "Labels",
     "NewSessionId",

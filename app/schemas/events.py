@@ -7,6 +7,7 @@ from pydantic import Field
 from app.schemas.base import (
     Content,
     ControlBody,
+    Count,
     EpochSeconds,
     Id,
     OpenRecord,
@@ -106,3 +107,9 @@ class QueuedEvent(EventIn):
 class EventPage(WireModel):
     events: list[Event]
     next_page_token: str | None = Field(description="Pass as `pageToken` for the next page.")
+
+
+class EventCount(WireModel):
+    count: Count = Field(description="How many events the session holds.")
+    first_seq: Seq | None = Field(description="The seq of its oldest event; null without events.")
+    last_seq: Seq | None = Field(description="The seq of its newest event; null without events.")

@@ -28,6 +28,7 @@ class Need(enum.Enum):
     APP_SHARED = "app_shared"  # app state, which every user's sessions show anyway: any key
     APP_STATE = "app_state"  # writes app state: app-wide keys, user keys made to (--app-state)
     APPS = "apps"  # which apps there are: any key, the listing narrowed to the key's app
+    KEY = "key"  # what the key itself may do: any valid key, no data touched
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,9 @@ class Grant:
     def authorize(self, need: Need, app_name: str | None, user_id: str | None, write: bool) -> None:
         """Refuse with 403 anything outside the key's scope; judged on the path alone, so a
         refusal never tells whether the session exists. `app_name` is None only for
-        `Need.APPS`, whose listing the route narrows to the key's app."""
-        if need is Need.APPS:
+        `Need.APPS`, whose listing the route narrows to the key's app, and `Need.KEY`, which
+        touches no data."""
+        if need in (Need.APPS, Need.KEY):
             return
         if self.app_name is not None and self.app_name != app_name:
             raise Forbidden(f"This API key is for app {self.app_name!r} only.")

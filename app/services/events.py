@@ -9,7 +9,16 @@ import asyncpg
 from app import paging
 from app.config import Settings
 from app.db import DriverPool
-from app.domain import Append, Change, EventQuery, NewEvent, Page, PageRequest, SessionKey
+from app.domain import (
+    Append,
+    Change,
+    EventQuery,
+    EventSpan,
+    NewEvent,
+    Page,
+    PageRequest,
+    SessionKey,
+)
 from app.errors import (
     Conflict,
     StaleSession,
@@ -175,6 +184,18 @@ class EventService:
         rows = await self.reads.run(read, min_version)
         rows, next_token = paging.cut(rows, page.size, listing, lambda row: [row[0]])
         return Page([event for _, event in rows], next_token)
+
+    async def span(self, key: SessionKey) -> tuple[EventSpan, int]:
+        """How many events the session holds, its oldest and newest seq, and its version, in
+        one snapshot; where its pages are read (`Reads`)."""
+
+        async def read(connection: asyncpg.Connection) -> tuple[int, tuple[EventSpan, int]]:
+            async with connection.transaction(isolation="repeatable_read", readonly=True):
+                version = await require_session(connection, key)
+                found = await event_rows.span(connection, key)
+            return version, (found, version)
+
+        return await self.reads.run(read, None)
 
 
 def _as_stored(events: list[NewEvent], base_seq: int) -> list[dict[str, Any]]:

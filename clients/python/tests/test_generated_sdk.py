@@ -126,6 +126,7 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "events.append_event",
         "events.append_events",
         "events.list_events",
+        "events.count_events",
         "lineage.fork_session",
         "lineage.create_child_session",
         "lineage.close_session",
@@ -158,6 +159,7 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "operations.healthz",
         "operations.readyz",
         "operations.metrics",
+        "keys.get_key_scope",
     }
     models = {path.stem for path in (root / "models").glob("*.py")} - {"__init__"}
     assert models == {
@@ -172,6 +174,7 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "event_actions",
         "event_batch",
         "event_compaction",
+        "event_count",
         "event_in",
         "event_list",
         "event_page",
@@ -180,6 +183,7 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "healed",
         "health",
         "inherit",
+        "key_scope",
         "kind",
         "labels",
         "order",

@@ -55,6 +55,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events:count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count Events
+         * @description How many events the session holds, and the seqs of its oldest and newest, as of one
+         *     version (the ETag). Seqs can skip (a close, a removal or a trim takes a version too), so
+         *     neither the version nor the newest seq counts the events. Read from the index of the
+         *     events' seqs, not their JSON.
+         */
+        get: operations["count_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/apps/{app_name}/users/{user_id}/sessions": {
         parameters: {
             query?: never;
@@ -761,6 +784,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Key Scope
+         * @description The scope of the API key this request carries: the app and user it reaches (null:
+         *     every one), whether it is read-only and whether it may write `app:` state. Any valid key
+         *     may ask; no key, or a wrong or revoked one, is a 401 as everywhere. With keys off, every
+         *     request may do everything, and the answer says so (`authEnabled: false`).
+         */
+        get: operations["get_key_scope"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -981,6 +1027,24 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** EventCount */
+        EventCount: {
+            /**
+             * Count
+             * @description How many events the session holds.
+             */
+            count: number;
+            /**
+             * Firstseq
+             * @description The seq of its oldest event; null without events.
+             */
+            firstSeq: number | null;
+            /**
+             * Lastseq
+             * @description The seq of its newest event; null without events.
+             */
+            lastSeq: number | null;
+        };
         /**
          * EventIn
          * @description An ADK event. Fields not listed here are stored and returned unchanged.
@@ -1068,6 +1132,43 @@ export interface components {
         };
         /** @enum {string} */
         Inherit: "none" | "all" | "context";
+        /**
+         * KeyScope
+         * @description The scope of the request's API key: which apps and users it reaches, and whether it may
+         *     write. With keys off (`authEnabled: false`) every request reaches everything.
+         */
+        KeyScope: {
+            /**
+             * Authenabled
+             * @description Whether this server checks API keys. false: every request may read and write every session, and the fields below say so.
+             */
+            authEnabled: boolean;
+            /**
+             * Keyid
+             * @description The key's id, as `sessionary keys list` shows it; null with keys off.
+             */
+            keyId: string | null;
+            /**
+             * Appname
+             * @description The one app the key reaches; null: every app.
+             */
+            appName: string | null;
+            /**
+             * Userid
+             * @description The one user of that app the key reaches; null: every user.
+             */
+            userId: string | null;
+            /**
+             * Readonly
+             * @description Whether the key may only read.
+             */
+            readOnly: boolean;
+            /**
+             * Writesappstate
+             * @description Whether it may write `app:` state, which every user's sessions show.
+             */
+            writesAppState: boolean;
+        };
         /** @enum {string} */
         Kind: "root" | "fork" | "child";
         /** @description Tags to find sessions by (`label=key:value` in the lists): at most 64, keys of 1 to 63 characters without `:`, values of at most 256. */
@@ -2057,6 +2158,89 @@ export interface operations {
             };
             /** @description The body is not JSON (`unsupported_media_type`). */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    count_events: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                user_id: string;
+                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description The session's version after this request, quoted (`"7"`): send it back as `If-Match` to write only if nothing was written since. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventCount"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The session does not exist (`session_not_found`). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5578,6 +5762,62 @@ export interface operations {
             };
             /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_key_scope: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyScope"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
