@@ -1,6 +1,8 @@
 """Lineage over HTTP: forks, point-in-time reads, child sessions and their close."""
 
 import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -423,29 +425,11 @@ async def test_appends_go_on_while_a_fork_copies_and_the_fork_keeps_its_point(
     (another transaction holds its new id), an append to the parent is answered at once, and
     the fork, once it goes on, holds the parent as it was when the fork began."""
     await history(client)
-    blocker = await asyncpg.connect(database_url)
-    try:
-        holding = blocker.transaction()
-        await holding.start()
-        await blocker.execute(
-            "CREATE TEMP TABLE twin ON COMMIT DROP AS SELECT * FROM sessions "
-            "WHERE app_name = $1 AND user_id = $2 AND id = 'p'",
-            APP,
-            USER,
-        )
-        await blocker.execute("UPDATE twin SET id = 'f'")
-        await blocker.execute("INSERT INTO sessions SELECT * FROM twin")
-        forking = asyncio.ensure_future(
-            client.post(session_url("p") + ":fork", json={"sessionId": "f"})
-        )
-        await until_waiting(blocker)
-
+    async with stopped_fork(client, database_url) as (forking, release):
         appended = await asyncio.wait_for(append(client, "p", delta_event({"step": 5})), 10)
         assert appended.status_code == 201, appended.text
         assert not forking.done()
-        await holding.rollback()
-    finally:
-        await blocker.close()
+        await release()
     forked = await forking
     assert forked.status_code == 201, forked.text
     assert forked.json()["parent"] == {"sessionId": "p", "seq": 4, "functionCallId": None}
@@ -463,22 +447,7 @@ async def test_copies_wait_their_turn_and_appends_do_not(
     the first fork, stopped mid-way; a child that copies nothing and appends go on."""
     await history(client)
     await history(client, "q")
-    blocker = await asyncpg.connect(database_url)
-    try:
-        holding = blocker.transaction()
-        await holding.start()
-        await blocker.execute(
-            "CREATE TEMP TABLE twin ON COMMIT DROP AS SELECT * FROM sessions "
-            "WHERE app_name = $1 AND user_id = $2 AND id = 'p'",
-            APP,
-            USER,
-        )
-        await blocker.execute("UPDATE twin SET id = 'f'")
-        await blocker.execute("INSERT INTO sessions SELECT * FROM twin")
-        first = asyncio.ensure_future(
-            client.post(session_url("p") + ":fork", json={"sessionId": "f"})
-        )
-        await until_waiting(blocker)
+    async with stopped_fork(client, database_url) as (first, release):
         waiting = [
             asyncio.ensure_future(client.post(session_url("q") + ":fork", json={"sessionId": "g"})),
             asyncio.ensure_future(
@@ -491,13 +460,39 @@ async def test_copies_wait_their_turn_and_appends_do_not(
         assert appended.status_code == 201, appended.text
         await asyncio.sleep(1)
         assert not any(task.done() for task in [first, *waiting])
-        await holding.rollback()
-    finally:
-        await blocker.close()
+        await release()
     for task in [first, *waiting]:
         answer = await asyncio.wait_for(task, 30)
         assert answer.status_code == 201, answer.text
     assert [e["seq"] for e in (await read(client, "g"))["events"]] == [1, 2, 3, 4, 5]
+
+
+@asynccontextmanager
+async def stopped_fork(
+    client: httpx.AsyncClient, database_url: str
+) -> AsyncIterator[tuple["asyncio.Future[httpx.Response]", Callable[[], Awaitable[None]]]]:
+    """A fork of `p` as `f`, stopped mid-way: the parent already held, it waits to insert `f`,
+    which another transaction holds uncommitted; `release` rolls that back and the fork goes
+    on."""
+    blocker = await asyncpg.connect(database_url)
+    try:
+        holding = blocker.transaction()
+        await holding.start()
+        await blocker.execute(
+            "CREATE TEMP TABLE twin ON COMMIT DROP AS SELECT * FROM sessions "
+            "WHERE app_name = $1 AND user_id = $2 AND id = 'p'",
+            APP,
+            USER,
+        )
+        await blocker.execute("UPDATE twin SET id = 'f'")
+        await blocker.execute("INSERT INTO sessions SELECT * FROM twin")
+        forking = asyncio.ensure_future(
+            client.post(session_url("p") + ":fork", json={"sessionId": "f"})
+        )
+        await until_waiting(blocker)
+        yield forking, holding.rollback
+    finally:
+        await blocker.close()
 
 
 async def until_waiting(connection: asyncpg.Connection) -> None:

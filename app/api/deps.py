@@ -263,12 +263,11 @@ async def authorize(request: Request, needs: Iterable[Need]) -> None:
     """401 without a valid key, 403 for a key whose scope misses what the route touches.
 
     Leaves on the request which needs it judged (so that `Authorized` does not judge them
-    again), what the path alone cannot tell: whether a body's state delta may hold `app:`
-    keys (`AppStateWritable`), and the key's grant (`key_grant`).
+    again) and the key's grant (`key_grant`), for what the path alone cannot tell: whether a
+    body's state delta may hold `app:` keys, which app and user a listing is narrowed to.
     """
     request.state.judged_needs = {*getattr(request.state, "judged_needs", ()), *needs}
     if not request.app.state.settings.auth_enabled:
-        request.state.app_state_writable = True
         return
     scheme, _, key = request.headers.get("authorization", "").partition(" ")
     grant = await services(request).auth.authenticate(
@@ -278,10 +277,7 @@ async def authorize(request: Request, needs: Iterable[Need]) -> None:
     params = request.path_params
     for need in needs:
         grant.authorize(need, params.get("app_name"), params.get("user_id"), write)
-    request.state.app_state_writable = grant.writes_app_state
     request.state.grant = grant
-    request.state.key_app_name = grant.app_name
-    request.state.key_user_id = grant.user_id
 
 
 def key_grant(request: Request) -> Grant | None:
@@ -292,23 +288,27 @@ def key_grant(request: Request) -> Grant | None:
 
 def narrowed_app(request: Request) -> str | None:
     """The one app a `Need.APPS` listing shows to a key of one app; None: every app."""
-    key_app_name: str | None = getattr(request.state, "key_app_name", None)
-    return key_app_name
+    grant = key_grant(request)
+    return None if grant is None else grant.app_name
 
 
 def narrowed_user(request: Request, user_id: str | None) -> str | None:
     """The user a `Need.APP_NARROWED` route reads: `user_id` as asked (None: every user), or
     for a key of one user, that user (403 if another is asked for)."""
-    key_user_id: str | None = getattr(request.state, "key_user_id", None)
+    grant = key_grant(request)
+    key_user_id = None if grant is None else grant.user_id
     if key_user_id is None or user_id in (None, key_user_id):
         return key_user_id or user_id
     raise Forbidden(f"This API key is for user {key_user_id!r} only.")
 
 
 def app_state_writable(request: Request) -> bool:
-    """Whether the caller's key may write `app:` state, as `authorize` found."""
-    writable: bool = request.state.app_state_writable
-    return writable
+    """Whether the caller's key may write `app:` state: any may with keys off; else as the
+    grant `authorize` left says (a route that did not authorize has none: an error)."""
+    if not request.app.state.settings.auth_enabled:
+        return True
+    grant: Grant = request.state.grant
+    return grant.writes_app_state
 
 
 async def _app_state_writable(request: Request) -> bool:
