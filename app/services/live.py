@@ -313,6 +313,8 @@ class Broker:
                 await connection.close(timeout=1)
 
     def _heard(self, connection: Any, pid: int, channel: str, payload: str) -> None:
+        if not self.feeds and not self.watchers:
+            return  # nothing streamed here: every worker hears every write
         try:
             change = live_rows.change_of(payload)
         except (ValueError, KeyError, TypeError):
