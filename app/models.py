@@ -205,8 +205,9 @@ class StorageEvent(Base):
     __table_args__ = (
         UniqueConstraint("app_name", "user_id", "session_id", "id"),
         Index(None, "app_name", "user_id", "session_id", "timestamp"),
-        # The app's events newest first: where search takes its candidates (migration 0016).
-        Index(None, "app_name", "timestamp"),
+        # The app's events newest first: where search takes its candidates (migration 0016);
+        # for search alone (0017): a statement about one session never mistakes it for a key.
+        Index(None, "app_name", "timestamp", postgresql_where=text("search IS NOT NULL")),
         Index(
             "ix_events_marks", "app_name", "user_id", "session_id", "seq", postgresql_where=MARKED
         ),

@@ -82,7 +82,8 @@ async def search(
     regconfig = literal_column(f"'{config}'::regconfig", REGCONFIG)
     terms = func.websearch_to_tsquery(regconfig, query.text)
     key = (StorageEvent.timestamp, StorageEvent.user_id, StorageEvent.session_id, StorageEvent.seq)
-    filters = [StorageEvent.app_name == query.app_name]
+    # `search IS NOT NULL`: the time index's predicate (migration 0017); no other event matches.
+    filters = [StorageEvent.app_name == query.app_name, StorageEvent.search.is_not(None)]
     for column, value in (
         (StorageEvent.user_id, query.user_id),
         (StorageEvent.session_id, query.session_id),
