@@ -30,6 +30,14 @@ def has_citus(connection: Connection) -> bool:
     return bool(connection.scalar(text(HAS_CITUS)))
 
 
+def one_shard_at_a_time(connection: Connection) -> None:
+    """For a migration that changes every shard of a table: on Citus, change them one after
+    another. A command run on shards in parallel makes Citus refuse, for the rest of the
+    transaction, what later migrations in it do (creating functions)."""
+    if has_citus(connection):
+        connection.execute(text("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"))
+
+
 async def on_citus(connection: asyncpg.Connection) -> bool:
     """`has_citus`, on a running app's connection."""
     return bool(await connection.fetchval(HAS_CITUS))

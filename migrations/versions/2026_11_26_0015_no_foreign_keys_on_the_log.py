@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-from app.sharding import has_citus
+from app.sharding import one_shard_at_a_time
 
 revision: str = "0015"
 down_revision: str | None = "0014"
@@ -34,10 +34,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    if has_citus(op.get_bind()):
-        # One shard at a time: the downgrades after this one create functions, which Citus
-        # refuses in a transaction that ran a parallel command on its shards.
-        op.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+    one_shard_at_a_time(op.get_bind())
     for table in TABLES:
         op.execute(
             f"DELETE FROM {table} WHERE NOT EXISTS (SELECT FROM sessions WHERE "

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from app.sharding import has_citus
+from app.sharding import one_shard_at_a_time
 
 revision: str = "0017"
 down_revision: str | None = "0016"
@@ -27,15 +27,8 @@ depends_on: str | Sequence[str] | None = None
 INDEX = "ix_events_app_name_timestamp"
 
 
-def _one_shard_at_a_time() -> None:
-    if has_citus(op.get_bind()):
-        # Citus refuses a later migration's functions in a transaction that ran a parallel
-        # command on its shards.
-        op.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
-
-
 def upgrade() -> None:
-    _one_shard_at_a_time()
+    one_shard_at_a_time(op.get_bind())
     op.drop_index(INDEX, table_name="events")
     op.create_index(
         INDEX, "events", ["app_name", "timestamp"], postgresql_where=sa.text("search IS NOT NULL")
@@ -43,6 +36,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    _one_shard_at_a_time()
+    one_shard_at_a_time(op.get_bind())
     op.drop_index(INDEX, table_name="events")
     op.create_index(INDEX, "events", ["app_name", "timestamp"])
