@@ -149,3 +149,24 @@ def test_serve_says_what_streams_need_behind_a_transaction_pooler(pooled_url):
     refused = sessionary(pooled_url, "serve", env=POOLING)
     assert refused.returncode != 0
     assert b"need DATABASE_DIRECT_URL" in refused.stderr
+
+
+def test_jit_is_off_on_a_direct_session_and_left_alone_behind_the_pooler(direct_url, pooled_url):
+    """Straight to PostgreSQL each connection turns JIT off for its session; behind a
+    transaction pooler it sets nothing (a session's setting would stay with the server
+    connection, for whichever client gets it next)."""
+
+    async def jit_of(connector: db.Connector) -> tuple[str, str]:
+        connection = await connector.connect()
+        try:
+            row = await connection.fetchrow(
+                "SELECT setting, source FROM pg_settings WHERE name = 'jit'"
+            )
+            assert row is not None
+            return row["setting"], row["source"]
+        finally:
+            await connection.close()
+
+    assert asyncio.run(jit_of(db.Connector.of(direct_url))) == ("off", "session")
+    pooled = db.Connector.of(pooled_url, transaction_pooling=True)
+    assert asyncio.run(jit_of(pooled))[1] != "session"
