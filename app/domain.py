@@ -211,12 +211,14 @@ class Origin:
 
     `version` is where its seqs go on from. Its state history starts from `base`, a seq and
     the session state then; None: from `version` and the state it is created with.
+    `replayable` as the stored column says (`models.StorageSession`).
     """
 
     kind: str = "root"
     parent: ParentLink | None = None
     version: int = 0
     base: tuple[int, dict[str, Any]] | None = None
+    replayable: bool = True
 
 
 ROOT = Origin()
@@ -240,6 +242,7 @@ class SessionRow:
     descriptor: Descriptor
     status: str = "open"
     outcome: str | None = None
+    replayable: bool = True
 
 
 @dataclass(frozen=True)

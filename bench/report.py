@@ -36,6 +36,7 @@ ROWS = (
     Row("s6_s4_ms", "S6 (big db) S4 read recent", "ms"),
     Row("s8_read_ms", "S8 read a long session whole", "ms"),
     Row("s8_until_ms", "S8 the same as of the seq before its last", "ms"),
+    Row("s8_halfway_ms", "S8 the same as of its middle seq", "ms"),
     Row("s8_fork_ms", "S8 fork it whole", "ms"),
     Row("s9_recent_ms", "S9 read the newest 100 of 10,000 events", "ms"),
     Row("s9_context_ms", "S9 context view, 32k-token budget", "ms"),

@@ -337,9 +337,10 @@ async def bench(args: argparse.Namespace) -> str:
             return floor
 
         log("Sessionary: S8 (a plain read, a point-in-time read and a fork of one session)")
-        plain, until, fork = await lineage_times(sessionary, LINEAGE_KEY, sizes)
+        plain, until, halfway, fork = await lineage_times(sessionary, LINEAGE_KEY, sizes)
         results.put("s8_read_ms", sessionary.name, plain)
         results.put("s8_until_ms", sessionary.name, until)
+        results.put("s8_halfway_ms", sessionary.name, halfway)
         results.put("s8_fork_ms", sessionary.name, fork)
         log("S9: the context view of a long conversation, and ADK's context assembly")
         recent, view = await context_times(sessionary, CONTEXT_KEY, sizes)

@@ -94,10 +94,12 @@ class Sessionary:
 
 async def lineage_times(
     system: Sessionary, key: SessionKey, sizes: Sizes
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float]:
     """S8, on a session of `sizes.lineage_events` events: median ms of a plain read, of a
-    read as of the seq before its last (`untilSeq`: all events but one, and the state rebuilt
-    from their deltas), and of forking it whole (a new session with a copy of every event)."""
+    read as of the seq before its last (`untilSeq`: all events but one, and the state then:
+    the last event's change undone), of a read as of its middle seq (half the events, and the
+    state replayed from every delta up to it), and of forking it whole (a new session with a
+    copy of every event)."""
     path = session_path(key)
     forks = iter(range(1_000_000))
     async with Connection(system.host, system.port) as connection:
@@ -116,8 +118,10 @@ async def lineage_times(
         until = await median_call(
             sizes.read_repeat, lambda: read(f"?untilSeq={last_seq - 1}", last_seq - 1)
         )
+        middle = last_seq // 2
+        halfway = await median_call(sizes.read_repeat, lambda: read(f"?untilSeq={middle}", middle))
         forked = await median_call(sizes.repeat, fork)
-    return plain, until, forked
+    return plain, until, halfway, forked
 
 
 async def context_times(system: Sessionary, key: SessionKey, sizes: Sizes) -> tuple[float, float]:

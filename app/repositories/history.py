@@ -73,7 +73,8 @@ async def remove_events(
     connection: asyncpg.Connection, key: SessionKey, *, seqs: Iterable[int] = (), up_to: int = 0
 ) -> list[str]:
     """Delete the events at `seqs` and every event up to `up_to`, and take their token usage
-    off the session's; their ids, in seq order."""
+    off the session's; their ids, in seq order. An event after `up_to` removed leaves the
+    state with its delta: the session is no longer `replayable`."""
     chosen = bindparam("seqs", sorted(seqs), type_=ARRAY(BigInteger))
     statement = (
         delete(StorageEvent)
@@ -85,17 +86,17 @@ async def remove_events(
     )
     rows = sorted(await fetch(connection, statement), key=lambda row: row["seq"])
     used = sum((Usage(*row[2:]) for row in rows), NO_USAGE)
+    changes: dict[str, Any] = {}
     if used != NO_USAGE:
-        await execute(
-            connection,
-            update(StorageSession)
-            .where(key_filter(key))
-            .values(
-                prompt_tokens=StorageSession.prompt_tokens - used.prompt,
-                candidates_tokens=StorageSession.candidates_tokens - used.candidates,
-                total_tokens=StorageSession.total_tokens - used.total,
-            ),
+        changes.update(
+            prompt_tokens=StorageSession.prompt_tokens - used.prompt,
+            candidates_tokens=StorageSession.candidates_tokens - used.candidates,
+            total_tokens=StorageSession.total_tokens - used.total,
         )
+    if any(row["seq"] > up_to for row in rows):
+        changes.update(replayable=False)
+    if changes:
+        await execute(connection, update(StorageSession).where(key_filter(key)).values(**changes))
     return [row["id"] for row in rows]
 
 
@@ -125,6 +126,7 @@ async def clear(connection: asyncpg.Connection, key: SessionKey) -> int:
             base_state=EMPTY_STATE,
             base_seq=StorageSession.version + 1,
             version=StorageSession.version + 1,
+            replayable=True,
         )
         .returning(StorageSession.version)
     )

@@ -36,6 +36,7 @@ class Held(NamedTuple):
     base_state: dict[str, Any]
     state: dict[str, Any]
     is_open: bool
+    replayable: bool
 
 
 RowLock = Literal["update", "share", "key share"]
@@ -54,13 +55,19 @@ async def hold(connection: asyncpg.Connection, key: SessionKey, *, lock: RowLock
         StorageSession.base_state,
         StorageSession.state,
         StorageSession.status,
+        StorageSession.replayable,
     ).where(key_filter(key))
     statement = statement.with_for_update(read=lock != "update", key_share=lock == "key share")
     row = await fetchrow(connection, statement)
     if row is None:
         return None
     return Held(
-        row["version"], row["base_seq"], row["base_state"], row["state"], row["status"] == "open"
+        row["version"],
+        row["base_seq"],
+        row["base_state"],
+        row["state"],
+        row["status"] == "open",
+        row["replayable"],
     )
 
 

@@ -114,7 +114,8 @@ async def insert_exact(
     max_state_bytes: int,
 ) -> bool:
     """The session's row with every column as `record` has it (its session-scoped `state`);
-    False if the id is taken by a live session. An expired one under the id is deleted."""
+    False if the id is taken by a live session. An expired one under the id is deleted. Not
+    `replayable`: whether the state is its events' deltas replayed is the source's to know."""
     parent = record.parent
     link = (
         None
@@ -134,6 +135,7 @@ async def insert_exact(
         descriptor=Descriptor(record.display_name, record.labels, record.expire_time),
         status=record.status,
         outcome=record.outcome,
+        replayable=False,
     )
     return await session_rows.insert(connection, row, max_state_bytes)
 

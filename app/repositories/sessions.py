@@ -189,6 +189,7 @@ async def insert_new(
         base_seq=origin.version if origin.base is None else origin.base[0],
         base_state=None if origin.base is None else origin.base[1],
         descriptor=descriptor,
+        replayable=origin.replayable,
     )
     return await insert(connection, row, max_state_bytes)
 
@@ -223,6 +224,7 @@ async def insert(connection: asyncpg.Connection, row: SessionRow, max_state_byte
             outcome=row.outcome,
             base_seq=row.base_seq,
             base_state=base_state,
+            replayable=row.replayable,
             display_name=row.descriptor.display_name,
             labels=literal(row.descriptor.labels, JSONB),
             expire_time=epoch_time(row.descriptor.expire_time),
@@ -299,22 +301,46 @@ def _quoted(constant: str) -> ColumnElement[Any]:
     return literal_column(f"'{constant}'", Text)
 
 
-def state_as_of(
+# How far from a session's newest event a state as of an earlier seq is found by undoing the
+# changes since, not by replaying every delta from the base state (`state_as_of`).
+UNDO_REACH = 100
+_REACH = literal_column(str(UNDO_REACH), BigInteger)
+
+
+def _state_delta(past: Any) -> ColumnElement[Any]:
+    """The `actions.stateDelta` of the event `past` when it is an object, else `{}`."""
+    delta = past.event.op("->", return_type=JSONB)(_quoted("actions")).op("->", return_type=JSONB)(
+        _quoted("stateDelta")
+    )
+    return case((func.jsonb_typeof(delta) == _quoted("object"), delta), else_=EMPTY_STATE)
+
+
+def _own_events(past: Any, user_id: ColumnElement[str] | str) -> list[ColumnElement[bool]]:
+    """The kept events of the session the statement is about, naming its `user_id` as a value:
+    on Citus the whole statement runs on the user's shard."""
+    return [
+        past.app_name == StorageSession.app_name,
+        past.user_id == StorageSession.user_id,
+        past.user_id == user_id,
+        past.session_id == StorageSession.id,
+        past.seq > StorageSession.base_seq,
+    ]
+
+
+def _own_keys(key: ColumnElement[str]) -> list[ColumnElement[bool]]:
+    """Not an `app:`, `user:` or `temp:` key: shared state has no history."""
+    return [
+        key.not_like(_quoted(f"{prefix}%")) for prefix in (APP_PREFIX, USER_PREFIX, TEMP_PREFIX)
+    ]
+
+
+def _replayed(
     until_seq: ColumnElement[int], user_id: ColumnElement[str] | str
 ) -> ColumnElement[Any]:
-    """The session's own state as it was at `until_seq`: at its version, the state itself;
-    before, its base state, then each later event's `stateDelta` up to that seq, in order,
-    without the `app:`, `user:` and `temp:` keys (shared state has no history). Written into
-    the statement, not a function, and naming the session's `user_id` as a value: on Citus
-    the whole statement runs on the user's shard."""
+    """The base state, then each kept event's delta up to `until_seq`, in order."""
     past = aliased(StorageEvent, name="past")
-    delta_of = past.event.op("->", return_type=JSONB)(_quoted("actions")).op(
-        "->", return_type=JSONB
-    )(_quoted("stateDelta"))
     delta = (
-        func.jsonb_each(
-            case((func.jsonb_typeof(delta_of) == _quoted("object"), delta_of), else_=EMPTY_STATE)
-        )
+        func.jsonb_each(_state_delta(past))
         .table_valued("key", "value")
         .render_derived(name="delta")
     )
@@ -324,23 +350,87 @@ def state_as_of(
         select(func.jsonb_object_agg(delta.c.key, delta.c.value).aggregate_order_by(past.seq))
         .select_from(past)
         .join(delta, true())
-        .where(
-            past.app_name == StorageSession.app_name,
-            past.user_id == StorageSession.user_id,
-            past.user_id == user_id,
-            past.session_id == StorageSession.id,
-            past.seq > StorageSession.base_seq,
-            past.seq <= until_seq,
-            *(
-                delta.c.key.not_like(_quoted(f"{prefix}%"))
-                for prefix in (APP_PREFIX, USER_PREFIX, TEMP_PREFIX)
-            ),
-        )
+        .where(*_own_events(past, user_id), past.seq <= until_seq, *_own_keys(delta.c.key))
         .correlate(StorageSession)
         .scalar_subquery()
     )
-    rebuilt = StorageSession.base_state.op("||")(func.coalesce(changes, EMPTY_STATE))
-    return case((until_seq >= StorageSession.version, StorageSession.state), else_=rebuilt)
+    return StorageSession.base_state.op("||")(func.coalesce(changes, EMPTY_STATE))
+
+
+def _undone(until_seq: ColumnElement[int], user_id: ColumnElement[str] | str) -> ColumnElement[Any]:
+    """The state with each key that an event after `until_seq` changed put back as it was:
+    its last value in the `UNDO_REACH` events up to `until_seq`, else (when those reach back to
+    the base) the base state's, else gone. NULL when a key's last value lies further back."""
+    past = aliased(StorageEvent, name="recent_past")
+    recent = (
+        select(past.seq, _state_delta(past).label("delta"))
+        .where(*_own_events(past, user_id), past.seq > until_seq - _REACH)
+        .correlate(StorageSession)
+        .cte("recent")
+    )
+    delta = func.jsonb_each(recent.c.delta).table_valued("key").render_derived(name="delta")
+    changed = (
+        select(delta.c.key)
+        .distinct()
+        .select_from(recent)
+        .join(delta, true())
+        .where(recent.c.seq > until_seq, *_own_keys(delta.c.key))
+        .subquery("changed")
+    )
+    then = (
+        select(recent.c.delta.op("->", return_type=JSONB)(changed.c.key).label("value"))
+        .where(recent.c.seq <= until_seq, recent.c.delta.op("?")(changed.c.key))
+        .order_by(recent.c.seq.desc())
+        .limit(literal_column("1"))
+        .lateral("then")
+    )
+    # A JSON null in a delta is a value (jsonb `null`); SQL NULL is a key not found.
+    reached_base = until_seq - _REACH <= StorageSession.base_seq
+    earlier = StorageSession.base_state.op("->", return_type=JSONB)(changed.c.key)
+    restored = (
+        select(
+            changed.c.key, func.coalesce(then.c.value, case((reached_base, earlier))).label("value")
+        )
+        .select_from(changed)
+        .outerjoin(then, true())
+        .correlate(StorageSession)
+        .subquery("restored")
+    )
+    found = restored.c.value.is_not(None)
+    undone = StorageSession.state.op("-")(
+        func.coalesce(func.array_agg(restored.c.key), literal_column("CAST('{}' AS text[])"))
+    ).op("||")(
+        func.coalesce(
+            func.jsonb_object_agg(restored.c.key, restored.c.value).filter(found), EMPTY_STATE
+        )
+    )
+    resolved = or_(found, reached_base)
+    return (
+        select(case((func.bool_and(resolved).is_(False), null()), else_=undone))
+        .add_cte(recent, nest_here=True)
+        .select_from(restored)
+        .correlate(StorageSession)
+        .scalar_subquery()
+    )
+
+
+def state_as_of(
+    until_seq: ColumnElement[int], user_id: ColumnElement[str] | str
+) -> ColumnElement[Any]:
+    """The session's own state as it was at `until_seq`, without the `app:`, `user:` and
+    `temp:` keys (shared state has no history): its base state with every kept event's delta
+    up to that seq applied in order. At its version, that is the state itself; within
+    `UNDO_REACH` events of it, for a `replayable` session, the state with the changes since
+    undone, which reads those events and as many before them instead of every one; else (or
+    when a changed key's earlier value lies further back) the deltas replayed. Written into
+    the statement, not a function, so that on Citus it runs on the user's shard."""
+    near = and_(StorageSession.replayable, StorageSession.version - until_seq <= _REACH)
+    return case(
+        (until_seq >= StorageSession.version, StorageSession.state),
+        else_=func.coalesce(
+            case((near, _undone(until_seq, user_id))), _replayed(until_seq, user_id)
+        ),
+    )
 
 
 def _read(*, recent: bool, until: bool) -> DriverStatement:

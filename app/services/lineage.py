@@ -85,6 +85,7 @@ class LineageService:
                 parent=ParentLink(key.session_id, at, None),
                 version=at,
                 base=(parent.base_seq, parent.base_state),
+                replayable=parent.replayable,
             )
             await self.sessions.insert(connection, fork, ScopedDelta(session=state), origin=origin)
             await lineage_rows.copy_events(connection, key, fork, until_seq=at)
