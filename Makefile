@@ -14,7 +14,8 @@ SERVE := $(VENV)/.installed-serve
 BENCH := $(VENV)/.installed-bench
 DEV := $(VENV)/.installed-dev
 
-.PHONY: install run test test-tools lint migrate openapi client-sync screenshots bench lock clean
+.PHONY: install run test test-history test-tools lint migrate openapi client-sync screenshots bench \
+	lock clean
 
 $(BIN)/uv:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +53,12 @@ NOT_ON_CLUSTER := test_setup.py test_docs.py test_openapi.py test_explorer.py \
 test: $(DEV) lint test-tools
 	$(BIN)/pytest
 	SESSIONARY_TEST_CITUS=1 $(BIN)/pytest tests $(NOT_ON_CLUSTER:%=--ignore=tests/%)
+
+## The model-based test of a session's history, for longer than `make test` runs it (random
+## examples each time; HISTORY_EXAMPLES sets how many).
+HISTORY_EXAMPLES ?= 500
+test-history: $(DEV)
+	SESSIONARY_HISTORY_EXAMPLES=$(HISTORY_EXAMPLES) $(BIN)/pytest -q tests/test_history_model.py
 
 ## Debian's PgBouncer, Chromium and PostgreSQL 15, and Citus, which some tests start: installed
 ## when missing, as root; otherwise one line says how (those tests are skipped).

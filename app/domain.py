@@ -206,19 +206,30 @@ class ParentLink:
 
 
 @dataclass(frozen=True)
+class History:
+    """Where a session's point-in-time history starts, and what it keeps of events removed
+    since: the state at every seq from `base_seq` to the version is `base_state` with the
+    session-scoped delta of each event appended after `base_seq` applied in seq order, the
+    events since removed included (`removed_deltas`: `{seq, stateDelta}` objects, in seq
+    order, as `models.StorageSession` stores them)."""
+
+    base_seq: int
+    base_state: dict[str, Any]
+    removed_deltas: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Origin:
     """How a new session comes to be: created (`ROOT`), forked, or made as a child.
 
-    `version` is where its seqs go on from. Its state history starts from `base`, a seq and
-    the session state then; None: from `version` and the state it is created with.
-    `replayable` as the stored column says (`models.StorageSession`).
+    `version` is where its seqs go on from. Its history is `history` (a fork's, its parent's
+    up to the fork point); None: it starts at `version`, from the state it is created with.
     """
 
     kind: str = "root"
     parent: ParentLink | None = None
     version: int = 0
-    base: tuple[int, dict[str, Any]] | None = None
-    replayable: bool = True
+    history: History | None = None
 
 
 ROOT = Origin()
@@ -227,8 +238,8 @@ ROOT = Origin()
 @dataclass(frozen=True)
 class SessionRow:
     """A new session's row, every column as an insert writes it: made by a create, a fork or
-    a child (`Origin`), or exactly as an export has it. Times in epoch seconds; `base_state`
-    None: the history starts from `state` itself."""
+    a child (`Origin`), or exactly as an export has it. Times in epoch seconds; `history`
+    None: it starts at `version`, from `state` itself."""
 
     key: SessionKey
     state: dict[str, Any]
@@ -237,12 +248,10 @@ class SessionRow:
     update_time: float
     kind: str
     parent: ParentLink | None
-    base_seq: int
-    base_state: dict[str, Any] | None
+    history: History | None
     descriptor: Descriptor
     status: str = "open"
     outcome: str | None = None
-    replayable: bool = True
 
 
 @dataclass(frozen=True)
@@ -267,13 +276,21 @@ class StoredSession:
     labels: dict[str, str]
     expire_time: datetime | None
 
+    @property
+    def last_update_time(self) -> float:
+        """ADK's `lastUpdateTime`: its last event's timestamp, exactly as sent; while it has
+        none, when it last changed."""
+        if self.last_event_time is None:
+            return self.update_time.timestamp()
+        return self.last_event_time
+
 
 @dataclass(frozen=True)
 class SessionHeader:
     """What a session's export says of it before its events (`schemas.SessionExport`)."""
 
     session: StoredSession
-    base_state: dict[str, Any]  # its own state at `session.base_seq`
+    history: History
     event_count: int
 
 

@@ -6,7 +6,6 @@ from typing import Any
 from sqlalchemy import (
     ARRAY,
     BigInteger,
-    Boolean,
     CheckConstraint,
     Double,
     Identity,
@@ -90,11 +89,13 @@ class StorageSession(Base):
     # state is rebuilt from: the create state at 0, moved forward by a trim or a reset.
     base_seq: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     base_state: Mapped[Json] = _state()
-    # Whether its state is exactly the base state with its kept events' deltas applied in
-    # order, so that an earlier state is the state with the later changes undone (what a
-    # point-in-time read near the end does). False once an event after the base is removed
-    # (the state keeps its delta), for an imported session, and for a fork of one where it is.
-    replayable: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
+    # The session-scoped deltas of events removed since `base_seq` (`[{seq, stateDelta}]`, in
+    # seq order): a removal takes an event, not its change to the state, so the state at every
+    # seq stays what it was. Empty, the state is the base state with the kept events' deltas
+    # applied in order, and a point-in-time read near the end undoes the recent changes.
+    removed_deltas: Mapped[list[Json]] = mapped_column(
+        JSONB, nullable=False, server_default=text("'[]'::jsonb")
+    )
     # The sums of its events' `usageMetadata` token counts, kept by every write of events.
     prompt_tokens: Mapped[int] = _count()
     candidates_tokens: Mapped[int] = _count()

@@ -38,6 +38,14 @@ def _constant(name: str) -> float:
     raise StrictJSONError(f"{name} is not a JSON number")
 
 
+def _wide_int(literal: str) -> int:
+    """An integer as PostgreSQL renders a stored number without a fraction: any within the
+    double range (a float such as `1e20`, stored, reads back as `100000000000000000000`)."""
+    if len(literal.lstrip("-")) > 309 or math.isinf(float(literal)):
+        raise StrictJSONError(f"number {literal[:40]} is outside the double-precision range")
+    return int(literal)
+
+
 def _int(literal: str) -> int:
     if len(literal.lstrip("-")) > 19:  # before int(): Python refuses very long literals itself
         raise StrictJSONError(f"integer {literal[:40]} is outside the signed 64-bit range")
@@ -89,7 +97,9 @@ def check_depth(value: Any, *, max_depth: int) -> None:
     _check_tree(value, max_depth, check_strings=False)
 
 
-def loads(body: bytes, *, max_depth: int) -> Any:
+def loads(body: bytes, *, max_depth: int, wide_integers: bool = False) -> Any:
+    """Parse strictly; with `wide_integers`, integers past 64 bits within the double range are
+    taken too (for what PostgreSQL rendered: an import's lines)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -99,7 +109,7 @@ def loads(body: bytes, *, max_depth: int) -> Any:
             text,
             object_pairs_hook=_object,
             parse_constant=_constant,
-            parse_int=_int,
+            parse_int=_wide_int if wide_integers else _int,
             parse_float=_float,
         )
     except RecursionError:

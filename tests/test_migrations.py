@@ -1,8 +1,11 @@
 """Alembic: every revision upgrades and downgrades cleanly on a real database."""
 
 import asyncio
+import json
 from collections.abc import Callable
+from typing import Any
 
+import asyncpg
 from sqlalchemy import inspect
 
 from app import db
@@ -51,3 +54,35 @@ def test_models_match_the_migrations(database_url: str) -> None:
             await engine.dispose()
 
     assert asyncio.run(diff()) == []
+
+
+def test_0019_keeps_every_read_of_a_session_an_event_was_removed_from(
+    new_database: Callable[[], str],
+) -> None:
+    """Before it, a session an event was removed from showed the removed delta in its state
+    but not at earlier seqs; after it, both read as they did, the difference now a removed
+    delta at the version."""
+    url = new_database()
+    db.upgrade(url, "0018")
+
+    async def run(*statements: str) -> Any:
+        connection = await asyncpg.connect(url)
+        try:
+            for statement in statements:
+                result = await connection.fetchval(statement)
+            return result
+        finally:
+            await connection.close()
+
+    asyncio.run(
+        run(
+            "INSERT INTO sessions (app_name, user_id, id, state, version, update_second, "
+            """replayable) VALUES ('a', 'u', 's', '{"x": 1, "y": 0}', 3, 0, false)""",
+            "INSERT INTO events (app_name, user_id, session_id, seq, id, timestamp, request_hash,"
+            """ event) VALUES ('a', 'u', 's', 2, 'e2', 0, '\\x00', """
+            """'{"actions": {"stateDelta": {"y": 0, "user:z": 1}}}')""",
+        )
+    )
+    db.upgrade(url)
+    removed = asyncio.run(run("SELECT removed_deltas FROM sessions"))
+    assert json.loads(removed) == [{"seq": 3, "stateDelta": {"x": 1}}]

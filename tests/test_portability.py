@@ -99,6 +99,7 @@ async def test_an_export_is_the_header_then_each_event_as_a_read_shows_it(client
         **{key: value for key, value in session.items() if key != "events"},
         "baseSeq": 0,
         "baseState": {"topic": "weather"},
+        "removedDeltas": [],
         "eventCount": 3,
     }
     assert header["state"] == {

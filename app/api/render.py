@@ -72,15 +72,9 @@ def _identity(session: StoredSession) -> dict[str, Any]:
     }
 
 
-def _last_update(session: StoredSession) -> float:
-    if session.last_event_time is None:
-        return session.update_time.timestamp()
-    return session.last_event_time
-
-
 def _after_events(session: StoredSession) -> dict[str, Any]:
     return {
-        "lastUpdateTime": _last_update(session),
+        "lastUpdateTime": session.last_update_time,
         "createTime": session.create_time.timestamp(),
         "version": session.version,
         "kind": session.kind,
@@ -110,7 +104,8 @@ def export_line(item: ExportItem) -> bytes:
             **_identity(session),
             **_after_events(session),
             "baseSeq": session.base_seq,
-            "baseState": item.base_state,
+            "baseState": item.history.base_state,
+            "removedDeltas": item.history.removed_deltas,
             "eventCount": item.event_count,
         }
     elif item.user_id is None:
@@ -191,7 +186,7 @@ def adk_session(read: SessionRead) -> bytes:
     refuses any other), and events without their `seq` (ADK's `Event` has none)."""
     events = [dumps(_without_seq(json.loads(item))) for item in read.events]
     return with_array(
-        _identity(read.session), "events", events, {"lastUpdateTime": _last_update(read.session)}
+        _identity(read.session), "events", events, {"lastUpdateTime": read.session.last_update_time}
     )
 
 
@@ -203,7 +198,8 @@ def _without_seq(document: dict[str, Any]) -> dict[str, Any]:
 def adk_session_list(sessions: list[StoredSession]) -> bytes:
     """Sessions as ADK's own API server lists them: a bare array, without events."""
     listed = [
-        {**_identity(item), "events": [], "lastUpdateTime": _last_update(item)} for item in sessions
+        {**_identity(item), "events": [], "lastUpdateTime": item.last_update_time}
+        for item in sessions
     ]
     return strict_json.dumps(listed)
 

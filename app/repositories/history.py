@@ -5,14 +5,28 @@ from collections.abc import Iterable
 from typing import Any
 
 import asyncpg
-from sqlalchemy import ARRAY, BigInteger, bindparam, delete, func, literal, select, text, update
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    bindparam,
+    cast,
+    column,
+    delete,
+    func,
+    literal,
+    literal_column,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 
 from app.db import execute, fetch, fetchrow, fetchval
 from app.domain import NO_USAGE, Facts, SessionKey, Usage
 from app.models import StorageEvent, StorageSession
 from app.repositories.events import USAGE_COLUMNS, event_filter, search_vector
-from app.repositories.sessions import EMPTY_STATE, key_filter, state_as_of
+from app.repositories.sessions import EMPTY_LIST, EMPTY_STATE, key_filter, state_as_of
+from app.rules.scopes import split_delta
 from app.rules.tool_calls import ToolLinks
 
 # Each event with a function call or response: its seq and the ids it calls and answers.
@@ -73,8 +87,9 @@ async def remove_events(
     connection: asyncpg.Connection, key: SessionKey, *, seqs: Iterable[int] = (), up_to: int = 0
 ) -> list[str]:
     """Delete the events at `seqs` and every event up to `up_to`, and take their token usage
-    off the session's; their ids, in seq order. An event after `up_to` removed leaves the
-    state with its delta: the session is no longer `replayable`."""
+    off the session's; their ids, in seq order. The session-scoped delta of each one after the
+    session's `base_seq` stays in its history (`removed_deltas`): the state at every seq stays
+    what it was. (A trim or a reset moves the base first.)"""
     chosen = bindparam("seqs", sorted(seqs), type_=ARRAY(BigInteger))
     statement = (
         delete(StorageEvent)
@@ -82,10 +97,15 @@ async def remove_events(
             event_filter(key),
             (StorageEvent.seq <= up_to) | (StorageEvent.seq == func.any(chosen)),
         )
-        .returning(StorageEvent.seq, StorageEvent.id, *USAGE_COLUMNS)
+        .returning(
+            StorageEvent.seq,
+            StorageEvent.id,
+            StorageEvent.event["actions"]["stateDelta"],
+            *USAGE_COLUMNS,
+        )
     )
     rows = sorted(await fetch(connection, statement), key=lambda row: row["seq"])
-    used = sum((Usage(*row[2:]) for row in rows), NO_USAGE)
+    used = sum((Usage(*row[3:]) for row in rows), NO_USAGE)
     changes: dict[str, Any] = {}
     if used != NO_USAGE:
         changes.update(
@@ -93,22 +113,43 @@ async def remove_events(
             candidates_tokens=StorageSession.candidates_tokens - used.candidates,
             total_tokens=StorageSession.total_tokens - used.total,
         )
-    if any(row["seq"] > up_to for row in rows):
-        changes.update(replayable=False)
+    kept = [
+        {"seq": row[0], "stateDelta": own}
+        for row in rows
+        if row[0] > up_to and isinstance(row[2], dict) and (own := split_delta(row[2]).session)
+    ]
+    if kept:
+        # Only those of its own history: an event a child inherited is before its base.
+        more = StorageSession.removed_deltas.op("||")(literal(kept, JSONB))
+        changes.update(removed_deltas=_deltas_after(more, StorageSession.base_seq))
     if changes:
         await execute(connection, update(StorageSession).where(key_filter(key)).values(**changes))
     return [row["id"] for row in rows]
 
 
+def _deltas_after(deltas: Any, seq: Any) -> Any:
+    """The removed deltas `deltas` after `seq`, in seq order."""
+    entry = func.jsonb_array_elements(deltas).table_valued(column("value", JSONB)).alias("entry")
+    at = cast(entry.c.value.op("->>")(literal_column("'seq'")), BigInteger)
+    return (
+        select(func.coalesce(func.jsonb_agg(entry.c.value).aggregate_order_by(at), EMPTY_LIST))
+        .select_from(entry)
+        .where(at > seq)
+        .correlate(StorageSession)
+        .scalar_subquery()
+    )
+
+
 async def rebase(connection: asyncpg.Connection, key: SessionKey, seq: int) -> int:
-    """Start the kept history after `seq`, its state then as the base (before the events up to
-    it go); takes a version, which it returns."""
+    """Start the kept history after `seq`, which is past its start, its state then as the base
+    (before the events up to it go); takes a version, which it returns."""
     statement = (
         update(StorageSession)
         .where(key_filter(key))
         .values(
             base_state=state_as_of(literal(seq, BigInteger), key.user_id),
             base_seq=seq,
+            removed_deltas=_deltas_after(StorageSession.removed_deltas, literal(seq, BigInteger)),
             version=StorageSession.version + 1,
         )
         .returning(StorageSession.version)
@@ -126,7 +167,7 @@ async def clear(connection: asyncpg.Connection, key: SessionKey) -> int:
             base_state=EMPTY_STATE,
             base_seq=StorageSession.version + 1,
             version=StorageSession.version + 1,
-            replayable=True,
+            removed_deltas=EMPTY_LIST,
         )
         .returning(StorageSession.version)
     )

@@ -36,7 +36,7 @@ class Held(NamedTuple):
     base_state: dict[str, Any]
     state: dict[str, Any]
     is_open: bool
-    replayable: bool
+    removed_deltas: list[dict[str, Any]]
 
 
 RowLock = Literal["update", "share", "key share"]
@@ -55,7 +55,7 @@ async def hold(connection: asyncpg.Connection, key: SessionKey, *, lock: RowLock
         StorageSession.base_state,
         StorageSession.state,
         StorageSession.status,
-        StorageSession.replayable,
+        StorageSession.removed_deltas,
     ).where(key_filter(key))
     statement = statement.with_for_update(read=lock != "update", key_share=lock == "key share")
     row = await fetchrow(connection, statement)
@@ -67,7 +67,7 @@ async def hold(connection: asyncpg.Connection, key: SessionKey, *, lock: RowLock
         row["base_state"],
         row["state"],
         row["status"] == "open",
-        row["replayable"],
+        row["removed_deltas"],
     )
 
 

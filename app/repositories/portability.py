@@ -12,6 +12,7 @@ from sqlalchemy import (
     bindparam,
     cast,
     func,
+    literal,
     literal_column,
     select,
     text,
@@ -22,19 +23,16 @@ from sqlalchemy.dialects.postgresql import JSONB
 from app import strict_json
 from app.db import DriverStatement, execute, violated_unique
 from app.domain import (
-    Descriptor,
+    History,
     NewEvent,
-    ParentLink,
     SessionHeader,
     SessionKey,
-    SessionRow,
     Usage,
 )
 from app.errors import InvalidInput
 from app.models import StorageAppState, StorageEvent, StorageSession, StorageUserState, live
 from app.repositories import sessions as session_rows
 from app.repositories.events import EVENT_ID_CONSTRAINT, RECORD, event_records, insert_events
-from app.schemas import SessionExport
 
 _KEY = {name: bindparam(name, type_=String) for name in ("app_name", "user_id", "session_id")}
 
@@ -53,6 +51,7 @@ def _of_key(table: Any) -> Any:
 HEADER = DriverStatement.compile(
     session_rows.with_shared_state(
         StorageSession.base_state.expression,
+        StorageSession.removed_deltas.expression,
         select(func.count())
         .select_from(StorageEvent)
         .where(_of_key(StorageEvent))
@@ -79,11 +78,13 @@ EVENTS_BETWEEN = DriverStatement.compile(
 
 
 async def header(connection: asyncpg.Connection, key: SessionKey) -> SessionHeader | None:
-    """The live session, the state its kept history starts from, and its number of events."""
+    """The live session, its history, and its number of events."""
     row = await connection.fetchrow(HEADER.sql, *HEADER.arguments(key.columns()))
     if row is None:
         return None
-    return SessionHeader(session_rows.stored_session(row), row["base_state"], row["event_count"])
+    session = session_rows.stored_session(row)
+    history = History(session.base_seq, row["base_state"], row["removed_deltas"])
+    return SessionHeader(session, history, row["event_count"])
 
 
 async def events(
@@ -106,38 +107,16 @@ async def events_between(
     return [(row["seq"], row["event"]) for row in rows]
 
 
-async def insert_exact(
-    connection: asyncpg.Connection,
-    key: SessionKey,
-    record: SessionExport,
-    state: dict[str, Any],
-    max_state_bytes: int,
-) -> bool:
-    """The session's row with every column as `record` has it (its session-scoped `state`);
-    False if the id is taken by a live session. An expired one under the id is deleted. Not
-    `replayable`: whether the state is its events' deltas replayed is the source's to know."""
-    parent = record.parent
-    link = (
-        None
-        if parent is None
-        else ParentLink(parent.session_id, parent.seq, parent.function_call_id)
+async def set_history(
+    connection: asyncpg.Connection, key: SessionKey, removed_deltas: list[dict[str, Any]]
+) -> None:
+    """The removed deltas of the session's history, as an import found them."""
+    await execute(
+        connection,
+        update(StorageSession)
+        .where(session_rows.row_filter(key))
+        .values(removed_deltas=literal(removed_deltas, JSONB)),
     )
-    row = SessionRow(
-        key=key,
-        state=state,
-        version=record.version,
-        create_time=record.create_time,
-        update_time=record.last_update_time,
-        kind=record.kind,
-        parent=link,
-        base_seq=record.base_seq,
-        base_state=record.base_state,
-        descriptor=Descriptor(record.display_name, record.labels, record.expire_time),
-        status=record.status,
-        outcome=record.outcome,
-        replayable=False,
-    )
-    return await session_rows.insert(connection, row, max_state_bytes)
 
 
 async def set_usage(connection: asyncpg.Connection, key: SessionKey, usage: Usage) -> None:

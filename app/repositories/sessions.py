@@ -15,6 +15,7 @@ from sqlalchemy import (
     bindparam,
     case,
     cast,
+    column,
     delete,
     func,
     literal,
@@ -38,6 +39,7 @@ from app.domain import (
     UNDESCRIBED,
     Deleted,
     Descriptor,
+    History,
     Order,
     Origin,
     ParentLink,
@@ -62,6 +64,7 @@ from app.repositories.shared_state import checked_state, is_state_too_large, sta
 from app.rules.scopes import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 EMPTY_STATE = literal_column("'{}'", JSONB)
+EMPTY_LIST = literal_column("'[]'", JSONB)
 
 
 def row_filter(key: SessionKey) -> ColumnElement[bool]:
@@ -186,10 +189,8 @@ async def insert_new(
         update_time=created,
         kind=origin.kind,
         parent=origin.parent,
-        base_seq=origin.version if origin.base is None else origin.base[0],
-        base_state=None if origin.base is None else origin.base[1],
+        history=origin.history,
         descriptor=descriptor,
-        replayable=origin.replayable,
     )
     return await insert(connection, row, max_state_bytes)
 
@@ -198,10 +199,11 @@ async def insert(connection: asyncpg.Connection, row: SessionRow, max_state_byte
     """Insert the row; False if the id is taken (no exception, so the transaction lives on).
     An expired session under the id, not yet swept, is deleted to make room."""
     checked = checked_state(literal(row.state, JSONB), "session", max_state_bytes)
+    history = row.history or History(row.version, {})
     base_state = (
         checked
-        if row.base_state is None
-        else checked_state(literal(row.base_state, JSONB), "session", max_state_bytes)
+        if row.history is None
+        else checked_state(literal(history.base_state, JSONB), "session", max_state_bytes)
     )
     update_time = func.to_timestamp(row.update_time)
     parent = row.parent
@@ -222,9 +224,9 @@ async def insert(connection: asyncpg.Connection, row: SessionRow, max_state_byte
             function_call_id=parent and parent.function_call_id,
             status=row.status,
             outcome=row.outcome,
-            base_seq=row.base_seq,
+            base_seq=history.base_seq,
             base_state=base_state,
-            replayable=row.replayable,
+            removed_deltas=literal(history.removed_deltas, JSONB),
             display_name=row.descriptor.display_name,
             labels=literal(row.descriptor.labels, JSONB),
             expire_time=epoch_time(row.descriptor.expire_time),
@@ -337,20 +339,47 @@ def _own_keys(key: ColumnElement[str]) -> list[ColumnElement[bool]]:
 def _replayed(
     until_seq: ColumnElement[int], user_id: ColumnElement[str] | str
 ) -> ColumnElement[Any]:
-    """The base state, then each kept event's delta up to `until_seq`, in order."""
+    """The base state, then each delta of the history up to `until_seq` in seq order: the
+    kept events' and the removed ones'."""
     past = aliased(StorageEvent, name="past")
+    removed = (
+        func.jsonb_array_elements(StorageSession.removed_deltas)
+        .table_valued(column("value", JSONB))
+        .render_derived(name="removed")
+    )
+    removed_seq = cast(removed.c.value.op("->>")(_quoted("seq")), BigInteger)
+    # A removed delta comes after an event of the same seq (only an import's made-up one at
+    # the version can share it: `app.rules.portability.Replay`).
+    deltas = union_all(
+        select(
+            past.seq.label("seq"),
+            literal_column("0").label("removed"),
+            _state_delta(past).label("delta"),
+        )
+        .where(*_own_events(past, user_id), past.seq <= until_seq)
+        .correlate(StorageSession),
+        select(
+            removed_seq,
+            literal_column("1"),
+            removed.c.value.op("->", return_type=JSONB)(_quoted("stateDelta")),
+        )
+        .where(removed_seq <= until_seq)
+        .correlate(StorageSession),
+    ).subquery("deltas")
     delta = (
-        func.jsonb_each(_state_delta(past))
-        .table_valued("key", "value")
-        .render_derived(name="delta")
+        func.jsonb_each(deltas.c.delta).table_valued("key", "value").render_derived(name="delta")
     )
     # Each key's last value: aggregated in seq order, a later value replaces an earlier one
     # (jsonb keeps a duplicate key's last value), with no sort by key.
     changes = (
-        select(func.jsonb_object_agg(delta.c.key, delta.c.value).aggregate_order_by(past.seq))
-        .select_from(past)
+        select(
+            func.jsonb_object_agg(delta.c.key, delta.c.value).aggregate_order_by(
+                deltas.c.seq, deltas.c.removed
+            )
+        )
+        .select_from(deltas)
         .join(delta, true())
-        .where(*_own_events(past, user_id), past.seq <= until_seq, *_own_keys(delta.c.key))
+        .where(*_own_keys(delta.c.key))
         .correlate(StorageSession)
         .scalar_subquery()
     )
@@ -419,12 +448,16 @@ def state_as_of(
 ) -> ColumnElement[Any]:
     """The session's own state as it was at `until_seq`, without the `app:`, `user:` and
     `temp:` keys (shared state has no history): its base state with every kept event's delta
-    up to that seq applied in order. At its version, that is the state itself; within
-    `UNDO_REACH` events of it, for a `replayable` session, the state with the changes since
-    undone, which reads those events and as many before them instead of every one; else (or
-    when a changed key's earlier value lies further back) the deltas replayed. Written into
-    the statement, not a function, so that on Citus it runs on the user's shard."""
-    near = and_(StorageSession.replayable, StorageSession.version - until_seq <= _REACH)
+    up to that seq applied in order, those of events since removed included. At its version,
+    that is the state itself; within `UNDO_REACH` events of it, when no delta was removed, the
+    state with the changes since undone, which reads those events and as many before them
+    instead of every one; else (or when a changed key's earlier value lies further back) the
+    deltas replayed. Written into the statement, not a function, so that on Citus it runs on
+    the user's shard."""
+    near = and_(
+        StorageSession.removed_deltas == EMPTY_LIST,
+        StorageSession.version - until_seq <= _REACH,
+    )
     return case(
         (until_seq >= StorageSession.version, StorageSession.state),
         else_=func.coalesce(

@@ -9,8 +9,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from app import strict_json
-from app.domain import Usage
+from app.domain import History, Usage
 from app.errors import InvalidInput
+from app.rules.events import canonical_json
+from app.rules.scopes import split_delta
 
 SESSION_FORMAT = "sessionary.session.v1"
 APP_STATE_FORMAT = "sessionary.appState.v1"
@@ -18,16 +20,17 @@ USER_STATE_FORMAT = "sessionary.userState.v1"
 
 
 def decode(text: bytes, number: int, max_depth: int) -> Any:
-    """One line's JSON, strictly (as every request body); a 422 naming the line otherwise."""
+    """One line's JSON, strictly (as every request body), but for integers past 64 bits:
+    PostgreSQL renders a large stored float (`1e20`) as one; a 422 naming the line otherwise."""
     try:
-        return strict_json.loads(text, max_depth=max_depth)
+        return strict_json.loads(text, max_depth=max_depth, wide_integers=True)
     except ValueError as error:
         raise InvalidInput(f"Line {number} is not JSON: {error}", field=f"line {number}") from None
 
 
 def check_seqs(version: int, previous: int, seqs: Iterable[int], first_line: int) -> int:
-    """Seqs rise strictly, after `previous` (at first the header's `baseSeq`), up to the
-    session's `version`; returns the last one."""
+    """Seqs rise strictly, after `previous` (at first 0: a child's inherited events come
+    before its `baseSeq`), up to the session's `version`; returns the last one."""
     for offset, seq in enumerate(seqs):
         if not previous < seq <= version:
             raise InvalidInput(
@@ -66,3 +69,59 @@ def numbered(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
                 yield number, text
     if rest.strip():
         yield number + 1, rest
+
+
+class Replay:
+    """A session's own state at its version, rebuilt from its history as an import reads it:
+    the base state, then the delta of each event after the base and each removed delta, in
+    seq order (`app.domain.History`)."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self.state = dict(history.base_state)
+        self.removed = list(history.removed_deltas)
+        self.next_removed = 0
+
+    def event(self, seq: int, document: dict[str, Any]) -> None:
+        """Apply the stored event at `seq` (events come in seq order)."""
+        self._removed_before(seq)
+        delta = (document.get("actions") or {}).get("stateDelta")
+        if seq > self.history.base_seq and isinstance(delta, dict):
+            self.state.update(split_delta(delta).session)
+
+    def removed_deltas(self, state: dict[str, Any], version: int) -> list[dict[str, Any]]:
+        """The removed deltas that make the history end at `state`, the session's own state:
+        the history's own; or, for an export of a session whose state kept a removed event's
+        delta while its history did not (as exports made before `removedDeltas` may), with
+        the difference as one more at `version`, so that every read gives what it gave at
+        the source. 422 when no delta can make up the difference (a key the history sets
+        that the state lacks)."""
+        self._removed_before(version + 1)
+        missing = sorted(self.state.keys() - state.keys())
+        if missing:
+            raise InvalidInput(
+                f"Line 1: the header's state lacks {missing[0]!r}, which its baseState and "
+                "the events' deltas set.",
+                field="state",
+            )
+        difference = {
+            key: value
+            for key, value in state.items()
+            if key not in self.state or canonical_json(self.state[key]) != canonical_json(value)
+        }
+        if not difference:
+            return self.removed
+        if self.removed and self.removed[-1]["seq"] == version:
+            raise InvalidInput(
+                "Line 1: the header's state is not what its baseState, removedDeltas and the "
+                "events' deltas give.",
+                field="state",
+            )
+        return [*self.removed, {"seq": version, "stateDelta": difference}]
+
+    def _removed_before(self, seq: int) -> None:
+        while (
+            self.next_removed < len(self.removed) and self.removed[self.next_removed]["seq"] < seq
+        ):
+            self.state.update(self.removed[self.next_removed]["stateDelta"])
+            self.next_removed += 1

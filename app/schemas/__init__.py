@@ -63,6 +63,7 @@ from app.schemas.operations import (
 )
 from app.schemas.portability import (
     AppStateExport,
+    RemovedDelta,
     SessionExport,
     UserStateExport,
 )
@@ -140,6 +141,7 @@ __all__ = [
     "Problem",
     "QueuedEvent",
     "Readiness",
+    "RemovedDelta",
     "Retention",
     "ScopeState",
     "SearchHit",

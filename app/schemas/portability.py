@@ -7,6 +7,17 @@ from pydantic import Field, model_validator
 from app.schemas.base import ControlBody, EpochSeconds, Id, Seq, SessionId, State
 from app.schemas.sessions import DisplayName, Kind, Labels, Outcome, Parent, Status, Usage
 
+# Seqs an import may set: past 2^53 a JavaScript client (or any JSON reader that reads numbers
+# as doubles) misreads them, and at 2^63 - 1 no write would be left to the session.
+MAX_IMPORTED_VERSION = 2**53 - 1
+
+
+class RemovedDelta(ControlBody):
+    """The state change of an event since removed, which the session's history keeps."""
+
+    seq: Seq = Field(description="The removed event's seq.")
+    state_delta: State = Field(description="Its session-scoped `stateDelta`.")
+
 
 class SessionExport(ControlBody):
     """The first line of a session's export (`…:export`, `…/sessions:import`): the session as
@@ -35,20 +46,39 @@ class SessionExport(ControlBody):
     display_name: DisplayName | None
     labels: Labels
     expire_time: EpochSeconds | None
-    base_seq: Seq = Field(description="The kept history starts after this seq.")
+    base_seq: Seq = Field(
+        description="Where the session's history starts: a point-in-time read or a fork may "
+        "name any seq from it to `version`. Events at or before it are ones a child inherited."
+    )
     base_state: State = Field(description="The session's own state at `baseSeq`.")
+    removed_deltas: list[RemovedDelta] = Field(
+        default_factory=list,
+        description="The session-scoped state changes of events removed after `baseSeq`, in "
+        "seq order: the state at every seq counts them, as it did before the removal. Left "
+        "out: none.",
+    )
     event_count: Seq = Field(description="How many event lines follow.")
 
     @model_validator(mode="after")
     def _consistent(self) -> "SessionExport":
+        if self.version > MAX_IMPORTED_VERSION:
+            raise ValueError(
+                f"version is past {MAX_IMPORTED_VERSION} (2^53 - 1), the largest seq every "
+                "JSON reader holds exactly, which leaves room for the session's later writes"
+            )
         if self.base_seq > self.version:
             raise ValueError("baseSeq is past version")
         if (self.kind == "root") != (self.parent is None):
             raise ValueError("a root session has no parent, a fork or a child has one")
         if (self.status == "closed") != (self.outcome is not None):
             raise ValueError("a closed session has an outcome, an open one none")
-        if self.event_count > self.version - self.base_seq:
-            raise ValueError("more events than seqs between baseSeq and version")
+        if self.event_count > self.version:
+            raise ValueError("more events than seqs up to version")
+        seqs = [delta.seq for delta in self.removed_deltas]
+        if seqs != sorted(set(seqs)) or not all(
+            self.base_seq < seq <= self.version for seq in seqs
+        ):
+            raise ValueError("removedDeltas' seqs must rise, after baseSeq, up to version")
         return self
 
 

@@ -21,7 +21,7 @@ from app.rules import tool_calls
 from app.rules.events import prepare
 from app.rules.rewinds import restoring_delta
 from app.services.events import EventService
-from app.services.preconditions import first_seq_of_invocation, hold_for_write
+from app.services.preconditions import hold_for_write, seq_before_invocation
 
 
 class HistoryService:
@@ -40,8 +40,10 @@ class HistoryService:
         event. Nothing is removed; readers drop the rewound events (`rules.rewinds`)."""
         async with self.pool.transaction() as connection:
             held = await hold_for_write(connection, key, expected_version)
-            first = await first_seq_of_invocation(connection, key, before_invocation_id)
-            then = await lineage_rows.state_at(connection, key, first - 1)
+            before = await seq_before_invocation(
+                connection, key, before_invocation_id, held.base_seq
+            )
+            then = await lineage_rows.state_at(connection, key, before)
             event = {
                 "author": "user",
                 "invocationId": f"e-{uuid.uuid4()}",
@@ -61,9 +63,10 @@ class HistoryService:
     ) -> tuple[int, int, int]:
         """Keep the newest `keep_last` events, and of those none that answers a removed call;
         (removed, kept, version). The state before the first kept event becomes the base that
-        point-in-time reads start from."""
+        point-in-time reads start from, unless that is before the start of the session's
+        history (events a child inherited): a trim never moves the start back."""
         async with self.pool.transaction() as connection:
-            await hold_for_write(connection, key, expected_version)
+            held = await hold_for_write(connection, key, expected_version)
             cut = await history_rows.newest_trimmed_seq(connection, key, keep_last)
             if cut is None:
                 version = await history_rows.bump(connection, key)
@@ -71,7 +74,10 @@ class HistoryService:
             links = await history_rows.tool_links(connection, key)
             trimmed = {link.seq for link in links if link.seq <= cut}
             answers = tool_calls.with_answers(links, trimmed, strict=False) - trimmed
-            version = await history_rows.rebase(connection, key, cut)
+            if cut > held.base_seq:
+                version = await history_rows.rebase(connection, key, cut)
+            else:
+                version = await history_rows.bump(connection, key)
             removed = await history_rows.remove_events(connection, key, seqs=answers, up_to=cut)
             kept = await history_rows.count_events(connection, key)
             await announce(

@@ -17,6 +17,7 @@ from app.config import Settings
 from app.db import DriverPool
 from app.domain import (
     Change,
+    History,
     NewEvent,
     Origin,
     Page,
@@ -38,12 +39,12 @@ from app.rules.scopes import split_delta
 from app.schemas import ChildCreate, SessionClose, SessionFork
 from app.services.events import EventService
 from app.services.preconditions import (
-    first_seq_of_invocation,
     hold_session,
     read_session,
     require_app_state_write,
     require_kept,
     require_session,
+    seq_before_invocation,
 )
 from app.services.sessions import SessionService
 
@@ -75,17 +76,25 @@ class LineageService:
         async with self.copies, self.pool.transaction() as connection:
             parent = await hold_session(connection, key, lock="key share")
             if body.before_invocation_id is not None:
-                at = await first_seq_of_invocation(connection, key, body.before_invocation_id) - 1
+                at = await seq_before_invocation(
+                    connection, key, body.before_invocation_id, parent.base_seq
+                )
             else:
                 at = parent.version if body.at_seq is None else body.at_seq
                 require_kept(parent.version, parent.base_seq, at, "atSeq")
             state = await lineage_rows.state_at(connection, key, at)
+            # The fork's history is its parent's up to the fork point: a read of the fork at
+            # an earlier seq is the parent's read there, and a rewind in the fork works.
+            history = History(
+                parent.base_seq,
+                parent.base_state,
+                [delta for delta in parent.removed_deltas if delta["seq"] <= at],
+            )
             origin = Origin(
                 kind="fork",
                 parent=ParentLink(key.session_id, at, None),
                 version=at,
-                base=(parent.base_seq, parent.base_state),
-                replayable=parent.replayable,
+                history=history,
             )
             await self.sessions.insert(connection, fork, ScopedDelta(session=state), origin=origin)
             await lineage_rows.copy_events(connection, key, fork, until_seq=at)

@@ -16,11 +16,15 @@ from app.db import DriverPool
 from app.domain import (
     NO_USAGE,
     Change,
+    Descriptor,
     ExportItem,
+    History,
     NewEvent,
+    ParentLink,
     SessionHeader,
     SessionKey,
     SessionRead,
+    SessionRow,
     SharedState,
     Usage,
 )
@@ -33,6 +37,7 @@ from app.errors import (
 )
 from app.observability import EVENTS_APPENDED
 from app.repositories import portability as rows
+from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
 from app.repositories.live import announce
 from app.rules import portability as format
@@ -119,9 +124,13 @@ class PortabilityService:
         require_app_state_write(app_state_writable, [delta])
         limit = self.settings.max_state_bytes
         async with self.pool.transaction() as connection:
-            created = await rows.insert_exact(connection, key, header, delta.session, limit)
+            created = await session_rows.insert(connection, _row(key, header, delta.session), limit)
+            replay = format.Replay(_history(header))
             if created:
-                count, used = await self._store(connection, key, header, events)
+                count, used = await self._store(connection, key, header, events, replay)
+                removed = replay.removed_deltas(delta.session, header.version)
+                if removed != replay.history.removed_deltas:
+                    await rows.set_history(connection, key, removed)
                 await rows.set_usage(connection, key, used)
                 if delta.app:
                     await state_rows.merge_app(connection, key.app_name, delta.app, limit)
@@ -135,7 +144,9 @@ class PortabilityService:
                     Change("created", key, header.version, parent, {"kind": header.kind}),
                 )
             else:
-                count, used = await self._compare(connection, key, header, delta.session, events)
+                count, used = await self._compare(
+                    connection, key, header, delta.session, events, replay
+                )
             if count != header.event_count:
                 raise InvalidInput(
                     f"The header announces {header.event_count} events; {count} follow it.",
@@ -262,14 +273,17 @@ class PortabilityService:
         key: SessionKey,
         header: SessionExport,
         events: AsyncIterator[list[tuple[int, dict[str, Any]]]],
+        replay: format.Replay,
     ) -> tuple[int, Usage]:
-        """The events stored, and the sum of their token counts."""
-        count, previous, used = 0, header.base_seq, NO_USAGE
+        """The events stored (and replayed), and the sum of their token counts."""
+        count, previous, used = 0, 0, NO_USAGE
         async for batch in events:
             prepared = [self._prepared(event, number) for number, event in batch]
             previous = format.check_seqs(
                 header.version, previous, [seq for seq, _ in prepared], batch[0][0]
             )
+            for seq, new in prepared:
+                replay.event(seq, new.document)
             await rows.store_events(connection, key, prepared, self.settings.search_config)
             count += len(batch)
             used = sum((new.usage for _, new in prepared), used)
@@ -293,10 +307,11 @@ class PortabilityService:
         header: SessionExport,
         state: dict[str, Any],
         events: AsyncIterator[list[tuple[int, dict[str, Any]]]],
+        replay: format.Replay,
     ) -> tuple[int, Usage]:
         """The events, once each is found as stored, and the sum of their token counts; 409
         at the first difference (the session's own state counts, not the shared keys of the
-        time)."""
+        time; its history as an import of `header` would store it)."""
         found = await rows.header(connection, key)
         assert found is not None  # the insert found it, in this transaction
         if not _same_session(header, state, found):
@@ -309,8 +324,13 @@ class PortabilityService:
                 (seq, canonical_json({**new.document, "seq": seq})) for seq, new in given
             ]:
                 raise _different(key)
+            for seq, new in given:
+                replay.event(seq, new.document)
             count += len(batch)
             used = sum((new.usage for _, new in given), used)
+        removed = replay.removed_deltas(state, header.version)
+        if canonical_json(removed) != canonical_json(found.history.removed_deltas):
+            raise _different(key)
         return count, used
 
 
@@ -374,13 +394,42 @@ def _invalid(number: int, what: str, error: ValidationError) -> InvalidInput:
     )
 
 
+def _row(key: SessionKey, header: SessionExport, state: dict[str, Any]) -> SessionRow:
+    """The row of the session `header` describes, every column as it has it (`state`, its
+    session-scoped keys)."""
+    parent = header.parent
+    return SessionRow(
+        key=key,
+        state=state,
+        version=header.version,
+        create_time=header.create_time,
+        update_time=header.last_update_time,
+        kind=header.kind,
+        parent=None
+        if parent is None
+        else ParentLink(parent.session_id, parent.seq, parent.function_call_id),
+        history=_history(header),
+        descriptor=Descriptor(header.display_name, header.labels, header.expire_time),
+        status=header.status,
+        outcome=header.outcome,
+    )
+
+
+def _history(header: SessionExport) -> History:
+    removed = [
+        {"seq": delta.seq, "stateDelta": delta.state_delta} for delta in header.removed_deltas
+    ]
+    return History(header.base_seq, header.base_state, removed)
+
+
 def _same_session(header: SessionExport, state: dict[str, Any], stored: SessionHeader) -> bool:
     """Whether `header`, with `state` its session-scoped keys, describes the stored session
-    (its events aside). Times are compared to the microsecond PostgreSQL keeps."""
+    (its events and removed deltas aside: they are compared as they are read). Times are
+    compared to the microsecond PostgreSQL keeps."""
     session, parent = stored.session, header.parent
     return (
         canonical_json([state, header.base_state, header.labels])
-        == canonical_json([session.state, stored.base_state, session.labels])
+        == canonical_json([session.state, stored.history.base_state, session.labels])
         and (header.version, header.base_seq, header.kind, header.status, header.outcome)
         == (session.version, session.base_seq, session.kind, session.status, session.outcome)
         and (parent and (parent.session_id, parent.seq, parent.function_call_id))
@@ -390,7 +439,7 @@ def _same_session(header: SessionExport, state: dict[str, Any], stored: SessionH
         )
         and header.display_name == session.display_name
         and _same_time(header.create_time, session.create_time)
-        and _same_time(header.last_update_time, session.update_time)
+        and round(header.last_update_time, 6) == round(session.last_update_time, 6)
         and _same_time(header.expire_time, session.expire_time)
     )
 

@@ -84,31 +84,44 @@ async def read_session(
 
 
 def require_kept(version: int, base_seq: int, seq: int, field: str) -> None:
-    """422 unless `seq` lies in the session's kept history: from `base_seq` (before which a
-    trim or a reset removed it) to `version`."""
+    """422 unless `seq` lies in the session's history: from `base_seq` to `version`."""
     if seq > version:
         raise InvalidInput(
             f"{field} {seq} is past the end: the session is at version {version}.", field=field
         )
     if seq < base_seq:
         raise InvalidInput(
-            f"{field} {seq} is before the session's kept history, which starts after seq "
-            f"{base_seq} (a trim or a reset removed what came before).",
+            f"{field} {seq} is before the session's history, which starts at seq {base_seq}: "
+            f"{_BEFORE_HISTORY}",
             field=field,
         )
 
 
-async def first_seq_of_invocation(
-    connection: asyncpg.Connection, key: SessionKey, invocation_id: str
+_BEFORE_HISTORY = (
+    "what came before was removed by a trim or a reset, or, in a child session, inherited "
+    "from its parent, whose history it is."
+)
+
+
+async def seq_before_invocation(
+    connection: asyncpg.Connection, key: SessionKey, invocation_id: str, base_seq: int
 ) -> int:
-    """The seq of the invocation's first event; 422 if none of the session's events has it."""
+    """The seq just before the invocation's first event, which must lie in the session's
+    history (from `base_seq`); 422 if no event of the session has the invocation, or if it
+    starts before that history."""
     first = await lineage_rows.first_seq_of_invocation(connection, key, invocation_id)
     if first is None:
         raise InvalidInput(
             f"No event of invocation {invocation_id!r} is in the session.",
             field="beforeInvocationId",
         )
-    return first
+    if first - 1 < base_seq:
+        raise InvalidInput(
+            f"Invocation {invocation_id!r} starts at seq {first}, before the session's history, "
+            f"which starts at seq {base_seq}: {_BEFORE_HISTORY}",
+            field="beforeInvocationId",
+        )
+    return first - 1
 
 
 def require_app_state_write(allowed: bool, deltas: Iterable[ScopedDelta]) -> None:

@@ -1735,6 +1735,19 @@ export interface components {
             callIds?: string[] | null;
         };
         /**
+         * RemovedDelta
+         * @description The state change of an event since removed, which the session's history keeps.
+         */
+        RemovedDelta: {
+            /**
+             * Seq
+             * @description The removed event's seq.
+             */
+            seq: number;
+            /** @description Its session-scoped `stateDelta`. */
+            stateDelta: components["schemas"]["State"];
+        };
+        /**
          * SessionExport
          * @description The first line of a session's export (`…:export`, `…/sessions:import`): the session as
          *     a read shows it, without its events, which follow it one per line, as many as
@@ -1786,11 +1799,16 @@ export interface components {
             expireTime: number | null;
             /**
              * Baseseq
-             * @description The kept history starts after this seq.
+             * @description Where the session's history starts: a point-in-time read or a fork may name any seq from it to `version`. Events at or before it are ones a child inherited.
              */
             baseSeq: number;
             /** @description The session's own state at `baseSeq`. */
             baseState: components["schemas"]["State"];
+            /**
+             * Removeddeltas
+             * @description The session-scoped state changes of events removed after `baseSeq`, in seq order: the state at every seq counts them, as it did before the removal. Left out: none.
+             */
+            removedDeltas?: components["schemas"]["RemovedDelta"][];
             /**
              * Eventcount
              * @description How many event lines follow.
