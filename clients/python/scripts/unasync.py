@@ -29,6 +29,7 @@ HEADER = f'''\
 REWRITES = [
     (r"\bAsyncSessionaryClient\b", "SessionaryClient"),
     (r"\bAsyncSessionHandle\b", "SessionHandle"),
+    (r"\bAsyncPoolTransport\b", "PoolTransport"),
     (r"\bhttpx\.AsyncClient\b", "httpx.Client"),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\bimport asyncio\b", "import time"),

@@ -31,6 +31,7 @@ from sessionary_client._core import (
     stream_event,
     with_id,
 )
+from sessionary_client._transport import AsyncPoolTransport
 from sessionary_client.errors import connection_error, error_for
 from sessionary_client.models import (
     Appended,
@@ -105,6 +106,7 @@ class AsyncSessionaryClient:
             base_url=base_url_or_default(base_url),
             timeout=timeout,
             headers=default_headers(api_key, headers),
+            transport=AsyncPoolTransport(),
         )
 
     async def aclose(self) -> None:

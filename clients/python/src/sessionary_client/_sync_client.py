@@ -29,6 +29,7 @@ from sessionary_client._core import (
     stream_event,
     with_id,
 )
+from sessionary_client._transport import PoolTransport
 from sessionary_client.errors import connection_error, error_for
 from sessionary_client.models import (
     Appended,
@@ -103,6 +104,7 @@ class SessionaryClient:
             base_url=base_url_or_default(base_url),
             timeout=timeout,
             headers=default_headers(api_key, headers),
+            transport=PoolTransport(),
         )
 
     def close(self) -> None:
