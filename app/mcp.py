@@ -6,8 +6,8 @@ that key may do on the API and nothing more. Over stdio the key is the one this 
 started with; over streamable HTTP, an MCP client's own `Authorization` header is forwarded
 when it sends one, so each client acts with its own key.
 
-The official MCP SDK (`pip install 'sessionary[mcp]'`) is imported here only: `sessionary
-mcp` imports this module when it runs, and the service never does.
+The official MCP SDK (the `mcp` extra: `pip install '.[mcp]'` in a checkout) is imported here
+only: `sessionary mcp` imports this module when it runs, and the service never does.
 """
 
 import functools

@@ -145,3 +145,11 @@ def test_the_readme_leads_to_every_doc() -> None:
     listed = set(re.findall(r"^\| \[[^]]+\]\(([^)]+)\)", "\n".join(rows), re.MULTILINE))
     missing = {f"docs/{doc.name}" for doc in (ROOT / "docs").glob("*.md")} - listed
     assert not missing, f"README.md's Where to read next lacks {sorted(missing)}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_installs_are_from_the_checkout(doc: Path) -> None:
+    """Neither package is published to a registry: an install names the checkout's folder
+    (`pip install '.[mcp]'`), never the package's name, which a registry would not have."""
+    by_name = r"(pip install|npm install|npm i) +['\"]?sessionary(-client)?\b"
+    assert not re.search(by_name, doc.read_text()), f"{doc.relative_to(ROOT)}: {by_name}"
