@@ -6,8 +6,8 @@ that key may do on the API and nothing more. Over stdio the key is the one this 
 started with; over streamable HTTP, an MCP client's own `Authorization` header is forwarded
 when it sends one, so each client acts with its own key.
 
-The official MCP SDK (`pip install 'sessionary[mcp]'`) is imported here only: `sessionary
-mcp` imports this module when it runs, and the service never does.
+The official MCP SDK (the `mcp` extra: `pip install '.[mcp]'` in a checkout) is imported here
+only: `sessionary mcp` imports this module when it runs, and the service never does.
 """
 
 import functools
@@ -17,15 +17,19 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 import httpx
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
 
 from app import workers
+from app.limits import ID_LENGTH
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 INSTRUCTIONS = """\
@@ -74,6 +78,10 @@ class Api:
             response = await self.http.request(
                 method, where, params=query, json=body, headers=headers
             )
+        except httpx.InvalidURL as error:
+            # httpx refuses a URL over 64 KiB before sending it: an argument too long to send.
+            detail = f"the arguments are too long for one request ({error}); shorten them."
+            return refusal({"code": "validation_error", "detail": detail})
         except httpx.TransportError as error:
             reason = str(error) or type(error).__name__
             return refusal(
@@ -135,14 +143,24 @@ def compact(value: Any) -> str:
 
 
 def path(*segments: str) -> str:
-    """An API path of ids, each quoted whole: an id with a `/` is the API's to refuse (422),
-    not a way to reach another route."""
+    """An API path of ids, each quoted whole: an id with a `/`, `?` or `#` is the API's to
+    refuse or find, not a way to reach another route."""
     return "/" + "/".join(quote(segment, safe="") for segment in segments)
 
 
-App = Annotated[str, Field(description="The agent application's name.")]
-User = Annotated[str, Field(description="The user id the session belongs to.")]
-SessionId = Annotated[str, Field(description="The session's id.")]
+def one_segment(value: str) -> str:
+    """An id that stays one segment of its path: quoting leaves `.` and `..` as they are, and
+    a URL resolves them (`users/..` is the app's path), so another route would answer."""
+    if value in (".", ".."):
+        raise ValueError(f"`{value}` is not an id: it names a step of a path")
+    return value
+
+
+# An id that goes in the path: one segment, of the API's length.
+PathId = Annotated[str, Field(min_length=1, max_length=ID_LENGTH), AfterValidator(one_segment)]
+App = Annotated[PathId, Field(description="The agent application's name.")]
+User = Annotated[PathId, Field(description="The user id the session belongs to.")]
+SessionId = Annotated[PathId, Field(description="The session's id.")]
 PageToken = Annotated[
     str | None,
     Field(
@@ -151,13 +169,95 @@ PageToken = Annotated[
     ),
 ]
 PageSize = Annotated[int, Field(ge=1, le=1000, description="How many per page (1 to 1000).")]
+# A note's signature, shown outside ADK's quotes (`[note:NAME] said:`): nothing to break out with.
+NAME = r"^[A-Za-z0-9_.-]+$"
+
+
+class Answer(BaseModel):
+    """What an answer of the API always holds, as on the wire (camelCase); its other fields
+    pass as they are, so the schema holds for a newer API too."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+
+class Event(Answer):
+    """An event as stored: ADK's event JSON, with the `id`, `timestamp` and `seq` the server
+    gave it."""
+
+    id: str
+    seq: int = Field(description="Its place in the session's log: 1, 2, … as appended.")
+    timestamp: float = Field(description="Epoch seconds.")
+    author: str | None = Field(default=None, description="`user`, an agent, `note:…`.")
+    content: dict[str, Any] | None = Field(default=None, description="`role` and `parts`.")
+
+
+class Note(Event):
+    """The note as stored."""
+
+    author: str = Field(description="`note:` and who wrote it.")
+
+
+class Session(Answer):
+    """A session: its state (`app:`, `user:` and its own keys), version and events."""
+
+    id: str
+    app_name: str
+    user_id: str
+    state: dict[str, Any]
+    events: list[Event] = Field(description="Oldest first; none in a listing.")
+    version: int
+    last_update_time: float = Field(description="Epoch seconds.")
+
+
+NextPageToken = Annotated[
+    str | None, Field(description="Give it as `page_token` for the next page; null at the end.")
+]
+
+
+class SessionPage(Answer):
+    sessions: list[Session]
+    next_page_token: NextPageToken
+
+
+class EventPage(Answer):
+    events: list[Event]
+    next_page_token: NextPageToken
+
+
+class Hit(Answer):
+    """An event that matches: where it is, its rank and a snippet with the matches marked."""
+
+    user_id: str
+    session_id: str
+    seq: int
+    event_id: str
+    author: str | None
+    timestamp: float
+    rank: float = Field(description="Higher is better.")
+    snippet: str = Field(description="HTML-escaped, each match in `<mark>…</mark>`.")
+
+
+class SearchPage(Answer):
+    hits: list[Hit] = Field(description="Best match first.")
+    next_page_token: NextPageToken
+
+
+class ContextView(Answer):
+    """The events a model should see next, within the budget."""
+
+    events: list[Event]
+    estimated_tokens: int
+    truncated_before_seq: int | None = Field(
+        description="The first seq shown when older events were left out; else null."
+    )
+    over_budget: bool = Field(description="Even the newest events do not fit: shown anyway.")
 
 
 async def list_sessions(
     ctx: Ctx,
     app: App,
     user: Annotated[
-        str | None, Field(description="Only this user's sessions; omit for every user's.")
+        PathId | None, Field(description="Only this user's sessions; omit for every user's.")
     ] = None,
     order: Annotated[
         Literal["asc", "desc"],
@@ -165,7 +265,7 @@ async def list_sessions(
     ] = "desc",
     page_size: PageSize = 20,
     page_token: PageToken = None,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, SessionPage]:
     """List sessions (without their events): id, user, display name, labels, state, last
     update time. Use it to find a session to read when you do not know its id; answers
     `{sessions, nextPageToken}`."""
@@ -182,7 +282,7 @@ async def get_session(
     recent_events: Annotated[
         int, Field(ge=0, description="How many of its newest events to include (0: none).")
     ] = 20,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, Session]:
     """Read one session: its state (app:, user: and session keys), version, last update time
     and its newest events, oldest of them first. Use list_events to page further back and
     get_context for what fits a token budget."""
@@ -204,7 +304,7 @@ async def list_events(
     ] = "asc",
     page_size: PageSize = 50,
     page_token: PageToken = None,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, EventPage]:
     """Page through a session's events by seq (1, 2, … in the order they were appended), each
     as stored: author, content, actions, timestamp. Use it to read a long session piece by
     piece, or what came after a seq you saw; answers `{events, nextPageToken}`."""
@@ -232,11 +332,12 @@ async def search(
     user: Annotated[str | None, Field(description="Only this user's sessions.")] = None,
     session_id: Annotated[str | None, Field(description="Only this session.")] = None,
     author: Annotated[
-        str | None, Field(description="Only events by this author (`user`, an agent, `note`).")
+        str | None,
+        Field(description="Only events by this author (`user`, an agent, `note:agent`)."),
     ] = None,
     page_size: PageSize = 20,
     page_token: PageToken = None,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, SearchPage]:
     """Full-text search of the app's events (their text and the names of the functions they
     call), best matches first, each hit with its session, seq and a snippet with the matches
     in <mark>. Use it to recall where something was said, then read around the hit with
@@ -260,7 +361,7 @@ async def get_context(
     token_budget: Annotated[
         int, Field(ge=1, description="The most tokens the events may hold (estimated).")
     ],
-) -> CallToolResult:
+) -> Annotated[CallToolResult, ContextView]:
     """What a model should see next from a session, within a token budget: the newest live
     events that fit (rewinds applied, compaction summaries in place of what they cover, a
     function call never separated from its response). Use it to reload a conversation
@@ -280,20 +381,21 @@ async def append_note(
     author: Annotated[
         str,
         Field(
-            min_length=1,
-            max_length=128,
-            description="Who the note is from: `note` unless a name says more; not `user`.",
+            pattern=NAME,
+            max_length=64,
+            description="Who writes the note: `agent` unless a name says more (letters, "
+            "digits, `_`, `-`, `.`). The note's author is `note:` and this name.",
         ),
-    ] = "note",
-) -> CallToolResult:
+    ] = "agent",
+) -> Annotated[CallToolResult, Note]:
     """Append a note to a session, as one event at the end of its log: a fact to keep, a
-    decision, a summary for later turns. It becomes part of the session's history (an ADK
-    agent reading the session sees it as context from `author`) and is found by search.
-    Answers the event as stored, with its seq."""
-    if author == "user":  # the note would read as the user's own words, to every later turn
-        detail = "a note's author cannot be `user`: keep `note`, or name who writes it."
-        return refusal({"code": "validation_error", "detail": detail})
-    event = {"author": author, "content": {"role": "user", "parts": [{"text": text}]}}
+    decision, a summary for later turns. It becomes part of the session's history, by
+    `note:<author>`, so that an ADK agent reading the session is shown it as a note quoted
+    as context, never as a turn of the user or of an agent; search finds it. Answers the
+    event as stored, with its seq."""
+    # `note:` marks every note: ADK shows the words of any author but `user` and the agent
+    # itself as another's, quoted, and an agent's name is an identifier, which has no `:`.
+    event = {"author": f"note:{author}", "content": {"role": "user", "parts": [{"text": text}]}}
     where = path("apps", app, "users", user, "sessions", session_id, "events")
     return await api(ctx).call(ctx, "POST", where, body=event, session=(app, user, session_id))
 
@@ -323,9 +425,35 @@ def pin(tool: Tool, fixed: dict[str, str]) -> Tool:
     return pinned
 
 
-def build(
-    url: str, key: str | None, app: str | None = None, user: str | None = None
-) -> MCPServer[Api]:
+class Server(MCPServer[Api]):
+    """The SDK's server, with arguments that do not fit a tool refused in plain words."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Ctx | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            # The SDK's text would be pydantic's report, with its types and links.
+            if not isinstance(error.__cause__, ValidationError):
+                raise
+            detail = misfits(error.__cause__)
+            return refusal({"code": "validation_error", "detail": detail})
+
+
+def misfits(error: ValidationError) -> str:
+    """Each argument that does not fit, named: "`user` is required; `page_size`: …"."""
+    said = []
+    for problem in error.errors():
+        name = ".".join(map(str, problem["loc"]))
+        if problem["type"] == "missing":
+            said.append(f"`{name}` is required")
+        else:
+            said.append(f"`{name}`: {problem['msg'].removeprefix('Value error, ')}")
+    return "; ".join(said)
+
+
+def build(url: str, key: str | None, app: str | None = None, user: str | None = None) -> Server:
     """The MCP server: the six tools, calling the API at `url`."""
 
     @asynccontextmanager
@@ -335,8 +463,12 @@ def build(
         async with httpx.AsyncClient(base_url=url, timeout=timeout, headers=headers) as http:
             yield Api(http, key)
 
-    server = MCPServer(
-        "sessionary", instructions=INSTRUCTIONS, lifespan=connect, log_level="WARNING"
+    server = Server(
+        "sessionary",
+        version=version("sessionary"),
+        instructions=INSTRUCTIONS,
+        lifespan=connect,
+        log_level="WARNING",
     )
     fixed = {name: value for name, value in (("app", app), ("user", user)) if value}
     for tool in READS:

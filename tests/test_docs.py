@@ -1,6 +1,7 @@
 """The docs stand alone: docs/operations.md documents every setting with the default the code
 has, every relative link between the docs resolves (to a file, and to a heading when it names
-one), and no doc points outside the repository's own docs."""
+one), every table is whole, the README leads to every doc, and no doc points outside the
+repository's own docs."""
 
 import re
 from pathlib import Path
@@ -105,3 +106,50 @@ def test_docs_cite_only_what_a_reader_has(doc: Path) -> None:
     text = doc.read_text()
     for cited in (r"DESIGN\s*§", r"\.\./shared", r"\bissues? #?\d+", r"\bthe coming\b"):
         assert not re.search(cited, text), f"{doc.relative_to(ROOT)} cites {cited}"
+
+
+def tables(text: str) -> list[list[str]]:
+    """The Markdown tables of a text, outside its code blocks: each its rows, in order."""
+    found: list[list[str]] = []
+    previous = ""
+    for line in prose(text).splitlines():
+        if line.startswith("|"):
+            if not previous.startswith("|"):
+                found.append([])
+            found[-1].append(line)
+        previous = line
+    return found
+
+
+def cells(row: str) -> int:
+    """How many cells a table row has: GitHub splits it at each `|` not escaped as `\\|`, even
+    within code."""
+    return len(re.split(r"(?<!\\)\|", row.strip().removeprefix("|").removesuffix("|")))
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_table_is_whole(doc: Path) -> None:
+    """A header, its delimiter row, and rows of as many cells as the header: a row that has
+    more or fewer is text pasted into the wrong place, which GitHub shows cut or shifted."""
+    for rows in tables(doc.read_text()):
+        header, *rest = rows
+        assert rest and re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", rest[0]), f"{doc.name}: {header}"
+        for row in rest:
+            assert cells(row) == cells(header), f"{doc.relative_to(ROOT)}: {row}"
+
+
+def test_the_readme_leads_to_every_doc() -> None:
+    """Its "Where to read next" names each document of docs/: none is found only by chance."""
+    section = (ROOT / "README.md").read_text().split("\n## Where to read next\n", 1)[1]
+    [rows] = tables(section.split("\n## ", 1)[0])
+    listed = set(re.findall(r"^\| \[[^]]+\]\(([^)]+)\)", "\n".join(rows), re.MULTILINE))
+    missing = {f"docs/{doc.name}" for doc in (ROOT / "docs").glob("*.md")} - listed
+    assert not missing, f"README.md's Where to read next lacks {sorted(missing)}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_installs_are_from_the_checkout(doc: Path) -> None:
+    """Neither package is published to a registry: an install names the checkout's folder
+    (`pip install '.[mcp]'`), never the package's name, which a registry would not have."""
+    by_name = r"(pip install|npm install|npm i) +['\"]?sessionary(-client)?\b"
+    assert not re.search(by_name, doc.read_text()), f"{doc.relative_to(ROOT)}: {by_name}"

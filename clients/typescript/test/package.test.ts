@@ -66,6 +66,16 @@ test("the tarball holds the built client, its types and its README", () => {
   );
 });
 
+test("the installed package runs no script of its own on install", async () => {
+  // npm warns of each when it installs the tarball, asking the app to allow or refuse it.
+  const manifest = JSON.parse(
+    await readFile(join(scratch, "node_modules/sessionary-client/package.json"), "utf8"),
+  ) as { scripts?: Record<string, string> };
+  for (const script of ["preinstall", "install", "postinstall", "prepare"]) {
+    assert.equal(manifest.scripts?.[script], undefined, script);
+  }
+});
+
 /** The blocks of `language` in a Markdown text, unindented. */
 function blocks(markdown: string, language: string): string[] {
   const fence = new RegExp(`^( *)\`\`\`${language}\\n([\\s\\S]*?)\\n *\`\`\`$`, "gm");
