@@ -99,6 +99,28 @@ async def test_partial_null_is_read_as_absent_as_adk_does(client):
     assert [e["id"] for e in (await client.get(session_url("s1"))).json()["events"]] == ["e1"]
 
 
+# Routes whose body is optional: JSON `null` is not "no body" (`:reset` would empty).
+NULL_BODIES = {
+    "create": SESSIONS,
+    "fork": session_url("s1") + ":fork",
+    "children": session_url("s1") + "/children",
+    "reset": session_url("s1") + ":reset",
+    "heal": session_url("s1") + ":heal",
+    "promote": session_url("s1") + "/pending:promote",
+}
+
+
+@pytest.mark.parametrize("path", NULL_BODIES.values(), ids=NULL_BODIES.keys())
+@pytest.mark.parametrize("body", [b"null", b" null\n"])
+async def test_a_json_null_body_is_422_not_taken_as_no_body(client, path, body):
+    await create_session(client, sessionId="s1", state={"k": 1})
+    await client.post(EVENTS, json={"id": "e1", "author": "user"})
+    before = await snapshot(client)
+    answer = await client.post(path, content=body, headers=JSON)
+    assert "null" in assert_problem(answer, 422, "validation_error")["detail"]
+    assert await snapshot(client) == before
+
+
 CONTROL_BODIES = {
     "unknown field in create": (SESSIONS, "post", {"sessionId": "s2", "stat": {}}),
     "state not an object": (SESSIONS, "post", {"sessionId": "s2", "state": [1]}),
