@@ -5,6 +5,7 @@ from urllib.parse import unquote_to_bytes
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import render
@@ -45,12 +46,17 @@ class BodyLimitMiddleware:
         await self.app(scope, limited_receive, send)
 
 
+# The paths that name ids: the API's, and ADK's web-server routes under `/adk`.
+_ADK_APPS = b"/adk/apps/"
+
+
 def _path_problem(raw_path: bytes) -> str | None:
-    """Why an `/apps/…` path cannot name valid ids, or None.
+    """Why an `/apps/…` (or `/adk/apps/…`) path cannot name valid ids, or None.
 
     Judged on the raw path: once decoded, `%2F` would split a segment in two and invalid
     UTF-8 would become U+FFFD, so different ids would collide or reach another route.
     """
+    raw_path = raw_path.removeprefix(b"/adk") if raw_path.startswith(_ADK_APPS) else raw_path
     if not raw_path.startswith(b"/apps/"):
         return None
     for segment in raw_path.split(b"/")[2:]:
@@ -59,9 +65,11 @@ def _path_problem(raw_path: bytes) -> str | None:
         if b"%2f" in segment.lower():
             return "Path segments must not contain '/' (%2F)."
         try:
-            unquote_to_bytes(segment).decode("utf-8")
+            decoded = unquote_to_bytes(segment).decode("utf-8")
         except UnicodeDecodeError:
             return "Path segments must be valid UTF-8 (no lone surrogates)."
+        if decoded in (".", ".."):
+            return "Path segments must not be `.` or `..`, which URLs resolve away."
     return None
 
 
@@ -71,9 +79,14 @@ class PathGuardMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            problem = _path_problem(scope.get("raw_path") or scope["path"].encode())
+            raw_path = scope.get("raw_path") or scope["path"].encode()
+            problem = _path_problem(raw_path)
             if problem is not None:
-                response = render(Request(scope), InvalidInput(problem))
+                response: Response
+                if raw_path.startswith(_ADK_APPS):  # as ADK's server fails: FastAPI's shape
+                    response = JSONResponse({"detail": problem}, 422)
+                else:
+                    response = render(Request(scope), InvalidInput(problem))
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
