@@ -589,7 +589,12 @@ async def list_page(
     if query.labels:
         statement = statement.where(StorageSession.labels.contains(dict(query.labels)))
     if query.display_name is not None:
-        statement = statement.where(StorageSession.display_name == query.display_name)
+        # The hash is what the index holds (migration 0020); the name itself, what is asked.
+        name = StorageSession.display_name
+        statement = statement.where(
+            func.md5(name) == func.md5(literal(query.display_name, name.type)),
+            name == query.display_name,
+        )
     sort_key = tuple_(StorageSession.update_second, StorageSession.update_time, *rest)
     if after is not None:
         moment = literal(after[0], Timestamp)
