@@ -98,7 +98,7 @@ def test_a_client_that_leaves_mid_body_is_logged_and_counted_as_499_not_as_an_er
     already = len(log_lines(log))
     request_id = uuid.uuid4().hex
     head = (
-        f"POST /apps/{app}/users/u/sessions/s/{path} HTTP/1.1\r\nHost: x\r\n"
+        f"POST /apps/{app}/users/u/sessions/s/{path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Content-Type: application/json\r\nContent-Length: 1000\r\n"
         f"X-Request-ID: {request_id}\r\n\r\n"
     )

@@ -1,6 +1,7 @@
-"""The raw request, before routing: the body limit, the shape of path ids, HEAD as GET."""
+"""The raw request, before routing: the host and origin of a request, the body limit, the shape
+of path ids, HEAD as GET."""
 
-from urllib.parse import unquote_to_bytes
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -9,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import render
-from app.errors import InvalidInput
+from app.errors import CrossOriginRefused, HostNotAllowed, InvalidInput, SessionaryError
 
 
 class BodyTooLarge(HTTPException):
@@ -119,3 +120,70 @@ class HeadAsGetMiddleware:
         finally:
             if "route" in as_get:  # for the access log and metrics, which see the HEAD
                 scope["route"] = as_get["route"]
+
+
+# Methods that change nothing: a page of another site may send them (it cannot read the answer
+# without a CORS grant); any other needs one.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Probes, asked by orchestrators by address (the pod's IP), never by the service's name.
+PROBES = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+def _host_name(host: str) -> str:
+    """`Host` without its port: `example.com`, `127.0.0.1`, `[::1]`."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host.partition("]")[0] + "]"
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+class HostAndOriginGuard:
+    """What a local developer server checks: the request names this server (`Host` one of
+    `allowed_hosts`, so that a rebound DNS name cannot read it), and a write from a browser
+    page comes from its own origin or one CORS allows (`Origin`, else `Sec-Fetch-Site`): a
+    page may send a form or a `text/plain` POST anywhere without asking. Keys on or off:
+    with them off, nothing else stops it."""
+
+    def __init__(
+        self, app: ASGIApp, allowed_hosts: list[str] | None, cors_origins: list[str]
+    ) -> None:
+        self.app = app
+        self.hosts = (
+            None
+            if allowed_hosts is None or "*" in allowed_hosts
+            else frozenset(_host_name(host) for host in allowed_hosts)
+        )
+        self.any_origin = "*" in cors_origins
+        self.origins = frozenset(origin.lower() for origin in cors_origins)
+
+    def _refusal(self, scope: Scope) -> SessionaryError | None:
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
+        if (
+            self.hosts is not None
+            and scope["path"] not in PROBES
+            and _host_name(host) not in self.hosts
+        ):
+            return HostNotAllowed(host)
+        if scope["method"] in SAFE_METHODS or self.any_origin:
+            return None
+        origin = headers.get("origin")
+        site = headers.get("sec-fetch-site")
+        if origin is None:
+            # No Origin: not a browser, or one that says where the request comes from here.
+            return CrossOriginRefused(site) if site in ("cross-site", "same-site") else None
+        if (
+            site == "same-origin"
+            or origin.lower() in self.origins
+            or urlsplit(origin).netloc.lower() == host.lower()
+        ):
+            return None
+        return CrossOriginRefused(origin)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self._refusal(scope)
+            if refusal is not None:
+                await render(Request(scope), refusal)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
