@@ -8,7 +8,7 @@ Downgrading recreates the index on the names themselves, which fails while a sto
 over that size.
 
 Revision ID: 0020
-Revises: 0018
+Revises: 0019
 Create Date: 2026-11-27
 """
 
@@ -20,7 +20,7 @@ from alembic import op
 from app.sharding import one_shard_at_a_time
 
 revision: str = "0020"
-down_revision: str | None = "0018"
+down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
