@@ -43,6 +43,10 @@ OPENAPI_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.jso
 KNOWN_FAILURES = (SessionaryError, EmbeddedPostgresError, OSError, CommandError)
 
 
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
 def serve(args: argparse.Namespace) -> None:
     settings = Settings()
     try:
@@ -69,6 +73,10 @@ def serve(args: argparse.Namespace) -> None:
         except ValueError as error:
             sys.exit(f"sessionary serve: {error}")
         _require_head(connector)
+    if args.host in LOOPBACK:
+        # Only this machine can reach it: it answers for its own names, and a page of another
+        # site whose name was made to resolve here (DNS rebinding) gets a 400.
+        os.environ.setdefault("SESSIONARY_ALLOWED_HOSTS", ",".join(LOOPBACK_NAMES))
     # Workers count metrics in files here, so a scrape of any worker sees them all.
     metrics_dir = None
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:

@@ -223,6 +223,21 @@ class Settings(BaseSettings):
         "browsers refuse cross-origin calls.",
     )
 
+    allowed_hosts: Annotated[list[str] | None, NoDecode] = Field(
+        default=None,
+        description="Host names the server answers for (the `Host` header, without its port), "
+        "comma-separated; `*` for any. Others get a 400, so that a page of another site whose "
+        "name resolves to this server (DNS rebinding) cannot read it. Unset: any, but "
+        "`sessionary serve` on a loopback address takes `localhost,127.0.0.1,[::1]`.",
+    )
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _host_names(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [host.strip().lower() for host in value.split(",") if host.strip()]
+        return value
+
     @field_validator("cors_origins", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:

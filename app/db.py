@@ -43,6 +43,11 @@ DISCONNECTED = (
     # No host of a multi-host URL takes writes (`target_session_attrs=read-write`): during a
     # failover, before the standby is promoted.
     asyncpg.exceptions.TargetServerAttributeNotMatched,
+    # A connection whose server process was ended (`pg_terminate_backend`, a restart) gets the
+    # server's last error while idle, before its socket closes: asyncpg is then waiting for a
+    # ReadyForQuery that never comes, and the next statement on it fails so ("cannot switch to
+    # state 12; another operation is in progress") before anything is sent.
+    asyncpg.InternalClientError,
 )
 # Every error the driver raises: what `translated` looks at.
 DRIVER_ERRORS = (asyncpg.PostgresError, *DISCONNECTED)
@@ -253,19 +258,24 @@ class _Acquired:
     """asyncpg's acquisition of a pooled connection, its driver errors translated; a class
     rather than a generator, as every request takes one."""
 
-    __slots__ = ("_acquisition",)
+    __slots__ = ("_acquisition", "_connection")
 
     def __init__(self, acquisition: Any) -> None:
         self._acquisition = acquisition
 
     async def __aenter__(self) -> asyncpg.Connection:
         try:
-            return await self._acquisition.__aenter__()
+            self._connection: asyncpg.Connection = await self._acquisition.__aenter__()
         except DRIVER_ERRORS as error:
             _raise_translated(error)
             raise
+        return self._connection
 
     async def __aexit__(self, kind: Any, error: BaseException | None, trace: Any) -> None:
+        if isinstance(error, asyncpg.InternalClientError):
+            # Its protocol is stuck mid-exchange: closed, so that the pool opens a new one
+            # rather than handing this one to the next request.
+            self._connection.terminate()
         try:
             await self._acquisition.__aexit__(kind, error, trace)
         except DRIVER_ERRORS as released:  # the connection broke as it was given back

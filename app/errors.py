@@ -3,9 +3,11 @@
     SessionaryError                      (500 internal_error)
     ├── BadRequest                       (400 bad_request)
     ├── CorsPreflightRefused             (400 cors_preflight_refused)
+    ├── HostNotAllowed                   (400 host_not_allowed)
     ├── Unauthorized                     (401 unauthorized)
     ├── Forbidden                        (403 forbidden)
     │   └── AppStateForbidden            (403 forbidden)
+    ├── CrossOriginRefused               (403 cross_origin_refused)
     ├── NotFound                         (404 not_found)
     │   ├── SessionNotFound              (404 session_not_found)
     │   └── EventNotFound                (404 event_not_found)
@@ -80,6 +82,30 @@ class CorsPreflightRefused(SessionaryError):
     status = 400
     code = "cors_preflight_refused"
     title = "Cross-origin request not allowed"
+
+
+class HostNotAllowed(SessionaryError):
+    status = 400
+    code = "host_not_allowed"
+    title = "Host not allowed"
+
+    def __init__(self, host: str) -> None:
+        super().__init__(
+            f"This server does not answer for the host {host!r}; it answers for the hosts of "
+            "SESSIONARY_ALLOWED_HOSTS. Use one of them, or add this one there."
+        )
+
+
+class CrossOriginRefused(SessionaryError):
+    status = 403
+    code = "cross_origin_refused"
+    title = "Cross-origin write refused"
+
+    def __init__(self, origin: str) -> None:
+        super().__init__(
+            f"A page on another origin ({origin}) may not write here: add its origin to "
+            "SESSIONARY_CORS_ORIGINS to allow it. Nothing was written."
+        )
 
 
 class Unauthorized(SessionaryError):

@@ -1,7 +1,13 @@
 """Limits shared by every layer: what the wire accepts is what the tables can hold."""
 
 ID_LENGTH = 128  # app names, user ids, session and event ids: a column width, a path rule
-ID_PATTERN = r"^[^/\x00-\x1f\x7f-\x9f]+$"  # no `/`, no control characters
+_ID_CHAR = r"[^/\x00-\x1f\x7f-\x9f]"  # no `/`, no control characters
+_ID_CHAR_NOT_DOT = r"[^/.\x00-\x1f\x7f-\x9f]"
+# Not `.` or `..` either: a URL's dot segments, which clients resolve before sending, so that
+# removing event `..` would delete its session. Spelt without a lookahead, which pydantic's
+# regex engine lacks: a first character other than a dot, or a dot and then one other than a
+# dot, or two dots and then anything.
+ID_PATTERN = rf"^(?:{_ID_CHAR_NOT_DOT}{_ID_CHAR}*|\.{_ID_CHAR_NOT_DOT}{_ID_CHAR}*|\.\.{_ID_CHAR}+)$"
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Epoch seconds of years 1 to 9999: what PostgreSQL timestamps and Python datetimes both hold.
 MIN_TIMESTAMP, MAX_TIMESTAMP = -62135596800.0, 253402300799.0

@@ -31,7 +31,12 @@ from app.api import (
     usage,
 )
 from app.api.cors import ProblemCORSMiddleware
-from app.api.guards import BodyLimitMiddleware, HeadAsGetMiddleware, PathGuardMiddleware
+from app.api.guards import (
+    BodyLimitMiddleware,
+    HeadAsGetMiddleware,
+    HostAndOriginGuard,
+    PathGuardMiddleware,
+)
 from app.api.lane import AppendLane
 from app.api.problems import install_error_handlers
 from app.api.responses import problem_responses
@@ -175,6 +180,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             expose_headers=CORS_EXPOSED_HEADERS,
             max_age=600,
         )
+    # Outside CORS, so that a request for another host is refused before a preflight is
+    # answered; a preflight itself changes nothing, and goes on to CORS.
+    app.add_middleware(
+        HostAndOriginGuard,
+        allowed_hosts=settings.allowed_hosts,
+        cors_origins=settings.cors_origins,
+    )
     app.add_middleware(RequestObserver)  # added last, so outermost: it sees every answer
     install_error_handlers(app)
     # Events first: a request is matched against the routes in order, each test costing some

@@ -137,10 +137,12 @@ class StorageSession(Base):
             postgresql_using="gin",
             postgresql_ops={"labels": "jsonb_path_ops"},
         ),
+        # A hash of the name (migration 0020): a btree entry holds at most 2,704 bytes, less
+        # than a display name may take.
         Index(
             "ix_sessions_display_name",
             "app_name",
-            "display_name",
+            text("md5(display_name)"),
             postgresql_where=text("display_name IS NOT NULL"),
         ),
         # The sweeper's: expired sessions, soonest first.

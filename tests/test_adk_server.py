@@ -198,6 +198,27 @@ async def test_one_store_under_both_apis(client: httpx.AsyncClient) -> None:
     assert sorted(item["id"] for item in listed) == ["a", "b"]
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/adk/apps/shop/users/%FF/sessions",  # invalid UTF-8: would be stored as U+FFFD
+        "/adk/apps/%FE/users/alice/sessions",
+        "/adk/apps/shop/users/a%2Fb/sessions",
+        "/adk/apps/shop/users/%2E%2E/sessions",
+        "/adk/apps/shop/users/alice/sessions/%2E%2E",
+        "/adk/apps/shop/users/alice/sessions/%FF",
+    ],
+)
+async def test_ids_follow_the_apis_rules_under_adk_too(
+    client: httpx.AsyncClient, path: str
+) -> None:
+    """Two ids that differ only in invalid bytes must not collide as the same U+FFFD id."""
+    answer = await client.post(path, json={})
+    assert answer.status_code == 422, answer.text
+    assert set(answer.json()) == {"detail"} and isinstance(answer.json()["detail"], str)
+    assert (await client.get("/apps")).json()["apps"] == []
+
+
 async def test_a_listing_leaves_out_adks_evaluation_sessions(client: httpx.AsyncClient) -> None:
     for session_id in ("adk-eval-session-1", "___eval___session___2", "real"):
         await client.post(SESSIONS, json={"sessionId": session_id})

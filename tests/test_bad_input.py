@@ -66,6 +66,9 @@ EVENT_TYPES = {
     "timestamp before year 1": {"timestamp": -7e10},
     "timestamp 1e20": {"timestamp": 1e20},
     "id with a C1 control character": {"id": "a\u0085b"},
+    # URL dot segments: as a path segment, `..` would name the session, not the event.
+    "id `.`": {"id": "."},
+    "id `..`": {"id": ".."},
     # ADK's Event refuses these as null, so a stored one would break every ADK reader.
     **{
         f"{field} null": {"author": "a", field: None}
@@ -99,12 +102,38 @@ async def test_partial_null_is_read_as_absent_as_adk_does(client):
     assert [e["id"] for e in (await client.get(session_url("s1"))).json()["events"]] == ["e1"]
 
 
+# Routes whose body is optional: JSON `null` is not "no body" (`:reset` would empty).
+NULL_BODIES = {
+    "create": SESSIONS,
+    "fork": session_url("s1") + ":fork",
+    "children": session_url("s1") + "/children",
+    "reset": session_url("s1") + ":reset",
+    "heal": session_url("s1") + ":heal",
+    "promote": session_url("s1") + "/pending:promote",
+}
+
+
+@pytest.mark.parametrize("path", NULL_BODIES.values(), ids=NULL_BODIES.keys())
+@pytest.mark.parametrize("body", [b"null", b" null\n"])
+async def test_a_json_null_body_is_422_not_taken_as_no_body(client, path, body):
+    await create_session(client, sessionId="s1", state={"k": 1})
+    await client.post(EVENTS, json={"id": "e1", "author": "user"})
+    before = await snapshot(client)
+    answer = await client.post(path, content=body, headers=JSON)
+    assert "null" in assert_problem(answer, 422, "validation_error")["detail"]
+    assert await snapshot(client) == before
+
+
 CONTROL_BODIES = {
     "unknown field in create": (SESSIONS, "post", {"sessionId": "s2", "stat": {}}),
     "state not an object": (SESSIONS, "post", {"sessionId": "s2", "state": [1]}),
     "session id with a slash": (SESSIONS, "post", {"sessionId": "a/b"}),
     "session id too long": (SESSIONS, "post", {"sessionId": "x" * 129}),
     "session id empty": (SESSIONS, "post", {"sessionId": ""}),
+    "session id `.`": (SESSIONS, "post", {"sessionId": "."}),
+    "session id `..`": (SESSIONS, "post", {"sessionId": ".."}),
+    "fork id `..`": (session_url("s1") + ":fork", "post", {"sessionId": ".."}),
+    "child id `.`": (session_url("s1") + "/children", "post", {"sessionId": "."}),
     "event timestamp out of range in create": (
         SESSIONS,
         "post",
@@ -217,12 +246,29 @@ BAD_PATHS = [
     f"/apps/{APP}/users/{USER}/sessions/",
     "/apps/%FF/state",
     "/apps/%ED%A0%80/state",
+    # Dot segments, encoded so that the test's own client sends them as they are.
+    "/apps/%2E/state",
+    f"/apps/{APP}/users/%2e%2E/state",
+    f"/apps/{APP}/users/{USER}/sessions/%2E%2E",
+    f"/apps/{APP}/users/{USER}/sessions/s1/events/%2E",
 ]
 
 
 @pytest.mark.parametrize("path", BAD_PATHS)
 async def test_ids_in_paths_that_are_too_long_or_hold_control_characters_are_422(client, path):
     assert_problem(await client.get(path), 422, "validation_error")
+
+
+async def test_removing_an_event_named_dot_dot_is_422_and_keeps_the_session(client):
+    await create_session(client, sessionId="s1")
+    await client.post(EVENTS, json={"id": "e1", "author": "user"})
+    before = await snapshot(client)
+    for event_id in ("%2E%2E", "%2e", ".%2E"):
+        answer = await client.delete(f"{EVENTS}/{event_id}")
+        assert_problem(answer, 422, "validation_error")
+    forked = await client.post(f"{SESSIONS}/%2E%2E:fork", json={"sessionId": "s2"})
+    assert_problem(forked, 422, "validation_error")
+    assert await snapshot(client) == before
 
 
 async def test_a_body_over_the_limit_is_413_before_it_is_read_whole(client, settings):

@@ -1,7 +1,8 @@
 """Connections over real sockets: an idle one outlives the idle time of clients' pools, a client
-that leaves mid-request is no error, and a 500 never leaves a client a connection that the
-server is closing without having said so."""
+that leaves mid-request is no error, a 500 never leaves a client a connection that the server
+is closing without having said so, and database connections ended under load are 503s."""
 
+import asyncio
 import http.client
 import json
 import socket
@@ -13,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 import uvicorn
@@ -96,7 +98,7 @@ def test_a_client_that_leaves_mid_body_is_logged_and_counted_as_499_not_as_an_er
     already = len(log_lines(log))
     request_id = uuid.uuid4().hex
     head = (
-        f"POST /apps/{app}/users/u/sessions/s/{path} HTTP/1.1\r\nHost: x\r\n"
+        f"POST /apps/{app}/users/u/sessions/s/{path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Content-Type: application/json\r\nContent-Length: 1000\r\n"
         f"X-Request-ID: {request_id}\r\n\r\n"
     )
@@ -171,3 +173,65 @@ def test_a_500_leaves_no_connection_that_the_client_would_reuse_in_vain(
         finally:
             client.close()
     assert answer.getheader("x-content-type-options") == "nosniff"
+
+
+async def test_backends_terminated_under_load_answer_503_and_leave_no_broken_connection(
+    database_url: str, tmp_path: Path
+) -> None:
+    """`pg_terminate_backend` on the service's connections while requests run on them: each
+    request is answered 2xx or 503 `database_unavailable` (never 500), and once the faults stop
+    every connection the pool hands out works (none broken was given back to it)."""
+    name = f"faulted-{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "stderr.log"
+    with log.open("wb") as stderr:
+        process, base_url = start_server(f"{database_url}?application_name={name}", stderr=stderr)
+    app = f"faults-{uuid.uuid4().hex[:8]}"
+    sessions = f"{base_url}/apps/{app}/users/u/sessions"
+    answers: list[httpx.Response] = []
+    faulting = True
+
+    async def terminate(admin: asyncpg.Connection) -> int:
+        killed = 0
+        while faulting:
+            killed += await admin.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = $1",
+                name,
+            )
+            await asyncio.sleep(0.01)
+        return killed
+
+    async def write(http: httpx.AsyncClient, number: int) -> None:
+        for event in range(25):
+            event_id = f"e{number}-{event}"
+            answers.append(await http.post(f"{sessions}/s{number}/events", json={"id": event_id}))
+            answers.append(await http.post(f"{sessions}/s{number}:reset"))
+            answers.append(await http.get(f"{sessions}/s{number}"))
+
+    try:
+        limits = httpx.Limits(max_connections=64)
+        async with httpx.AsyncClient(timeout=30, limits=limits) as http:
+            for number in range(16):
+                created = await http.post(sessions, json={"sessionId": f"s{number}"})
+                assert created.status_code == 201, created.text
+            admin = await asyncpg.connect(database_url)
+            try:
+                killer = asyncio.create_task(terminate(admin))
+                await asyncio.gather(*(write(http, number) for number in range(16)))
+                faulting = False
+                assert await killer > 0
+            finally:
+                await admin.close()
+            refused = [answer for answer in answers if answer.status_code >= 300]
+            assert refused, "no request met a terminated backend"
+            for answer in refused:
+                assert answer.status_code == 503, answer.text
+                assert answer.json()["code"] == "database_unavailable"
+            # More requests at once than the pool has connections: each gets a working one.
+            reads = await asyncio.gather(
+                *(http.get(f"{sessions}/s{number % 16}") for number in range(60))
+            )
+            assert [read.status_code for read in reads] == [200] * 60
+    finally:
+        stop_server(process)
+    assert "unhandled error" not in log.read_text()

@@ -103,3 +103,19 @@ async def test_a_key_sees_only_its_app_and_its_user(
     assert await names("/apps/dir-shop/users", ann, "users", "userId") == ["ann"]
     assert (await secured.get("/apps/dir-bank/users", headers=shop)).status_code == 403
     assert (await secured.get("/apps")).status_code == 401
+
+
+async def test_a_user_key_sees_only_its_own_figures_in_the_apps(
+    secured: httpx.AsyncClient, database_url: str
+) -> None:
+    admin = {"Authorization": f"Bearer {keys_command(database_url, 'create', '--admin')}"}
+    for user in ("ann", "bo", "bo"):
+        created = await secured.post(f"/apps/dir-figures/users/{user}/sessions", headers=admin)
+        assert created.status_code == 201, created.text
+    ann_key = keys_command(database_url, "create", "--app", "dir-figures", "--user", "ann")
+    ann = {"Authorization": f"Bearer {ann_key}"}
+    own = (await secured.get("/apps/dir-figures/users/ann/sessions", headers=ann)).json()
+    apps = (await secured.get("/apps", headers=ann)).json()["apps"]
+    # Bo's two sessions, and Bo's later activity, are not Ann's to see.
+    assert [(item["appName"], item["sessionCount"]) for item in apps] == [("dir-figures", 1)]
+    assert apps[0]["lastUpdateTime"] == pytest.approx(own["sessions"][0]["lastUpdateTime"])

@@ -1,8 +1,13 @@
 """Display names and labels: set on create and PATCH, filtered on in both lists, with paging."""
 
+import json
+import random
+
 import pytest
 
-from tests.helpers import APP, SESSIONS, assert_problem, create_session, session_url
+from app.domain import Order, SessionQuery
+from app.repositories import sessions as session_rows
+from tests.helpers import APP, SESSIONS, USER, assert_problem, create_session, session_url
 
 
 async def ids(client, url: str, **params) -> list[str]:
@@ -64,6 +69,54 @@ async def test_display_name_filter(client):
     await create_session(client, sessionId="c")
     assert await ids(client, SESSIONS, displayName="Support") == ["a"]
     assert await ids(client, f"/apps/{APP}/sessions", displayName="support") == ["b"]
+
+
+# The longest name allowed, in 4-byte characters: 4,096 bytes, more than a btree entry holds,
+# and varied, or PostgreSQL would compress it below that.
+_RANDOM = random.Random(44)
+LONG_NAME = "".join(chr(0x20000 + _RANDOM.randrange(40_000)) for _ in range(1024))
+
+
+async def test_the_longest_multibyte_name_is_stored_by_create_patch_and_import(client):
+    created = await create_session(client, sessionId="made", displayName=LONG_NAME)
+    assert created["displayName"] == LONG_NAME
+    await create_session(client, sessionId="renamed")
+    renamed = await client.patch(session_url("renamed"), json={"displayName": LONG_NAME})
+    assert renamed.status_code == 200, renamed.text
+    exported = await client.get(f"{session_url('made')}:export")
+    imported = await client.post(
+        f"/apps/{APP}/users/bob/sessions:import",
+        content=exported.content,
+        headers={"content-type": "application/x-ndjson"},
+    )
+    assert imported.status_code == 201, imported.text
+    assert await ids(client, SESSIONS, displayName=LONG_NAME) == ["made", "renamed"]
+    assert await ids(client, f"/apps/{APP}/sessions", displayName=LONG_NAME[:-1]) == []
+    assert len(await ids(client, f"/apps/{APP}/sessions", displayName=LONG_NAME)) == 3
+
+
+async def test_the_display_name_filter_is_an_index_lookup(app):
+    """Many named sessions, statistics taken: the filter's own statement reads the index."""
+    seen: list[tuple[str, tuple[object, ...]]] = []
+
+    class Recorder:
+        async def fetch(self, sql: str, *arguments: object) -> list[object]:
+            seen.append((sql, arguments))
+            return []
+
+    query = SessionQuery(APP, USER, Order.ASC, display_name="name 7")
+    await session_rows.list_page(Recorder(), query, after=None, limit=10)  # type: ignore[arg-type]
+    [(sql, arguments)] = seen
+    async with app.state.pool.connection() as connection:
+        await connection.execute(
+            """INSERT INTO sessions (app_name, user_id, id, display_name, update_second)
+            SELECT $1, $2, 's' || n, 'name ' || n, 0 FROM generate_series(1, 5000) AS n""",
+            APP,
+            USER,
+        )
+        await connection.execute("ANALYZE sessions")
+        plan = await connection.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", *arguments)
+    assert "ix_sessions_display_name" in json.dumps(plan)
 
 
 async def test_patch_renames_relabels_and_takes_one_version(client):

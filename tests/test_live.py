@@ -13,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.domain import SessionKey
+from app.repositories import live as live_rows
 from tests.fixtures import start_server, stop_server
 from tests.helpers import APP, USER, session_url
 from tests.sse import Frame, Reader
@@ -323,3 +325,43 @@ async def test_an_append_nobody_announced_reaches_streams_at_the_next_heartbeat(
         assert (frame.event, frame.id) == ("appended", 1)
     finally:
         stop_server(process)
+
+
+@pytest.mark.parametrize("events", [0, 2])
+async def test_a_reset_between_a_streams_start_and_its_feeds_is_never_skipped(
+    app, client, monkeypatch, events
+):
+    """The interleaving forced: the stream reads the session's version, then a reset commits,
+    then the session's feed (new, for this stream) reads its own starting version, and so
+    takes the reset as seen. The stream must still say so, before the next append."""
+    await client.post(SESSIONS, json={"sessionId": "s", "events": [said("x")] * events})
+    key = SessionKey(APP, USER, "s")
+    broker = app.state.services.live
+    read = live_rows.events_between
+    reset: list[int] = []
+
+    async def then_reset(*args: Any) -> Any:
+        found = await read(*args)
+        if not reset:  # the stream's own read of where the session is
+            reset.append((await client.post(f"{session_url('s')}:reset")).status_code)
+        return found
+
+    monkeypatch.setattr(live_rows, "events_between", then_reset)
+    subscription = await broker.session_stream(key, None)
+    try:
+        await asyncio.wait_for(broker.feeds[key].ready.wait(), 5)
+        monkeypatch.setattr(live_rows, "events_between", read)
+        assert reset == [200] and broker.feeds[key].position == events + 1
+        first = asyncio.ensure_future(anext(subscription.frames))
+        await asyncio.wait({first}, timeout=2)  # the stream's replay, before the append
+        appended = await client.post(f"{session_url('s')}/events", json=said("after"))
+        assert appended.status_code == 201, appended.text
+        frames = [(await asyncio.wait_for(first, 5)).decode()]
+        while "event: appended" not in frames[-1]:
+            frames.append((await asyncio.wait_for(anext(subscription.frames), 5)).decode())
+    finally:
+        await subscription.close()
+    assert [text.split("\n")[:2] for text in frames] == [
+        [f"id: {events + 1}", "event: resync"],
+        [f"id: {events + 2}", "event: appended"],
+    ]

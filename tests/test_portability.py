@@ -257,6 +257,18 @@ async def test_a_bad_file_is_refused_whole_with_the_line_it_failed_at(client):
         "usage that is not the events' sum": ndjson(
             [{**header, "usage": {**header["usage"], "promptTokenCount": 8}}, *events]
         ),
+        "a session id `..`": ndjson([{**header, "id": ".."}, *events]),
+        "an event id `.`": ndjson([header, *events[:2], {**events[2], "id": "."}]),
+        "a parent id `..`": ndjson(
+            [
+                {
+                    **header,
+                    "kind": "fork",
+                    "parent": {"sessionId": "..", "seq": 1, "functionCallId": None},
+                },
+                *events,
+            ]
+        ),
         "a duplicate key": lines_text(header, events).replace(
             b'"author"', b'"author":1,"author"', 1
         ),

@@ -19,8 +19,10 @@ router = APIRouter(
 @router.get("/apps", response_model=AppPage, dependencies=[authorized(Need.APPS)])
 async def list_apps(request: Request, sessions: Sessions, page: PageOf) -> Response:
     """The apps that have live sessions, by name, with how many and when one last changed. A
-    key of one app sees that app alone."""
-    listed = await sessions.tally(None, page, only=narrowed_app(request))
+    key of one app sees that app alone, a key of one user its own sessions alone."""
+    listed = await sessions.tally(
+        None, page, only=narrowed_app(request), user_id=narrowed_user(request, None)
+    )
     return respond(render.tally_page(listed, "apps", "appName"))
 
 

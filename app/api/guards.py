@@ -1,14 +1,16 @@
-"""The raw request, before routing: the body limit, the shape of path ids, HEAD as GET."""
+"""The raw request, before routing: the host and origin of a request, the body limit, the shape
+of path ids, HEAD as GET."""
 
-from urllib.parse import unquote_to_bytes
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import render
-from app.errors import InvalidInput
+from app.errors import CrossOriginRefused, HostNotAllowed, InvalidInput, SessionaryError
 
 
 class BodyTooLarge(HTTPException):
@@ -45,12 +47,17 @@ class BodyLimitMiddleware:
         await self.app(scope, limited_receive, send)
 
 
+# The paths that name ids: the API's, and ADK's web-server routes under `/adk`.
+_ADK_APPS = b"/adk/apps/"
+
+
 def _path_problem(raw_path: bytes) -> str | None:
-    """Why an `/apps/…` path cannot name valid ids, or None.
+    """Why an `/apps/…` (or `/adk/apps/…`) path cannot name valid ids, or None.
 
     Judged on the raw path: once decoded, `%2F` would split a segment in two and invalid
     UTF-8 would become U+FFFD, so different ids would collide or reach another route.
     """
+    raw_path = raw_path.removeprefix(b"/adk") if raw_path.startswith(_ADK_APPS) else raw_path
     if not raw_path.startswith(b"/apps/"):
         return None
     for segment in raw_path.split(b"/")[2:]:
@@ -59,9 +66,11 @@ def _path_problem(raw_path: bytes) -> str | None:
         if b"%2f" in segment.lower():
             return "Path segments must not contain '/' (%2F)."
         try:
-            unquote_to_bytes(segment).decode("utf-8")
+            decoded = unquote_to_bytes(segment).decode("utf-8")
         except UnicodeDecodeError:
             return "Path segments must be valid UTF-8 (no lone surrogates)."
+        if decoded in (".", ".."):
+            return "Path segments must not be `.` or `..`, which URLs resolve away."
     return None
 
 
@@ -71,9 +80,14 @@ class PathGuardMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            problem = _path_problem(scope.get("raw_path") or scope["path"].encode())
+            raw_path = scope.get("raw_path") or scope["path"].encode()
+            problem = _path_problem(raw_path)
             if problem is not None:
-                response = render(Request(scope), InvalidInput(problem))
+                response: Response
+                if raw_path.startswith(_ADK_APPS):  # as ADK's server fails: FastAPI's shape
+                    response = JSONResponse({"detail": problem}, 422)
+                else:
+                    response = render(Request(scope), InvalidInput(problem))
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -106,3 +120,70 @@ class HeadAsGetMiddleware:
         finally:
             if "route" in as_get:  # for the access log and metrics, which see the HEAD
                 scope["route"] = as_get["route"]
+
+
+# Methods that change nothing: a page of another site may send them (it cannot read the answer
+# without a CORS grant); any other needs one.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Probes, asked by orchestrators by address (the pod's IP), never by the service's name.
+PROBES = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+def _host_name(host: str) -> str:
+    """`Host` without its port: `example.com`, `127.0.0.1`, `[::1]`."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host.partition("]")[0] + "]"
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+class HostAndOriginGuard:
+    """What a local developer server checks: the request names this server (`Host` one of
+    `allowed_hosts`, so that a rebound DNS name cannot read it), and a write from a browser
+    page comes from its own origin or one CORS allows (`Origin`, else `Sec-Fetch-Site`): a
+    page may send a form or a `text/plain` POST anywhere without asking. Keys on or off:
+    with them off, nothing else stops it."""
+
+    def __init__(
+        self, app: ASGIApp, allowed_hosts: list[str] | None, cors_origins: list[str]
+    ) -> None:
+        self.app = app
+        self.hosts = (
+            None
+            if allowed_hosts is None or "*" in allowed_hosts
+            else frozenset(_host_name(host) for host in allowed_hosts)
+        )
+        self.any_origin = "*" in cors_origins
+        self.origins = frozenset(origin.lower() for origin in cors_origins)
+
+    def _refusal(self, scope: Scope) -> SessionaryError | None:
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
+        if (
+            self.hosts is not None
+            and scope["path"] not in PROBES
+            and _host_name(host) not in self.hosts
+        ):
+            return HostNotAllowed(host)
+        if scope["method"] in SAFE_METHODS or self.any_origin:
+            return None
+        origin = headers.get("origin")
+        site = headers.get("sec-fetch-site")
+        if origin is None:
+            # No Origin: not a browser, or one that says where the request comes from here.
+            return CrossOriginRefused(site) if site in ("cross-site", "same-site") else None
+        if (
+            site == "same-origin"
+            or origin.lower() in self.origins
+            or urlsplit(origin).netloc.lower() == host.lower()
+        ):
+            return None
+        return CrossOriginRefused(origin)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self._refusal(scope)
+            if refusal is not None:
+                await render(Request(scope), refusal)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -50,6 +50,10 @@ register_url_convertor("session", SessionIdConvertor())
 SESSION_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id:session}"
 
 
+# The whitespace JSON allows around a value (RFC 8259).
+_JSON_SPACE = b" \t\r\n"
+
+
 class StrictJSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
@@ -197,6 +201,18 @@ class StrictRoute(APIRoute):
                 ):
                     raise UnsupportedMediaType(
                         "Send the body as JSON, with the header Content-Type: application/json."
+                    )
+                # FastAPI reads `null` as no body at all: `:reset` would then empty the
+                # session, create make one with defaults. A client that sent null meant
+                # something else, so it is refused rather than guessed at.
+                if (
+                    self.body_field is not None
+                    and (await request.body()).strip(_JSON_SPACE) == b"null"
+                ):
+                    raise InvalidInput(
+                        f"The body of {request.method} {self.path_format} is JSON null; send "
+                        "an object, or no body at all.",
+                        field="body",
                     )
             return await handler(request)
 

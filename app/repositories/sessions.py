@@ -589,7 +589,12 @@ async def list_page(
     if query.labels:
         statement = statement.where(StorageSession.labels.contains(dict(query.labels)))
     if query.display_name is not None:
-        statement = statement.where(StorageSession.display_name == query.display_name)
+        # The hash is what the index holds (migration 0020); the name itself, what is asked.
+        name = StorageSession.display_name
+        statement = statement.where(
+            func.md5(name) == func.md5(literal(query.display_name, name.type)),
+            name == query.display_name,
+        )
     sort_key = tuple_(StorageSession.update_second, StorageSession.update_time, *rest)
     if after is not None:
         moment = literal(after[0], Timestamp)
@@ -611,18 +616,21 @@ async def tally(
     app_name: str | None,
     *,
     only: str | None,
+    user_id: str | None = None,
     after: str | None,
     limit: int,
 ) -> list[Tally]:
     """The apps (`app_name` None) or an app's users that have live sessions, by name, after
-    `after`; with `only`, that one alone. Each group is read in the primary key's order, so a
-    page costs the sessions it counts."""
+    `after`; with `only`, that one alone; with `user_id`, counting that user's sessions alone.
+    Each group is read in the primary key's order, so a page costs the sessions it counts."""
     name = StorageSession.app_name if app_name is None else StorageSession.user_id
     statement = select(name, func.count(), func.max(StorageSession.update_time)).where(live())
     if app_name is not None:
         statement = statement.where(StorageSession.app_name == app_name)
     if only is not None:
         statement = statement.where(name == only)
+    if user_id is not None:
+        statement = statement.where(StorageSession.user_id == user_id)
     if after is not None:
         statement = statement.where(name > after)
     rows = await fetch(connection, statement.group_by(name).order_by(name).limit(limit))

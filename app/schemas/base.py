@@ -19,7 +19,7 @@ from typing_extensions import TypeAliasType
 
 from app.limits import ID_LENGTH, ID_PATTERN, INT64_MAX, MAX_TIMESTAMP, MIN_TIMESTAMP, SESSION_VERBS
 
-ID_DESCRIPTION = f"1 to {ID_LENGTH} characters, no `/` and no control characters."
+ID_DESCRIPTION = f"1 to {ID_LENGTH} characters, no `/`, no control characters, not `.` or `..`."
 
 
 Id = Annotated[

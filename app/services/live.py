@@ -386,7 +386,7 @@ class Broker:
                 feed.close()
             self._released()
 
-        cursor = Cursor(version if after is None else after)
+        cursor = Cursor(version if after is None else after, opened=version)
         return Subscription(stream, self._session_frames(key, stream, feed, cursor), release)
 
     async def _session_frames(
@@ -417,8 +417,13 @@ class Broker:
     async def _replay(self, key: SessionKey, cursor: "Cursor") -> AsyncGenerator[bytes]:
         """The events after the cursor, read from the table page by page; a `resync` when
         other writes came after it too (the client may hold an event since removed or
-        rewritten); `closed` or `deleted`, ending the stream, when the session is."""
+        rewritten, or a reset, trim or removal came after the stream opened); `closed` or
+        `deleted`, ending the stream, when the session is."""
         start, expected, gap = cursor.position, cursor.position + 1, False
+        # Versions through it need no word: from 0, the client holds nothing, and what was
+        # removed before the stream opened is no change to it. A change after that is, even
+        # on a stream from version 0 (its feed, which started later, took it as seen).
+        floor = start or cursor.opened
         while True:
             async with self.pool.connection() as connection:
                 found = await live_rows.events_between(
@@ -430,7 +435,7 @@ class Broker:
                 return
             (version, status, outcome), events = found
             for seq, event in events:
-                gap = gap or seq != expected
+                gap = gap or (seq != expected and seq - 1 > floor)
                 expected = seq + 1
                 cursor.position = seq
                 yield frame("appended", event, seq)
@@ -438,8 +443,9 @@ class Broker:
                 break
         closed = status == "closed"
         # Versions no event holds: writes other than appends (a close takes the last one).
-        gap = gap or version > expected - (0 if closed else 1)
-        if gap and start > 0:
+        last = version - 1 if closed else version
+        gap = gap or (last >= expected and last > floor)
+        if gap:
             cursor.position = version
             yield json_frame("resync", {"version": version}, version)
         if closed:
@@ -478,9 +484,11 @@ class Broker:
 
 @dataclass
 class Cursor:
-    """Where a session stream is: the version through which it has sent."""
+    """Where a session stream is: the version through which it has sent, and the session's
+    version when the stream opened."""
 
     position: int
+    opened: int
     ended: bool = False
 
 

@@ -137,17 +137,24 @@ class SessionService:
         return Page(*paging.cut(rows, page.size, listing, position))
 
     async def tally(
-        self, app_name: str | None, page: PageRequest, *, only: str | None
+        self,
+        app_name: str | None,
+        page: PageRequest,
+        *,
+        only: str | None,
+        user_id: str | None = None,
     ) -> Page[Tally]:
         """A page of the apps (`app_name` None) or of an app's users; with `only`, of that
-        one alone (what a key of one app, or of one user, may see)."""
-        listing = paging.listing("apps" if app_name is None else "users", app_name, only)
+        one alone (what a key of one app, or of one user, may see); with `user_id`, the
+        figures of that user's sessions alone (a key of one user sees no other's activity)."""
+        kind = "apps" if app_name is None else "users"
+        listing = paging.listing(kind, app_name, only, user_id)
         after = None
         if page.token:
             (after,) = paging.decode(page.token, listing, (str,))
         async with self.pool.connection() as connection:
             rows = await session_rows.tally(
-                connection, app_name, only=only, after=after, limit=page.size + 1
+                connection, app_name, only=only, user_id=user_id, after=after, limit=page.size + 1
             )
         return Page(*paging.cut(rows, page.size, listing, lambda row: [row.name]))
 

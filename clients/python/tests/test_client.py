@@ -331,6 +331,22 @@ async def test_ids_with_spaces_and_reserved_characters_round_trip(
     assert (found["appName"], found["userId"], found["id"]) == (app_name + odd, odd, odd)
 
 
+async def test_dot_segment_ids_are_refused_and_never_reach_another_route(
+    client: AsyncSessionaryClient, sync_client: SessionaryClient, app_name: str
+) -> None:
+    await client.create_session(app_name, USER, session_id="s1")
+    await client.append_event(app_name, USER, "s1", event("e1", 1.0))
+    for dots in (".", ".."):
+        with pytest.raises(InvalidRequestError):
+            await client.remove_event(app_name, USER, "s1", dots)
+        with pytest.raises(InvalidRequestError):
+            sync_client.remove_event(app_name, USER, "s1", dots)
+        with pytest.raises(InvalidRequestError):
+            await client.get_session(app_name, dots, "s1")
+    found = await client.get_session(app_name, USER, "s1")
+    assert [e["id"] for e in found["events"]] == ["e1"]
+
+
 async def test_problems_become_exceptions_named_by_their_code(
     client: AsyncSessionaryClient, app_name: str
 ) -> None:

@@ -6,7 +6,14 @@
  */
 import createClient, { type Client, type Middleware } from "openapi-fetch";
 
-import { APIConnectionError, APITimeoutError, errorFor, problemOf } from "./errors.js";
+import {
+  APIConnectionError,
+  APITimeoutError,
+  InvalidRequestError,
+  errorFor,
+  problemOf,
+  type Problem,
+} from "./errors.js";
 import type { operations, paths } from "./schema.js";
 import type { Event, Session } from "./types.js";
 
@@ -61,6 +68,7 @@ export function createSessionaryClient(options: SessionaryOptions = {}): Session
   const routeOf = (url: string) => new URL(url).pathname.slice(base.length);
   const client = createClient<paths>({
     baseUrl,
+    pathSerializer: pathWithIds,
     fetch: resending(options.fetch ?? ((request, init) => fetch(request, init)), routeOf, {
       ...retryPolicy(options),
       timeout: options.timeout ?? 10_000,
@@ -69,6 +77,37 @@ export function createSessionaryClient(options: SessionaryOptions = {}): Session
   });
   client.use(throwProblems, readYourWrites(routeOf));
   return client;
+}
+
+/**
+ * A path's `{name}`s filled in with their ids, each percent-encoded: ids may hold `/`, `?`, `#`
+ * or spaces. An id `.` or `..` is refused here, as the server refuses it (422): URLs resolve dot
+ * segments, encoded ones (`%2E%2E`) too, so it would reach another route (removing event `..`
+ * would delete its session).
+ */
+export function pathWithIds(pathname: string, ids: Record<string, unknown>): string {
+  return pathname.replace(/\{(\w+)\}/g, (slot, name: string) => {
+    const id = ids[name];
+    if (id === undefined || id === null) return slot;
+    if (id === "." || id === "..") throw dotSegment(name, id);
+    return encodeURIComponent(String(id));
+  });
+}
+
+function dotSegment(name: string, id: string): InvalidRequestError {
+  const problem: Problem = {
+    type: "urn:sessionary:problem:validation_error",
+    title: "Invalid input",
+    status: 422,
+    detail: `path.${name}: an id must not be \`.\` or \`..\`, which URLs resolve away (not sent).`,
+    code: "validation_error",
+    errors: [{ loc: ["path", name], msg: `must not be ${JSON.stringify(id)}`, type: "value_error" }],
+  };
+  const answer = new Response(JSON.stringify(problem), {
+    status: 422,
+    headers: { "content-type": "application/problem+json" },
+  });
+  return new InvalidRequestError(problem, answer);
 }
 
 /** The data of a successful answer: with `createSessionaryClient`, any other was thrown. */

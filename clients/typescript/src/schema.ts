@@ -752,7 +752,7 @@ export interface paths {
         /**
          * List Apps
          * @description The apps that have live sessions, by name, with how many and when one last changed. A
-         *     key of one app sees that app alone.
+         *     key of one app sees that app alone, a key of one user its own sessions alone.
          */
         get: operations["list_apps"];
         put?: never;
@@ -966,7 +966,7 @@ export interface components {
         Event: {
             /**
              * Id
-             * @description 1 to 128 characters, no `/` and no control characters.
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
              */
             id: string;
             /**
@@ -1052,7 +1052,7 @@ export interface components {
         EventIn: {
             /**
              * Id
-             * @description 1 to 128 characters, no `/` and no control characters.
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
              */
             id?: string;
             /**
@@ -1191,7 +1191,7 @@ export interface components {
         Parent: {
             /**
              * Sessionid
-             * @description 1 to 128 characters, no `/` and no control characters.
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
              */
             sessionId: string;
             /**
@@ -1213,7 +1213,7 @@ export interface components {
         PartialEvent: {
             /**
              * Id
-             * @description 1 to 128 characters, no `/` and no control characters.
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
              */
             id?: string;
             /**
@@ -1708,7 +1708,7 @@ export interface components {
              * @description Stable, machine-readable: what went wrong, for code to act on.
              * @enum {string}
              */
-            code: "bad_request" | "conflict" | "cors_preflight_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error";
+            code: "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error";
             /**
              * Instance
              * @description The request path; absent when the request was refused before its path was read (`headers_too_large`, `bad_request`).
@@ -1762,17 +1762,17 @@ export interface components {
             format: "sessionary.session.v1";
             /**
              * Id
-             * @description 1 to 128 characters, no `/` and no control characters.
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
              */
             id: string;
             /**
              * Appname
-             * @description 1 to 128 characters, no `/` and no control characters.
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
              */
             appName: string;
             /**
              * Userid
-             * @description 1 to 128 characters, no `/` and no control characters.
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
              */
             userId: string;
             /** @description As a read shows it: `app:` and `user:` keys are the shared state of the export's time, written into the importing side's shared state as a create does. */
@@ -1844,11 +1844,11 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -1928,11 +1928,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -2074,11 +2074,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -2217,11 +2217,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -2311,9 +2311,9 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
             };
             cookie?: never;
@@ -2381,9 +2381,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
             };
             cookie?: never;
@@ -2493,11 +2493,11 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -2579,11 +2579,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -2670,11 +2670,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -2795,7 +2795,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
             };
             cookie?: never;
@@ -2863,11 +2863,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -2973,11 +2973,11 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -3054,11 +3054,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -3171,11 +3171,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -3285,11 +3285,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -3369,11 +3369,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -3486,11 +3486,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -3603,11 +3603,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -3720,13 +3720,13 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The event. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The event. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 event_id: string;
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -3826,13 +3826,13 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The event. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The event. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 event_id: string;
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -3954,11 +3954,11 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -4040,11 +4040,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -4168,11 +4168,11 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -4254,11 +4254,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -4368,11 +4368,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -4449,11 +4449,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -4561,11 +4561,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -4643,11 +4643,11 @@ export interface operations {
                 "if-match"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -4782,7 +4782,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
             };
             cookie?: never;
@@ -4867,7 +4867,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
             };
             cookie?: never;
@@ -4935,11 +4935,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -5018,9 +5018,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
             };
             cookie?: never;
@@ -5139,11 +5139,11 @@ export interface operations {
                 "last-event-id"?: string | null;
             };
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
-                /** @description The session. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 session_id: string;
             };
             cookie?: never;
@@ -5220,9 +5220,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
             };
             cookie?: never;
@@ -5290,7 +5290,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
             };
             cookie?: never;
@@ -5358,7 +5358,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
             };
             cookie?: never;
@@ -5426,7 +5426,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
             };
             cookie?: never;
@@ -5516,9 +5516,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
             };
             cookie?: never;
@@ -5586,9 +5586,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
-                /** @description The end user within the app. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 user_id: string;
             };
             cookie?: never;
@@ -5753,7 +5753,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The agent application. 1 to 128 characters, no `/` and no control characters. */
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
                 app_name: string;
             };
             cookie?: never;

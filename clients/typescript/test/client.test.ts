@@ -363,6 +363,23 @@ test("error answers are thrown as the class their code names", async () => {
   assert.deepEqual(ifMatch(7), { "if-match": '"7"' });
 });
 
+test("an id `.` or `..` is refused before it can reach another route", async () => {
+  const app = freshApp();
+  await client.createSession(app, "ada", { sessionId: "s" });
+  await client.appendEvent(app, "ada", "s", { id: "e1", author: "user" });
+  for (const dots of [".", ".."]) {
+    await assert.rejects(client.removeEvent(app, "ada", "s", dots), (error: unknown) => {
+      return error instanceof InvalidRequestError && error.errors[0]?.loc.join(".") === "path.event_id";
+    });
+    await assert.rejects(client.getSession(app, dots, "s"), InvalidRequestError);
+  }
+  const kept = await client.getSession(app, "ada", "s");
+  assert.deepEqual(
+    kept.events.map((event) => event.id),
+    ["e1"],
+  );
+});
+
 test("a read after a write asks for the version the write made", async () => {
   const sent: string[] = [];
   const watched = new Sessionary({

@@ -33,9 +33,17 @@ def default_headers(api_key: str | None, headers: dict[str, str] | None) -> dict
     return {**credentials, **(headers or {})}
 
 
+def quoted_segment(segment: str) -> str:
+    """A path segment percent-encoded: ids may hold `/`, `?`, `#` or spaces. A dot segment
+    (`.`, `..`) is encoded too, or httpx would resolve it: removing event `..` would delete
+    the session; encoded, it reaches the server as an id, which refuses it."""
+    quoted = quote(segment, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
+
+
 def quoted_path(*segments: str) -> str:
-    """`/a/b/…`, each segment percent-encoded: ids may hold `/`, `?`, `#` or spaces."""
-    return "/" + "/".join(quote(segment, safe="") for segment in segments)
+    """`/a/b/…`, each segment percent-encoded (`quoted_segment`)."""
+    return "/" + "/".join(quoted_segment(segment) for segment in segments)
 
 
 def sessions_path(app_name: str, user_id: str, *rest: str) -> str:
