@@ -29,7 +29,8 @@ HEADER = f'''\
 REWRITES = [
     (r"\bAsyncSessionaryClient\b", "SessionaryClient"),
     (r"\bAsyncSessionHandle\b", "SessionHandle"),
-    (r"\bAsyncPoolTransport\b", "PoolTransport"),
+    (r"\bdefault_async_transport\b", "default_transport"),
+    (r"\bhttpx\.AsyncBaseTransport\b", "httpx.BaseTransport"),
     (r"\bhttpx\.AsyncClient\b", "httpx.Client"),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\bimport asyncio\b", "import time"),

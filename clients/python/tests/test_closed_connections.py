@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 from sessionary_client import AsyncSessionaryClient, SessionaryClient
 from sessionary_client.errors import APIConnectionError
@@ -58,9 +59,11 @@ def closing_server() -> Iterator[tuple[str, list[dict[str, object]]]]:
             thread.join()
 
 
-async def test_an_append_into_a_connection_closed_under_it_is_resent() -> None:
+async def test_an_append_into_a_connection_closed_under_it_is_resent(
+    transport: httpx.AsyncBaseTransport,
+) -> None:
     with closing_server() as (base_url, bodies):
-        async with AsyncSessionaryClient(base_url, backoff=0.01) as client:
+        async with AsyncSessionaryClient(base_url, backoff=0.01, transport=transport) as client:
             await client.get_app_state("app")  # opens the connection that the append reuses
             event = await client.append_event("app", "u", "s", {"author": "user"})
     _, sent, resent = bodies
@@ -77,9 +80,11 @@ def test_the_sync_client_resends_it_too() -> None:
     assert sent == resent
 
 
-async def test_a_create_is_not_resent_the_server_may_have_stored_it() -> None:
+async def test_a_create_is_not_resent_the_server_may_have_stored_it(
+    transport: httpx.AsyncBaseTransport,
+) -> None:
     with closing_server() as (base_url, bodies):
-        async with AsyncSessionaryClient(base_url, backoff=0.01) as client:
+        async with AsyncSessionaryClient(base_url, backoff=0.01, transport=transport) as client:
             await client.get_app_state("app")
             with pytest.raises(APIConnectionError):
                 await client.create_session("app", "u")

@@ -197,6 +197,7 @@ def test_the_spec_generates_named_operations_and_named_schemas(
         "problem_code",
         "queued_event",
         "readiness",
+        "removed_delta",
         "scope_state",
         "search_hit",
         "search_page",

@@ -31,7 +31,7 @@ from sessionary_client._core import (
     stream_event,
     with_id,
 )
-from sessionary_client._transport import AsyncPoolTransport
+from sessionary_client._transport import default_async_transport
 from sessionary_client.errors import connection_error, error_for
 from sessionary_client.models import (
     Appended,
@@ -98,15 +98,18 @@ class AsyncSessionaryClient:
         api_key: str | None = None,
         headers: dict[str, str] | None = None,
         http: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        """`http` replaces the connection pool (its own base URL, transport, timeouts, auth)."""
+        """`transport` sends the requests (by default the leanest installed: see the README's
+        "Transports"); `http` replaces the whole httpx client (its own base URL, transport,
+        timeouts, auth)."""
         self._retry = RetryPolicy(retries=retries, backoff=backoff)
         self._written = WrittenVersions()
         self._http = http or httpx.AsyncClient(
             base_url=base_url_or_default(base_url),
             timeout=timeout,
             headers=default_headers(api_key, headers),
-            transport=AsyncPoolTransport(),
+            transport=transport or default_async_transport(),
         )
 
     async def aclose(self) -> None:

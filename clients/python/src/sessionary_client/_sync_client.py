@@ -29,7 +29,7 @@ from sessionary_client._core import (
     stream_event,
     with_id,
 )
-from sessionary_client._transport import PoolTransport
+from sessionary_client._transport import default_transport
 from sessionary_client.errors import connection_error, error_for
 from sessionary_client.models import (
     Appended,
@@ -96,15 +96,18 @@ class SessionaryClient:
         api_key: str | None = None,
         headers: dict[str, str] | None = None,
         http: httpx.Client | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
-        """`http` replaces the connection pool (its own base URL, transport, timeouts, auth)."""
+        """`transport` sends the requests (by default the leanest installed: see the README's
+        "Transports"); `http` replaces the whole httpx client (its own base URL, transport,
+        timeouts, auth)."""
         self._retry = RetryPolicy(retries=retries, backoff=backoff)
         self._written = WrittenVersions()
         self._http = http or httpx.Client(
             base_url=base_url_or_default(base_url),
             timeout=timeout,
             headers=default_headers(api_key, headers),
-            transport=PoolTransport(),
+            transport=transport or default_transport(),
         )
 
     def close(self) -> None:

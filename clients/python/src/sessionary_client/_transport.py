@@ -1,4 +1,5 @@
-"""The clients' HTTP transports: httpx's own, with each connection a pool of its own.
+"""The clients' HTTP transports: httpx's own, with each connection a pool of its own; or,
+with the `aiohttp` extra, aiohttp's for the asyncio client (`aiohttp_transport`).
 
 httpcore's connection pool walks every waiting request and every connection on each request
 and each response it hands back, so its cost per request grows with the requests in flight
@@ -143,3 +144,18 @@ class _Releasing(httpx.SyncByteStream):
 
 def _nothing() -> None:
     pass
+
+
+def default_async_transport() -> httpx.AsyncBaseTransport:
+    """aiohttp's (`sessionary_client.aiohttp_transport`) when the `aiohttp` extra is installed,
+    else `AsyncPoolTransport`."""
+    try:
+        from sessionary_client.aiohttp_transport import AiohttpTransport
+    except ImportError:
+        return AsyncPoolTransport()
+    return AiohttpTransport()
+
+
+def default_transport() -> httpx.BaseTransport:
+    """The blocking client's: `PoolTransport` (aiohttp is asyncio's only)."""
+    return PoolTransport()
