@@ -434,6 +434,18 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
+@cache
+def _revisions() -> frozenset[str]:
+    return frozenset(
+        script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()
+    )
+
+
+def is_newer(revision: str | None) -> bool:
+    """Whether the schema is at a revision this code has no script for: a later release's."""
+    return revision is not None and revision not in _revisions()
+
+
 async def current_revision(connector: Connector) -> str | None:
     """The schema's Alembic revision (None for a database never migrated), on a connection of
     its own."""
