@@ -329,8 +329,8 @@ def _summarise(progress: "Progress", report: ImportReport) -> None:
         f"{report.unchanged:,} already there, {report.shared_states:,} app or user states; "
         f"{len(report.refused):,} refused"
     )
-    for what, why in report.refused:
-        print(f"  {what}: {why}", file=sys.stderr)
+    for refusal in report.refused:
+        print(f"  {refusal}", file=sys.stderr)
 
 
 @contextlib.asynccontextmanager
@@ -516,5 +516,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         args.run(args)
+    except KeyboardInterrupt:
+        sys.exit(128 + signal.SIGINT)  # Ctrl-C: what a shell reports, with no traceback
+    except BrokenPipeError:
+        # Whoever read the output left (`sessionary export | head`): end quietly, with the
+        # status of a Unix tool that SIGPIPE ended. Python ignores SIGPIPE, so this is how a
+        # write to a closed pipe shows; stdout goes to /dev/null, or Python's own flush of it
+        # at exit would fail again, out loud.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + signal.SIGPIPE)
     except KNOWN_FAILURES as error:
         sys.exit(f"sessionary {args.command}: {error}")

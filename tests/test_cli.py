@@ -6,6 +6,7 @@ of a running `sessionary serve` is found by the other commands and kept from a s
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -251,3 +252,21 @@ def test_a_serve_that_fails_after_starting_its_postgres_stops_it_and_frees_the_f
     finally:
         postgres.stop()  # what a failure above left running
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_mcp_ends_quietly_on_ctrl_c(transport: str) -> None:
+    port = str(free_port())
+    mcp = subprocess.Popen(
+        [SESSIONARY, "mcp", "--transport", transport, "--port", port],
+        env=environment(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert mcp.stderr is not None
+    assert b"sessionary mcp: MCP on" in mcp.stderr.readline()  # serving
+    mcp.send_signal(signal.SIGINT)
+    _, said = mcp.communicate(timeout=60)
+    assert mcp.returncode in (0, 128 + signal.SIGINT)
+    assert b"Traceback" not in said, said.decode()
