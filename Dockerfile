@@ -1,28 +1,26 @@
 # Sessionary: the API server. It needs DATABASE_URL pointing at PostgreSQL, and the schema
 # migrated by `sessionary migrate` (same image, a separate step, once per release) before
 # `sessionary serve` starts: serve refuses a schema that is behind.
-# As the Makefile's `make run` installs it: a venv, the project installed editable with its
+# A venv with the service installed as a wheel (its migrations inside the package), its
 # dependencies pinned by requirements.lock, the service alone (no extras, no client); pip
 # here, where the build cache makes uv's speed moot.
 FROM python:3.12-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /venv && /venv/bin/python -m pip install --quiet --upgrade pip
 WORKDIR /srv
-# Dependencies first: this layer is rebuilt only when the pins change.
-COPY pyproject.toml requirements.lock README.md ./
-RUN mkdir app && /venv/bin/python -m pip install --quiet -c requirements.lock . \
-    && /venv/bin/python -m pip uninstall --quiet -y sessionary
-COPY alembic.ini ./
+# Dependencies first, as pyproject.toml lists them: this layer is rebuilt only when they change.
+COPY pyproject.toml requirements.lock ./
+RUN /venv/bin/python -c "import tomllib; project = tomllib.load(open('pyproject.toml', 'rb')); \
+print('\n'.join(project['project']['dependencies']))" > dependencies.txt \
+    && /venv/bin/python -m pip install --quiet -c requirements.lock -r dependencies.txt
+COPY README.md ./
 COPY migrations ./migrations
 COPY app ./app
-# Editable, as in the Makefile: the app finds alembic.ini and migrations/ next to app/.
-RUN /venv/bin/python -m pip install --quiet --no-deps -c requirements.lock -e .
+RUN /venv/bin/python -m pip install --quiet --no-deps -c requirements.lock .
 
 FROM python:3.12-slim
 RUN useradd --system --uid 10001 --no-create-home sessionary
 COPY --from=build /venv /venv
-COPY --from=build /srv /srv
-WORKDIR /srv
 USER sessionary
 ENV PATH=/venv/bin:$PATH PYTHONUNBUFFERED=1
 EXPOSE 8000

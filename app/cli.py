@@ -56,23 +56,39 @@ def serve(args: argparse.Namespace) -> None:
             f"sessionary serve: {error}; stop it or choose another --port "
             "(a second server on the same port would take half of the first one's connections)."
         )
-    embedded = None
-    if settings.database_url is None:
-        embedded = EmbeddedPostgres(settings.data_dir)
-        dsn = embedded.start()
-        print(f"sessionary: embedded PostgreSQL in {embedded.pgdata} at {dsn}", file=sys.stderr)
-        db.upgrade(dsn)
-        # Workers are separate processes: they find the database where they find every setting.
-        os.environ["DATABASE_URL"] = dsn
-        # The embedded database is for development: no keys unless asked for explicitly.
-        os.environ.setdefault("SESSIONARY_AUTH", "false")
-    else:
+    # Uvicorn (or the worker supervisor) drains in-flight requests on SIGTERM/SIGINT, then
+    # hands the signal to the handler that was there before it: this one, so that `finally`
+    # blocks stop the embedded PostgreSQL and the process exits 0. Set before that PostgreSQL
+    # starts: a signal while it migrates must stop it too, not leave it orphaned.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit_cleanly)
+    if settings.database_url is not None:
         connector = db.connector(str(settings.database_url), settings)
         try:
             listening_connector(connector, settings)
         except ValueError as error:
             sys.exit(f"sessionary serve: {error}")
         _require_head(connector)
+        _serve(args, settings)
+        return
+    embedded = EmbeddedPostgres(settings.data_dir)
+    dsn = embedded.start()
+    # Whatever ends this process from here (a failed migration, a worker that cannot start, a
+    # signal), the PostgreSQL it started stops with it and the folder is free again.
+    try:
+        print(f"sessionary: embedded PostgreSQL in {embedded.pgdata} at {dsn}", file=sys.stderr)
+        _upgrade(dsn, db.connector(dsn, settings))
+        # Workers are separate processes: they find the database where they find every setting.
+        os.environ["DATABASE_URL"] = dsn
+        # The embedded database is for development: no keys unless asked for explicitly.
+        os.environ.setdefault("SESSIONARY_AUTH", "false")
+        _serve(args, settings)
+    finally:
+        embedded.stop()
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> None:
+    """Uvicorn, in this process or in `--workers` processes, until a signal ends it."""
     if args.host in LOOPBACK:
         # Only this machine can reach it: it answers for its own names, and a page of another
         # site whose name was made to resolve here (DNS rebinding) gets a 400.
@@ -82,11 +98,6 @@ def serve(args: argparse.Namespace) -> None:
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         metrics_dir = tempfile.mkdtemp(prefix="sessionary-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-    # Uvicorn (or the worker supervisor) drains in-flight requests on SIGTERM/SIGINT, then
-    # hands the signal to the handler that was there before it: this one, so `finally` stops
-    # the embedded PostgreSQL and the process exits 0.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _exit_cleanly)
     options = {
         "app": "app.main:create_app",
         "factory": True,
@@ -108,8 +119,6 @@ def serve(args: argparse.Namespace) -> None:
         else:
             workers.serve_one(options)
     finally:
-        if embedded is not None:
-            embedded.stop()
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
 
@@ -129,7 +138,18 @@ def _revision(connector: db.Connector) -> str | None:
 def _require_head(connector: db.Connector) -> None:
     current, head = _revision(connector), db.head_revision()
     if current != head:
-        raise SchemaBehind(current, head)
+        raise SchemaBehind(current, head, newer=db.is_newer(current))
+
+
+def _upgrade(url: str, connector: db.Connector) -> tuple[str | None, list[str]]:
+    """Migrate `url` (`connector`'s, as given: its options reach the migrations' connections
+    too) to head: the revision it was at, and the tables it distributed on Citus. A
+    schema that a later release migrated is refused, as Alembic cannot go on from a revision
+    it has no script for."""
+    current = _revision(connector)
+    if db.is_newer(current):
+        raise SchemaBehind(current, db.head_revision(), newer=True)
+    return current, db.upgrade(url)
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
@@ -138,9 +158,8 @@ def _exit_cleanly(signum: int, frame: object) -> None:
 
 def migrate(args: argparse.Namespace) -> None:
     url = _database_url("migrate")
-    connector = db.connector(url, Settings())
-    current, head = _revision(connector), db.head_revision()
-    distributed = db.upgrade(url)  # at head already, it still shards what Citus has not
+    connector, head = db.connector(url, Settings()), db.head_revision()
+    current, distributed = _upgrade(url, connector)  # at head, it still shards what Citus has not
     if current == head:
         print(f"{connector.where()} is already at revision {head}")
     else:
@@ -310,8 +329,8 @@ def _summarise(progress: "Progress", report: ImportReport) -> None:
         f"{report.unchanged:,} already there, {report.shared_states:,} app or user states; "
         f"{len(report.refused):,} refused"
     )
-    for what, why in report.refused:
-        print(f"  {what}: {why}", file=sys.stderr)
+    for refusal in report.refused:
+        print(f"  {refusal}", file=sys.stderr)
 
 
 @contextlib.asynccontextmanager
@@ -497,5 +516,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         args.run(args)
+    except KeyboardInterrupt:
+        sys.exit(128 + signal.SIGINT)  # Ctrl-C: what a shell reports, with no traceback
+    except BrokenPipeError:
+        # Whoever read the output left (`sessionary export | head`): end quietly, with the
+        # status of a Unix tool that SIGPIPE ended. Python ignores SIGPIPE, so this is how a
+        # write to a closed pipe shows; stdout goes to /dev/null, or Python's own flush of it
+        # at exit would fail again, out loud.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + signal.SIGPIPE)
     except KNOWN_FAILURES as error:
         sys.exit(f"sessionary {args.command}: {error}")

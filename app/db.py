@@ -31,7 +31,17 @@ from app.errors import DatabaseUnavailable, InvalidInput, SessionaryError
 
 logger = logging.getLogger("sessionary")
 
-ALEMBIC_INI = Path(__file__).resolve().parent.parent / "alembic.ini"
+# The migration scripts: a wheel carries them inside the package, as app/migrations
+# (pyproject.toml maps the checkout's top-level migrations/ there), while an editable install
+# runs them from the checkout, beside app/. Alembic is configured in code, not by alembic.ini:
+# the ini stays at the checkout's top level for developers' `alembic` commands, where no wheel
+# can ship it, and all the service needs of it is where the scripts are.
+_PACKAGE = Path(__file__).resolve().parent
+MIGRATIONS = (
+    _PACKAGE / "migrations"
+    if (_PACKAGE / "migrations").is_dir()
+    else _PACKAGE.parent / "migrations"
+)
 
 # What "the database cannot be reached right now" looks like, as opposed to a bad request.
 DISCONNECTED = (
@@ -395,8 +405,11 @@ async def execute(connection: asyncpg.Connection, statement: ClauseElement) -> N
     await connection.execute(sql, *arguments)
 
 
-def alembic_config(dsn: str) -> Config:
-    config = Config(ALEMBIC_INI)
+def alembic_config(dsn: str | None = None) -> Config:
+    """Alembic's configuration for the packaged scripts, on `dsn` (migrations/env.py reads it)."""
+    config = Config()
+    # A ConfigParser value: a `%` in the path would be taken for interpolation.
+    config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
     config.attributes["database_url"] = dsn
     return config
 
@@ -418,7 +431,19 @@ def downgrade(dsn: str, revision: str) -> None:
 @cache
 def head_revision() -> str | None:
     """The migration head this code needs; read once, as the scripts ship with the code."""
-    return ScriptDirectory.from_config(Config(ALEMBIC_INI)).get_current_head()
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+@cache
+def _revisions() -> frozenset[str]:
+    return frozenset(
+        script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()
+    )
+
+
+def is_newer(revision: str | None) -> bool:
+    """Whether the schema is at a revision this code has no script for: a later release's."""
+    return revision is not None and revision not in _revisions()
 
 
 async def current_revision(connector: Connector) -> str | None:

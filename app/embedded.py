@@ -11,6 +11,7 @@ a second server refuses the folder rather than stop the first one's PostgreSQL. 
 running while no process holds the lock is an orphan (its owner was killed): it is stopped.
 """
 
+import contextlib
 import fcntl
 import hashlib
 import importlib.util
@@ -206,6 +207,10 @@ class EmbeddedPostgres:
                 *("-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}{self.options}"),
             )
         except BaseException:
+            # pg_ctl gave up waiting (or this process was told to stop) with the server perhaps
+            # up: stopped, or it would run on with no owner.
+            with contextlib.suppress(EmbeddedPostgresError):  # the first failure is the one to say
+                self._stop_server("fast", wait=True)
             self._disown()
             raise
         _record(lock, {"pid": os.getpid(), "url": self.dsn()})

@@ -302,12 +302,21 @@ class SchemaBehind(SessionaryError):
     code = "schema_behind"
     title = "Database schema is not at this version's migration head"
 
-    def __init__(self, current: str | None, head: str | None) -> None:
-        at = f"at revision {current}" if current else "not created yet"
-        super().__init__(
-            f"The database schema is {at}; this code needs revision {head}: "
-            "run `sessionary migrate`."
-        )
+    def __init__(self, current: str | None, head: str | None, newer: bool = False) -> None:
+        """`newer`: `current` is no revision of this code's, but a later release's, which
+        migrating cannot undo."""
+        if newer:
+            detail = (
+                f"The database schema is at revision {current}, newer than this release of "
+                f"Sessionary (which knows revisions up to {head}): upgrade Sessionary."
+            )
+        else:
+            at = f"at revision {current}" if current else "not created yet"
+            detail = (
+                f"The database schema is {at}; this code needs revision {head}: "
+                "run `sessionary migrate`."
+            )
+        super().__init__(detail)
 
 
 # What HTTP itself refuses before any route runs (no route, no such method, a body that

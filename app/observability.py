@@ -234,17 +234,36 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+# Set on an error that the 500 handler has logged, with the request's id.
+_LOGGED = "_sessionary_logged"
+
+
+def mark_logged(error: BaseException) -> None:
+    setattr(error, _LOGGED, True)
+
+
+class LoggedOnce(logging.Filter):
+    """Leaves out uvicorn's report of an error already logged: Starlette hands each 500's
+    error on to the server after the handler has logged it, and uvicorn logs it again
+    ("Exception in ASGI application"), without the request's id."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not getattr(error, _LOGGED, False)
+
+
 def log_config(level: str = "INFO") -> dict[str, Any]:
     """For uvicorn: every logger (ours and uvicorn's) writes JSON lines to stderr."""
     return {
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"json": {"()": JSONFormatter}},
+        "filters": {"logged_once": {"()": LoggedOnce}},
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
         "root": {"handlers": ["stderr"], "level": level},
         "loggers": {
             "uvicorn": {"handlers": [], "propagate": True},
-            "uvicorn.error": {"handlers": [], "propagate": True},
+            "uvicorn.error": {"handlers": [], "propagate": True, "filters": ["logged_once"]},
             "uvicorn.access": {"handlers": [], "propagate": False},
             # Its INFO lines come with every /readyz (it reads the schema revision).
             "alembic": {"level": "WARNING"},

@@ -3,8 +3,10 @@ failure is one line on stderr and a non-zero exit, never a traceback; the embedd
 of a running `sessionary serve` is found by the other commands and kept from a second server.
 """
 
+import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -12,10 +14,15 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 
 from app import db
+from app.config import Settings
+from app.embedded import EmbeddedPostgres, running_url
+from app.errors import SchemaBehind
+from app.services.health import check_ready
 from tests.fixtures import free_port, stop_server
 
 pytestmark = pytest.mark.e2e
@@ -87,6 +94,44 @@ def test_migrate_says_what_it_did(new_database: Callable[[], str]) -> None:
     again = run("migrate", env=env)
     assert again.returncode == 0, again.stderr
     assert f"already at revision {head}" in again.stdout
+
+
+def migrated_by_a_later_release(url: str) -> None:
+    """The schema at a revision this code has no script for, as a later release leaves it."""
+
+    async def stamp() -> None:
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute("UPDATE alembic_version SET version_num = 'f00dfeed'")
+        finally:
+            await connection.close()
+
+    db.upgrade(url)
+    asyncio.run(stamp())
+
+
+def says_to_upgrade_sessionary(failure: str) -> None:
+    assert "revision f00dfeed, newer than this release of Sessionary" in failure
+    assert failure.endswith("upgrade Sessionary.") and "run `sessionary migrate`" not in failure
+
+
+@pytest.mark.parametrize("command", [["keys", "list"], ["migrate"]])
+def test_a_schema_newer_than_this_release_says_to_upgrade_sessionary(
+    new_database: Callable[[], str], command: list[str]
+) -> None:
+    url = new_database()
+    migrated_by_a_later_release(url)
+    says_to_upgrade_sessionary(one_line_failure(run(*command, env=environment(DATABASE_URL=url))))
+
+
+def test_readiness_on_a_newer_schema_says_to_upgrade_sessionary(
+    new_database: Callable[[], str],
+) -> None:
+    url = new_database()
+    migrated_by_a_later_release(url)
+    with pytest.raises(SchemaBehind) as refused:
+        asyncio.run(check_ready(db.connector(url, Settings()), 10))
+    says_to_upgrade_sessionary(refused.value.detail)
 
 
 def test_without_database_url_or_a_server_running_here_a_command_says_what_to_set(
@@ -186,3 +231,42 @@ def test_an_orphaned_embedded_postgres_is_stopped_and_replaced() -> None:
         assert not (data_dir / "pgdata" / "postmaster.pid").exists()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_serve_that_fails_after_starting_its_postgres_stops_it_and_frees_the_folder() -> None:
+    """Its migration refused (the folder's schema is a later release's), `serve` exits with
+    the PostgreSQL it started stopped and no pid left in server.json."""
+    folder = embedded_folder()
+    data_dir = folder / "data"
+    postgres = EmbeddedPostgres(data_dir)
+    try:
+        migrated_by_a_later_release(postgres.start())
+        postgres.stop()
+        env = environment(SESSIONARY_DATA_DIR=str(data_dir), SESSIONARY_AUTH="false")
+        failed = run("serve", "--port", str(free_port()), env=env)
+        assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed.stderr
+        assert not (postgres.pgdata / "postmaster.pid").exists(), "PostgreSQL left running"
+        assert (data_dir / "server.json").read_text() == ""
+        assert running_url(data_dir) is None
+        says_to_upgrade_sessionary(failed.stderr.strip().splitlines()[-1])
+    finally:
+        postgres.stop()  # what a failure above left running
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_mcp_ends_quietly_on_ctrl_c(transport: str) -> None:
+    port = str(free_port())
+    mcp = subprocess.Popen(
+        [SESSIONARY, "mcp", "--transport", transport, "--port", port],
+        env=environment(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert mcp.stderr is not None
+    assert b"sessionary mcp: MCP on" in mcp.stderr.readline()  # serving
+    mcp.send_signal(signal.SIGINT)
+    _, said = mcp.communicate(timeout=60)
+    assert mcp.returncode in (0, 128 + signal.SIGINT)
+    assert b"Traceback" not in said, said.decode()

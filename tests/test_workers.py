@@ -5,13 +5,16 @@ import contextlib
 import os
 import signal
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from tests import fixtures
 from tests.fixtures import start_server, stop_server
 
 pytestmark = pytest.mark.e2e
@@ -105,3 +108,42 @@ def test_a_worker_that_dies_is_replaced_and_the_server_keeps_serving(two_workers
         time.sleep(0.2)
     for _ in range(10):  # new connections each time: some land on the new worker
         assert httpx.get(f"{base_url}/readyz", timeout=10).status_code == 200
+
+
+def slowed(folder: Path, seconds: float) -> dict[str, str]:
+    """What makes `sessionary serve` start `seconds` later: its process alone, not its
+    workers (the variable is gone from the environment they are started with)."""
+    (folder / "sitecustomize.py").write_text(
+        f"import os, time\nif os.environ.pop('SLOW_START', None):\n    time.sleep({seconds})\n"
+    )
+    return {"PYTHONPATH": str(folder), "SLOW_START": "1"}
+
+
+def test_a_server_slow_to_start_is_awaited(database_url: str, tmp_path: Path) -> None:
+    """A start on a loaded machine took longer than 30 s, and every test of the session's
+    shared server failed with it: starting takes as long as it takes, within START_TIMEOUT."""
+    started = time.monotonic()
+    slow = slowed(tmp_path, 35)
+    process, base_url = start_server(database_url, "--workers", "2", env=slow)
+    try:
+        assert time.monotonic() - started > 35
+        assert httpx.get(f"{base_url}/readyz", timeout=5).status_code == 200
+    finally:
+        assert stop_server(process) == 0
+
+
+def test_a_server_that_never_answers_fails_clearly_and_is_stopped(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fixtures, "START_TIMEOUT", 2)
+    spawned: list[subprocess.Popen[bytes]] = []
+    popen = subprocess.Popen
+
+    def recorded(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        spawned.append(popen(*args, **kwargs))
+        return spawned[-1]
+
+    monkeypatch.setattr(subprocess, "Popen", recorded)
+    with pytest.raises(RuntimeError, match="did not answer within 2 s"):
+        start_server(database_url, env=slowed(tmp_path, 600))
+    assert [process.returncode for process in spawned] == [-signal.SIGKILL]  # not left running

@@ -16,7 +16,7 @@ from app.errors import (
     SessionaryError,
     problem_body,
 )
-from app.observability import NOSNIFF
+from app.observability import NOSNIFF, mark_logged
 
 logger = logging.getLogger("sessionary")
 
@@ -84,6 +84,7 @@ def _internal_error(request: Request, error: Exception) -> JSONResponse:
         exc_info=error,
         extra={"request_id": getattr(request.state, "request_id", None)},
     )
+    mark_logged(error)
     return problem(
         request,
         500,

@@ -29,7 +29,7 @@ async def check_ready(connector: db.Connector, wait_seconds: float) -> dict[str,
         ) from error
     head = db.head_revision()
     if current != head:
-        raise SchemaBehind(current, head)
+        raise SchemaBehind(current, head, newer=db.is_newer(current))
     return {"status": "ready", "schemaRevision": current or ""}
 
 

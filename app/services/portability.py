@@ -66,7 +66,7 @@ class ImportReport:
     unchanged: int = 0
     events: int = 0  # of the sessions created
     shared_states: int = 0
-    refused: list[tuple[str, str]] = field(default_factory=list)  # what, and why
+    refused: list[str] = field(default_factory=list)  # what, and why, in a line each
 
 
 class PortabilityService:
@@ -180,7 +180,7 @@ class PortabilityService:
             try:
                 record = read_record(format.decode(text, number, max_depth), number)
             except InvalidInput as error:
-                report.refused.append((f"line {number}", error.detail))
+                report.refused.append(error.detail)  # which names the line
                 continue
             if not isinstance(record, SessionExport):
                 await self.import_shared(record)
@@ -221,7 +221,7 @@ class PortabilityService:
             try:
                 record = read_record(header, 1)
             except InvalidInput as error:
-                report.refused.append((f"session {header.get('id')!r}", error.detail))
+                report.refused.append(f"session {header.get('id')!r}: {error.detail}")
                 continue
             assert isinstance(record, SessionExport)
 
@@ -248,7 +248,7 @@ class PortabilityService:
             imported = await self.import_session(record, batches, app_state_writable=True)
         except SessionaryError as error:
             where = f"{record.app_name}/{record.user_id}/{record.id}"
-            report.refused.append((f"session {where}", error.detail))
+            report.refused.append(f"session {where}: {error.detail}")
         else:
             if imported.created:
                 report.created += 1
