@@ -307,7 +307,10 @@ async def _import_adk(args: argparse.Namespace, connector: db.Connector) -> Impo
     try:  # ADK is read by ADK itself, through the client's adapter: its one dependant here
         from sessionary_client.adk import read_adk_database
     except ImportError:
-        sys.exit("sessionary import-adk: needs google-adk: pip install 'sessionary-client[adk]'")
+        sys.exit(
+            "sessionary import-adk: needs google-adk: "
+            "pip install './clients/python[adk]' (from a checkout)"
+        )
     progress = Progress()
 
     def tell(report: ImportReport) -> None:
@@ -416,7 +419,7 @@ def mcp(args: argparse.Namespace) -> None:
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] not in ("mcp", "mcp_types"):
             raise
-        sys.exit("sessionary mcp: needs the MCP SDK: pip install 'sessionary[mcp]'")
+        sys.exit("sessionary mcp: needs the MCP SDK: pip install '.[mcp]' (from a checkout)")
     url = args.url or os.environ.get("SESSIONARY_URL") or mcp_server.DEFAULT_URL
     key = args.api_key or os.environ.get("SESSIONARY_API_KEY") or None
     mcp_server.serve(url, key, args.transport, args.host, args.port, args.app, args.user)

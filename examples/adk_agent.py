@@ -6,7 +6,7 @@ history and its `app:`, `user:` and session state.
     python examples/adk_agent.py Oslo     # remembered; I was given 3 messages
     python examples/adk_agent.py Bergen   # remembered; I was given 7 messages
 
-Needs `pip install 'sessionary-client[adk]'` and a server (SESSIONARY_URL, else
+Needs `pip install './clients/python[adk]'` and a server (SESSIONARY_URL, else
 http://127.0.0.1:8000). Put a real model (`model="gemini-2.5-flash"`) in place of the script
 and nothing else changes.
 """

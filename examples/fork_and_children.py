@@ -5,7 +5,7 @@
 A planner asks a researcher sub-agent for a forecast through a function call; the researcher
 works in a child session and, when it closes, Sessionary answers the planner's call with the
 child's result. A fork tries another way from an earlier point without touching the original.
-Needs `pip install sessionary-client` and a server (SESSIONARY_URL, else http://127.0.0.1:8000).
+Needs `pip install ./clients/python` and a server (SESSIONARY_URL, else http://127.0.0.1:8000).
 """
 
 import json

@@ -4,7 +4,7 @@ start (or from `--after SEQ`), until the session is closed or deleted.
     python examples/live_tail.py SESSION_ID [--app APP] [--user USER] [--after SEQ]
 
 The stream resumes by itself after a lost connection, from the last event it printed, so
-nothing is missed or printed twice. Needs `pip install sessionary-client` and a server
+nothing is missed or printed twice. Needs `pip install ./clients/python` and a server
 (SESSIONARY_URL, else http://127.0.0.1:8000).
 """
 

@@ -5,7 +5,7 @@ Run it twice: the second run, a new process, is given the first run's conversati
     python examples/openai_agents_session.py Oslo     # remembered; I was given 3 items
     python examples/openai_agents_session.py Bergen   # remembered; I was given 7 items
 
-Needs `pip install 'sessionary-client[openai-agents]'` and a server (SESSIONARY_URL, else
+Needs `pip install './clients/python[openai-agents]'` and a server (SESSIONARY_URL, else
 http://127.0.0.1:8000). The model is a script, so no OpenAI key is needed: put a real one
 (`model="gpt-5-mini"`) in its place and nothing else changes.
 """

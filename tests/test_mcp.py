@@ -421,7 +421,10 @@ def test_without_the_sdk_it_says_what_to_install(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr == "sessionary mcp: needs the MCP SDK: pip install 'sessionary[mcp]'\n"
+    assert (
+        result.stderr
+        == "sessionary mcp: needs the MCP SDK: pip install '.[mcp]' (from a checkout)\n"
+    )
 
 
 def test_the_service_never_imports_the_sdk() -> None:
