@@ -9,8 +9,10 @@ the same PostgreSQL server.
   `SessionaryClient` from 32 threads: events/s and the client process's CPU per append (the
   server's is its own processes').
 - ADK: `SessionaryService.append_event` against ADK's own `DatabaseSessionService` (in this
-  process, on its own database) from 32 concurrent sessions, and `get_session` of a
-  1,000-event session (median of reads).
+  process, on its own database) from 32 concurrent sessions; `get_session` of a 1,000-event
+  session read whole (median of reads); and a Runner's turns on a 50-event and a 5,000-event
+  session (each loads the session, then appends two events; median of the loads), where
+  `SessionaryService` asks only for what is new.
 
     DATABASE_URL=postgresql://… .venv/bin/python -m bench.clients [--appends 60]
 
@@ -137,19 +139,39 @@ async def adk_appends(name: str, service: BaseSessionService, appends: int) -> R
     return await timed(name, TASKS * appends, work)
 
 
-async def adk_read_ms(service: BaseSessionService, events: int, repeat: int) -> float:
-    """The median ms of `get_session` of one session of `events` events."""
+async def long_session(service: BaseSessionService, events: int) -> tuple[str, str]:
+    """A session of `events` events, made through `service`; its app and id."""
     app = f"s17-read-{uuid.uuid4().hex[:6]}"
     session = await service.create_session(app_name=app, user_id="u", session_id="long")
     for i in range(events):
         await service.append_event(session, adk_event(i))
+    return app, "long"
+
+
+async def whole_read_ms(service: BaseSessionService, app: str, session_id: str) -> float:
+    """The median ms of `get_session` of the whole session, 9 reads."""
     times = []
-    for _ in range(repeat):
+    for _ in range(9):
         began = time.perf_counter()
-        read = await service.get_session(app_name=app, user_id="u", session_id="long")
+        read = await service.get_session(app_name=app, user_id="u", session_id=session_id)
         times.append(1000 * (time.perf_counter() - began))
-        assert read is not None and len(read.events) == events
+        assert read is not None
     return statistics.median(times)
+
+
+async def turn_load_ms(service: BaseSessionService, events: int) -> float:
+    """A Runner's turns on a session of `events` events: each loads the session, then appends
+    two events to it; the median ms of the loads after the first."""
+    app, session_id = await long_session(service, events)
+    times = []
+    for turn in range(10):
+        began = time.perf_counter()
+        session = await service.get_session(app_name=app, user_id="u", session_id=session_id)
+        times.append(1000 * (time.perf_counter() - began))
+        assert session is not None and len(session.events) == events + 2 * turn
+        for n in range(2):
+            await service.append_event(session, adk_event(n))
+    return statistics.median(times[1:])
 
 
 async def run(database_url: str, prefix: str, appends: int, read_events: int) -> None:
@@ -180,8 +202,20 @@ async def run(database_url: str, prefix: str, appends: int, read_events: int) ->
         service = SessionaryService(base_url)
         rows.append(await adk_appends("ADK: SessionaryService", service, appends))
         rows.append(await adk_appends("ADK: DatabaseSessionService", adk, appends))
-        ours_ms = await adk_read_ms(service, read_events, 9)
-        theirs_ms = await adk_read_ms(adk, read_events, 9)
+        whole = SessionaryService(base_url, cached_events=0)  # every read whole
+        reads = {
+            name: await whole_read_ms(reader, *await long_session(writer, read_events))
+            for name, reader, writer in (
+                ("SessionaryService", whole, service),
+                ("DatabaseSessionService", adk, adk),
+            )
+        }
+        turns = {
+            (name, events): await turn_load_ms(system, events)
+            for name, system in (("SessionaryService", service), ("DatabaseSessionService", adk))
+            for events in (50, 5000)
+        }
+        await whole.close()
         await service.close()
     await adk.close()
     print(f"\nS17 through the clients: {TASKS} concurrent tasks, {appends} appends each")
@@ -193,10 +227,15 @@ async def run(database_url: str, prefix: str, appends: int, read_events: int) ->
         f"ADK append_event, SessionaryService / DatabaseSessionService: "
         f"{sessionary.events_per_second / database.events_per_second:.2f}x"
     )
+    sessionary_ms, adk_ms = reads["SessionaryService"], reads["DatabaseSessionService"]
     print(
-        f"ADK get_session of {read_events} events: SessionaryService {ours_ms:.1f} ms, "
-        f"DatabaseSessionService {theirs_ms:.1f} ms ({theirs_ms / ours_ms:.2f}x)"
+        f"ADK get_session of {read_events} events, whole: SessionaryService "
+        f"{sessionary_ms:.1f} ms, DatabaseSessionService {adk_ms:.1f} ms "
+        f"({adk_ms / sessionary_ms:.2f}x)"
     )
+    print("ADK Runner turn's load (median ms), 50 events vs 5,000 events:")
+    for name in ("SessionaryService", "DatabaseSessionService"):
+        print(f"  {name:24s} {turns[name, 50]:7.1f} {turns[name, 5000]:9.1f}")
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ from it by `clients/python/scripts/unasync.py`. Edit here, then run that script.
 """
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Concatenate, Literal, ParamSpec, Self, TypeVar, cast
@@ -200,6 +201,28 @@ class AsyncSessionaryClient:
     ) -> Session:
         """The session; with `until_seq`, as it was at that seq (events and session state).
         It holds every write this client made to it, even from a lagging read replica."""
+        read = await self.get_session_json(
+            app_name,
+            user_id,
+            session_id,
+            num_recent_events=num_recent_events,
+            after_timestamp=after_timestamp,
+            until_seq=until_seq,
+        )
+        return cast(Session, json.loads(read))
+
+    async def get_session_json(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+        until_seq: int | None = None,
+    ) -> bytes:
+        """As `get_session`, the session's JSON as the server sent it: for a caller that
+        decodes it into models of its own in one pass (the ADK adapter does)."""
         path = sessions_path(app_name, user_id, session_id)
         params = query(
             numRecentEvents=num_recent_events,
@@ -208,7 +231,7 @@ class AsyncSessionaryClient:
             minVersion=self._written.of(app_name, user_id, session_id),
         )
         response = await self._send("GET", path, params=params, idempotent=True)
-        return cast(Session, response.json())
+        return response.content
 
     async def list_sessions(
         self,

@@ -2,6 +2,7 @@
 # `.venv/bin/python clients/python/scripts/unasync.py`, from the repository root.
 """`SessionaryClient`: the blocking twin of `AsyncSessionaryClient`, generated from it."""
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
@@ -198,6 +199,28 @@ class SessionaryClient:
     ) -> Session:
         """The session; with `until_seq`, as it was at that seq (events and session state).
         It holds every write this client made to it, even from a lagging read replica."""
+        read = self.get_session_json(
+            app_name,
+            user_id,
+            session_id,
+            num_recent_events=num_recent_events,
+            after_timestamp=after_timestamp,
+            until_seq=until_seq,
+        )
+        return cast(Session, json.loads(read))
+
+    def get_session_json(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+        until_seq: int | None = None,
+    ) -> bytes:
+        """As `get_session`, the session's JSON as the server sent it: for a caller that
+        decodes it into models of its own in one pass (the ADK adapter does)."""
         path = sessions_path(app_name, user_id, session_id)
         params = query(
             numRecentEvents=num_recent_events,
@@ -206,7 +229,7 @@ class SessionaryClient:
             minVersion=self._written.of(app_name, user_id, session_id),
         )
         response = self._send("GET", path, params=params, idempotent=True)
-        return cast(Session, response.json())
+        return response.content
 
     def list_sessions(
         self,

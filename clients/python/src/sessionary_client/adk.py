@@ -11,6 +11,7 @@ on the server since it was loaded (the append carries the loaded version as If-M
 """
 
 import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +27,8 @@ from google.adk.sessions.base_session_service import (
     ListSessionsResponse,
 )
 from google.adk.sessions.session import Session
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from sessionary_client import errors
 from sessionary_client import models as wire
@@ -59,6 +62,90 @@ class _Versions:
         self._by_object[key] = version
 
 
+class _Read(BaseModel):
+    """A session as a read answers it, with its events as ADK's (which ignore `seq`)."""
+
+    model_config = ConfigDict(extra="ignore", alias_generator=to_camel)
+
+    id: str
+    app_name: str
+    user_id: str
+    state: dict[str, Any]
+    events: list[Event]
+    last_update_time: float
+    create_time: float
+    version: int
+
+
+class _Seq(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    seq: int
+
+
+class _Seqs(BaseModel):
+    """The seqs of a read's events."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    events: list[_Seq]
+
+
+# A turn's load asks for this many of the newest events, and takes the rest from what this
+# service read before, when only appends came since (`_Loaded`).
+_RECENT = 32
+
+
+class _Loaded:
+    """The events of the sessions this service read whole last, with the version they were
+    read at, the most recent first to stay, up to `limit` events in all. A later read asks
+    only for the newest events; when the session's version moved on by exactly the new events
+    (nothing but appends since), the events read before and those make the whole session."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._sessions: OrderedDict[tuple[str, str, str], tuple[_Read, list[Event]]] = OrderedDict()
+        self._events = 0
+
+    def get(self, key: tuple[str, str, str]) -> tuple[_Read, list[Event]] | None:
+        found = self._sessions.get(key)
+        if found is not None:
+            self._sessions.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, str, str], read: _Read, events: list[Event]) -> None:
+        """Keep `events`, the whole session at the version of `read`."""
+        self.drop(key)
+        if len(events) > self.limit:
+            return
+        self._sessions[key] = (read, events)
+        self._events += len(events)
+        while self._events > self.limit:
+            _, (_, evicted) = self._sessions.popitem(last=False)
+            self._events -= len(evicted)
+
+    def drop(self, key: tuple[str, str, str]) -> None:
+        found = self._sessions.pop(key, None)
+        if found is not None:
+            self._events -= len(found[1])
+
+
+def _appended(
+    before: list[Event], earlier: _Read, read: _Read, seqs: list[int]
+) -> list[Event] | None:
+    """The session's events: `before` (its events as `earlier` read them) and those of `read`
+    (its newest, at `seqs`) appended since; None unless appends alone came since to the same
+    session (not one deleted and made again under its id), which is when its version moved on
+    by exactly the events after it (a removal, rewrite, trim or close takes a version and
+    appends nothing)."""
+    if read.create_time != earlier.create_time:
+        return None
+    new = [seq for seq in seqs if seq > earlier.version]
+    if new != list(range(earlier.version + 1, read.version + 1)):
+        return None
+    return before + read.events[len(seqs) - len(new) :]
+
+
 def _event(data: wire.Event) -> Event:
     # `seq` is ours, not ADK's; Event ignores unknown fields today, but must not have to.
     return Event.model_validate({k: v for k, v in data.items() if k != "seq"})
@@ -76,11 +163,15 @@ class SessionaryService(BaseSessionService):
         api_key: str | None = None,
         headers: dict[str, str] | None = None,
         client: AsyncSessionaryClient | None = None,
+        cached_events: int = 100_000,
     ) -> None:
+        """`cached_events` bounds the events kept from whole reads, for the next read of the
+        same session to ask only for what is new (0: every read is whole)."""
         self.client = client or AsyncSessionaryClient(
             base_url, timeout=timeout, retries=retries, api_key=api_key, headers=headers
         )
         self._versions = _Versions()
+        self._loaded = _Loaded(cached_events)
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -124,17 +215,53 @@ class SessionaryService(BaseSessionService):
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         config = config or GetSessionConfig()
+        key = (app_name, user_id, session_id)
+        whole = config.num_recent_events is None and config.after_timestamp is None
+        loaded = self._loaded.get(key) if whole else None
         try:
-            found = await self.client.get_session(
-                app_name,
-                user_id,
-                session_id,
-                num_recent_events=config.num_recent_events,
+            read, seqs = await self._read(
+                key,
+                num_recent_events=_RECENT if loaded else config.num_recent_events,
                 after_timestamp=config.after_timestamp,
             )
+            events = read.events
+            if loaded is not None:
+                earlier, before = loaded
+                whole_events = _appended(before, earlier, read, seqs)
+                if whole_events is None:
+                    read, _ = await self._read(key)
+                    whole_events = read.events
+                events = whole_events
         except errors.SessionNotFoundError:
+            self._loaded.drop(key)
             return None
-        return self._session(found)
+        if whole:
+            self._loaded.put(key, read, events)
+        session = Session(
+            id=read.id,
+            app_name=read.app_name,
+            user_id=read.user_id,
+            state=read.state,
+            events=list(events),
+            last_update_time=read.last_update_time,
+        )
+        self._versions.set(session, read.version)
+        return session
+
+    async def _read(
+        self,
+        key: tuple[str, str, str],
+        *,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> tuple[_Read, list[int]]:
+        """The session as read, and its events' seqs."""
+        found = await self.client.get_session_json(
+            *key, num_recent_events=num_recent_events, after_timestamp=after_timestamp
+        )
+        # One pass of pydantic-core from the bytes to ADK's models: no dicts in between.
+        seqs = [event.seq for event in _Seqs.model_validate_json(found).events]
+        return _Read.model_validate_json(found), seqs
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -146,6 +273,7 @@ class SessionaryService(BaseSessionService):
         return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        self._loaded.drop((app_name, user_id, session_id))
         try:
             await self.client.delete_session(app_name, user_id, session_id)
         except errors.SessionNotFoundError:
