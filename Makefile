@@ -58,7 +58,7 @@ test: $(DEV) lint test-tools
 ## examples each time; HISTORY_EXAMPLES sets how many).
 HISTORY_EXAMPLES ?= 500
 test-history: $(DEV)
-	SESSIONARY_HISTORY_EXAMPLES=$(HISTORY_EXAMPLES) $(BIN)/pytest -q tests/test_history_model.py
+	SESSIONARY_HISTORY_EXAMPLES=$(HISTORY_EXAMPLES) $(BIN)/pytest -q -s tests/test_history_model.py
 
 ## Debian's PgBouncer, Chromium and PostgreSQL 15, and Citus, which some tests start: installed
 ## when missing, as root; otherwise one line says how (those tests are skipped).

@@ -112,12 +112,23 @@ class Session:
         return kept[::-1]
 
 
+@dataclass
+class Tally:
+    """What a run did: examples, steps (rules run), and reads checked against the model."""
+
+    examples: int = 0
+    steps: int = 0
+    reads: int = 0
+
+
 class HistoryMachine(RuleBasedStateMachine):
     client: httpx.AsyncClient
     loop: asyncio.AbstractEventLoop
+    tally: Tally
 
     def __init__(self) -> None:
         super().__init__()
+        self.tally.examples += 1
         self.app = f"history-{uuid.uuid4().hex[:8]}"
         self.sessions: list[Session] = []
         self.app_state: dict[str, Any] = {}
@@ -381,6 +392,7 @@ class HistoryMachine(RuleBasedStateMachine):
 
     # Checks.
     def read(self, session: Session, seq: int | None) -> dict[str, Any]:
+        self.tally.reads += 1
         params = {} if seq is None else {"untilSeq": seq}
         response = self.request("GET", self.url(session), params=params)
         assert response.status_code == 200, (seq, response.text)
@@ -416,6 +428,7 @@ class HistoryMachine(RuleBasedStateMachine):
 
     @invariant()
     def touched_sessions_read_as_modelled(self) -> None:
+        self.tally.steps += 1
         for session in {id(s): s for s in self.touched}.values():
             self.check(session)
         self.touched.clear()
@@ -424,6 +437,7 @@ class HistoryMachine(RuleBasedStateMachine):
 async def test_history_holds_under_every_operation(client: httpx.AsyncClient) -> None:
     HistoryMachine.client = client
     HistoryMachine.loop = asyncio.get_running_loop()
+    HistoryMachine.tally = tally = Tally()
     config = settings(
         max_examples=EXAMPLES,
         stateful_step_count=20,
@@ -432,3 +446,4 @@ async def test_history_holds_under_every_operation(client: httpx.AsyncClient) ->
         suppress_health_check=list(HealthCheck),
     )
     await asyncio.to_thread(run_state_machine_as_test, HistoryMachine, settings=config)
+    print(f"history model: {tally.examples} examples, {tally.steps} steps, {tally.reads} reads")
