@@ -365,3 +365,33 @@ async def test_a_reset_between_a_streams_start_and_its_feeds_is_never_skipped(
         [f"id: {events + 1}", "event: resync"],
         [f"id: {events + 2}", "event: appended"],
     ]
+
+
+async def test_a_reset_whose_notice_is_lost_is_never_gone_past(app, client, monkeypatch):
+    """A feed that hears nothing reads the newest events itself (a worker may have died
+    between a commit and its notice): a reset and an append committed unheard are not an
+    append alone, but a `resync` at the reset's version, then the append."""
+    await client.post(SESSIONS, json={"sessionId": "s", "events": [said("x")]})
+    key = SessionKey(APP, USER, "s")
+    broker = app.state.services.live
+    monkeypatch.setattr(broker.settings, "stream_heartbeat", 0.3)
+    subscription = await broker.session_stream(key, None)
+    try:
+        await asyncio.wait_for(broker.feeds[key].ready.wait(), 5)
+        monkeypatch.setattr(broker.feeds[key], "notice", lambda change: None)  # lost
+        first = asyncio.ensure_future(anext(subscription.frames))
+        await asyncio.wait({first}, timeout=0.2)  # the stream's replay done: it is live
+        assert (await client.post(f"{session_url('s')}:reset")).status_code == 200
+        appended = await client.post(f"{session_url('s')}/events", json=said("after"))
+        assert appended.status_code == 201, appended.text
+        frames = [(await asyncio.wait_for(first, 5)).decode()]
+        deadline = asyncio.get_running_loop().time() + 3  # ten heartbeats' quiet reads
+        while "event: appended" not in frames[-1]:
+            left = deadline - asyncio.get_running_loop().time()
+            frames.append((await asyncio.wait_for(anext(subscription.frames), left)).decode())
+    finally:
+        await subscription.close()
+    assert [text.split("\n")[:2] for text in frames if not text.startswith(":")] == [
+        ["id: 2", "event: resync"],
+        ["id: 3", "event: appended"],
+    ]

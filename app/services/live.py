@@ -168,8 +168,10 @@ class Feed:
 
     async def _read_through(self, version: int, *, events_only: bool = False) -> None:
         """Offer the events with seq in (position, version], read in pages; the position
-        moves to `version` (with `events_only`, to the last event: a change other than an
-        append may be on its way, and must not be taken as sent)."""
+        moves to `version` (with `events_only`, nothing having been announced, to the last
+        event). There, a version without an event before one is a write other than an append
+        (a reset, a removal) whose notice is late or lost: the streams are told `resync` at
+        that version before the event, never taken past it in silence."""
         while self.position < version:
             async with self.broker.pool.connection() as connection:
                 found = await live_rows.events_between(
@@ -179,9 +181,11 @@ class Feed:
                 return  # deleted: its `deleted` notice follows
             (current, _, _), events = found
             for seq, event in events:
+                if events_only and seq > self.position + 1:
+                    unheard = seq - 1
+                    self._offer(unheard, json_frame("resync", {"version": unheard}, unheard))
                 self._offer(seq, frame("appended", event, seq))
-            if events:
-                self.position = max(self.position, events[-1][0])
+                self.position = max(self.position, seq)
             if len(events) < PAGE:
                 if not events_only:
                     self.position = max(self.position, min(version, current))
