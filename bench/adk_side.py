@@ -12,9 +12,9 @@ from google.adk.events import Event
 from google.adk.flows.llm_flows.contents import _get_contents
 from google.adk.sessions import DatabaseSessionService, Session
 from google.adk.sessions.base_session_service import GetSessionConfig
-from sqlalchemy.engine import make_url
 
 from app.domain import SessionKey
+from bench.databases import asyncpg_url
 from bench.scenarios import median_call
 from bench.systems import PageToken
 from bench.workload import EventSpec, Sizes, adk_event
@@ -54,10 +54,7 @@ class Adk:
     name = "ADK"
 
     def __init__(self, dsn: str, pool: int) -> None:
-        url = make_url(dsn).set(drivername="postgresql+asyncpg")
-        self.service = DatabaseSessionService(
-            url.render_as_string(hide_password=False), pool_size=pool, max_overflow=0
-        )
+        self.service = DatabaseSessionService(asyncpg_url(dsn), pool_size=pool, max_overflow=0)
 
     async def prepare(self) -> None:
         """Let ADK create its tables, as it does on first use."""

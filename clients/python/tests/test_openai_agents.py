@@ -2,14 +2,18 @@
 `Session` methods against the live server."""
 
 import asyncio
+import json
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from sessionary_client import AsyncSessionaryClient, ToolPairViolationError
-from sessionary_client.openai_agents import SessionarySession
+from sessionary_client.openai_agents import ITEM_KEY, REST_KEY, SessionarySession
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "openai_agents_session.py"
 USER = "ada"
@@ -172,3 +176,175 @@ async def test_concurrent_first_writes_both_land(
     texts = [item["content"] for item in items]
     for i in range(4):
         assert texts.index(f"w{i}b") == texts.index(f"w{i}a") + 1
+
+
+# Items as the SDK's models dump them: the model's messages and calls carry ids and statuses.
+TYPICAL = [
+    message("user", "What will the weather be like in Oslo tomorrow afternoon?"),
+    {
+        "type": "function_call",
+        "id": "fc_68a1c2d3e4f5",
+        "call_id": "call_Xk2Lq9Vb7Rt1",
+        "name": "get_forecast",
+        "arguments": '{"day":"tomorrow","city":"Oslo"}',
+        "status": "completed",
+    },
+    {
+        "type": "function_call_output",
+        "call_id": "call_Xk2Lq9Vb7Rt1",
+        "output": "Sunny, 21 degrees, light breeze from the west.",
+    },
+    {
+        "type": "message",
+        "id": "msg_68a1c2d3e4f6",
+        "role": "assistant",
+        "status": "completed",
+        "content": [
+            {
+                "type": "output_text",
+                "text": "Tomorrow afternoon in Oslo: sunny and 21 degrees, with a light breeze.",
+                "annotations": [],
+            }
+        ],
+    },
+]
+
+
+async def test_an_item_is_stored_once(client: AsyncSessionaryClient, app_name: str) -> None:
+    """Its text, call and output are in `content`, and `customMetadata` keeps only the rest of
+    the item; a call's `arguments` go too where its `args` give them back exactly."""
+    session = SessionarySession("once", app_name=app_name, user_id=USER, client=client)
+    reordered = {**TYPICAL[1], "arguments": '{"when":{"hour":15,"day":"tomorrow"},"city":"Oslo"}'}
+    await session.add_items([*TYPICAL, reordered])
+    assert await session.get_items() == [*TYPICAL, reordered]
+    stored = (await client.get_session(app_name, USER, "once"))["events"]
+    kept = [event["customMetadata"][REST_KEY] for event in stored]
+    assert kept == [
+        {},
+        {"type": "function_call", "id": "fc_68a1c2d3e4f5", "status": "completed"},
+        {"type": "function_call_output"},
+        {
+            "type": "message",
+            "id": "msg_68a1c2d3e4f6",
+            "status": "completed",
+            "content": [{"type": "output_text", "annotations": []}],
+        },
+        # The server orders an object's keys its own way: text in another order stays.
+        {key: reordered[key] for key in ("type", "id", "status", "arguments")},
+    ]
+    assert stored[4]["content"]["parts"][0]["functionCall"]["args"] == {
+        "when": {"hour": 15, "day": "tomorrow"},
+        "city": "Oslo",
+    }
+
+
+async def test_items_stored_whole_stay_readable(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    """Items kept whole in `customMetadata.openaiItem`, as they were stored before items were
+    split, and those that cannot be split (an image, a reasoning item) read as they were."""
+    kept = [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "What is this?"},
+                {"type": "input_image", "image_url": "https://example.com/a.png"},
+            ],
+        },
+    ]
+    session = SessionarySession("old", app_name=app_name, user_id=USER, client=client)
+    await session.add_items(kept)
+    legacy = {"content": {"role": "user", "parts": [{"text": "hi"}]}}
+    await client.append_event(
+        app_name,
+        USER,
+        "old",
+        {**legacy, "author": "user", "customMetadata": {ITEM_KEY: TYPICAL[0]}},
+    )
+    assert await session.get_items() == [*kept, TYPICAL[0]]
+    stored = (await client.get_session(app_name, USER, "old"))["events"]
+    assert [list(event["customMetadata"]) for event in stored] == [[ITEM_KEY]] * 3
+    assert stored[1]["content"]["parts"] == [{"text": "What is this?"}]
+
+
+_TEXT = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)))
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | _TEXT
+    # JSON numbers as JSONB keeps them: 1e+16 and beyond come back written out, as integers.
+    | st.floats(-1e15, 1e15),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+_EXTRA = st.dictionaries(st.sampled_from(["id", "status", "annotations", "x"]), _JSON, max_size=2)
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_ITEMS = st.one_of(
+    st.builds(
+        lambda role, text: {"role": role, "content": text},
+        st.sampled_from(["user", "assistant", "system", "developer"]),
+        _TEXT,
+    ),
+    st.builds(
+        lambda extra, texts: {
+            **extra,
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": t} for t in texts],
+        },
+        _EXTRA,
+        st.lists(_TEXT, max_size=3),
+    ),
+    st.builds(
+        lambda extra, call_id, name, arguments: {
+            **extra,
+            "type": "function_call",
+            "call_id": call_id,
+            "name": name,
+            "arguments": arguments,
+        },
+        _EXTRA,
+        _TEXT,
+        _TEXT,
+        st.dictionaries(_TEXT, _JSON, max_size=4).map(_compact)
+        | st.dictionaries(_TEXT, _JSON, max_size=4).map(json.dumps)
+        | _TEXT,
+    ),
+    st.builds(
+        lambda extra, call_id, output: {
+            **extra,
+            "type": "function_call_output",
+            "call_id": call_id,
+            "output": output,
+        },
+        _EXTRA,
+        _TEXT,
+        _JSON,
+    ),
+    st.builds(lambda extra: {**extra, "type": "reasoning"}, _EXTRA),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(_ITEMS, min_size=1, max_size=6))
+@example(items=[{**TYPICAL[1], "arguments": '{"n":1e+16,"m":1e-07}'}])
+def test_any_items_come_back_exactly(live_server: str, items: list[dict[str, Any]]) -> None:
+    """Whatever the items (calls' arguments in any key order and spacing, any text), what
+    `get_items` reads back through the server is what `add_items` was given."""
+
+    async def round_trip() -> list[Any]:
+        async with AsyncSessionaryClient(live_server) as client:
+            session = SessionarySession(
+                uuid.uuid4().hex, app_name="items-round-trip", user_id=USER, client=client
+            )
+            await session.add_items(items)
+            return await session.get_items()
+
+    assert asyncio.run(round_trip()) == items

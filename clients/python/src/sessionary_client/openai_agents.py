@@ -11,6 +11,7 @@ method's meaning: docs/openai-agents.md.
 
 import json
 import uuid
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
 import httpx
@@ -27,35 +28,89 @@ else:
     TResponseInputItem = dict[str, Any]
 
 ITEM_KEY = "openaiItem"
-"""Where an event keeps its item, in `customMetadata`."""
+"""Where an event keeps an item whole, in `customMetadata`: an item that `author` and `content`
+cannot carry in part, and every item stored before items were split (`REST_KEY`)."""
+
+REST_KEY = "openai"
+"""Where an event keeps the fields of its item that `author` and `content` do not carry, in
+`customMetadata`: the item is stored once, split between them."""
 
 # A page of the newest events when `get_items` has a limit: enough for it, never more than a page.
 _MAX_PAGE = 1000
 
 
 def item_event(item: TResponseInputItem, invocation_id: str) -> Event:
-    """The event that stores `item`: the item whole, and what ADK's readers understand of it."""
+    """The event that stores `item` once: what ADK's readers understand of it as `author` and
+    `content`, its other fields in `customMetadata`; the item whole there when `event_item`
+    would not give it back exactly from those, as the server returns them."""
     fields = cast(dict[str, Any], item)
+    author, content, rest = _readable(fields)
+    event: Event = {"invocationId": invocation_id, "author": author}
+    if content is not None:
+        event["content"] = content
+    split: Event = {**event, "customMetadata": {REST_KEY: rest}}
+    if rest is not None and event_item(_as_stored(split)) == fields:
+        return split
+    return {**event, "customMetadata": {ITEM_KEY: fields}}
+
+
+def _readable(fields: dict[str, Any]) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+    """The item's `author` and `content` for ADK's readers, and its fields they leave out
+    (None for a kind that they do not read)."""
     kind = fields.get("type", "message" if "role" in fields else None)
-    event: Event = {"invocationId": invocation_id, "customMetadata": {ITEM_KEY: fields}}
+    rest = dict(fields)
     if kind == "message":
-        role = str(fields.get("role", "user"))
-        event["author"] = role
-        event["content"] = {
-            "role": "model" if role == "assistant" else "user",
-            "parts": [{"text": text} for text in _texts(fields.get("content"))],
-        }
-    elif kind == "function_call":
-        event["author"] = "assistant"
-        call = {"id": fields.get("call_id"), "name": fields.get("name")}
-        event["content"] = {"role": "model", "parts": [{"functionCall": {**call, **_args(fields)}}]}
-    elif kind == "function_call_output":
-        event["author"] = "tool"
-        answer = {"id": fields.get("call_id"), "response": {"output": fields.get("output")}}
-        event["content"] = {"role": "user", "parts": [{"functionResponse": answer}]}
-    else:
-        event["author"] = "assistant"
-    return event
+        role = str(rest.pop("role", "user"))
+        said = rest.pop("content", None)
+        if isinstance(said, list):
+            rest["content"] = [_without_text(part) for part in said]
+        parts = [{"text": text} for text in _texts(said)]
+        return role, {"role": "model" if role == "assistant" else "user", "parts": parts}, rest
+    if kind == "function_call":
+        call: dict[str, Any] = {"id": rest.pop("call_id", None), "name": rest.pop("name", None)}
+        arguments = rest.get("arguments")
+        if isinstance(args := _args(arguments), dict):
+            call["args"] = args
+            if _arguments(_as_stored(args)) == arguments:
+                del rest["arguments"]  # given back by `args`, as the server returns them
+        return "assistant", {"role": "model", "parts": [{"functionCall": call}]}, rest
+    if kind == "function_call_output":
+        output = {"output": rest.pop("output", None)}
+        answer = {"id": rest.pop("call_id", None), "response": output}
+        return "tool", {"role": "user", "parts": [{"functionResponse": answer}]}, rest
+    return "assistant", None, None
+
+
+def _joined(rest: dict[str, Any], event: Event) -> dict[str, Any]:
+    """The item `_readable` split into `event` and `rest`."""
+    content = event.get("content")
+    parts = [part for part in (content or {}).get("parts") or [] if isinstance(part, dict)]
+    item = dict(rest)
+    kind = rest.get("type", "message")
+    if kind == "message":
+        item["role"] = event.get("author")
+        texts = [part.get("text") for part in parts]
+        entries = rest.get("content")
+        if isinstance(entries, list):  # each of its parts had a text, in order
+            given = iter(texts)
+            item["content"] = [
+                {**entry, "text": next(given, None)} if isinstance(entry, dict) else entry
+                for entry in entries
+            ]
+        elif len(texts) == 1:
+            item["content"] = texts[0]
+    elif kind == "function_call" and parts:
+        call = parts[0].get("functionCall") or {}
+        item["call_id"], item["name"] = call.get("id"), call.get("name")
+        if "arguments" not in rest and "args" in call:
+            item["arguments"] = _arguments(call["args"])
+    elif kind == "function_call_output" and parts:
+        answer = parts[0].get("functionResponse") or {}
+        item["call_id"], item["output"] = (
+            answer.get("id"),
+            (answer.get("response") or {}).get("output"),
+        )
+    return item
 
 
 def _texts(content: object) -> list[str]:
@@ -67,13 +122,38 @@ def _texts(content: object) -> list[str]:
     return [part["text"] for part in content if isinstance(part, dict) and "text" in part]
 
 
-def _args(call: dict[str, Any]) -> dict[str, Any]:
+def _without_text(part: object) -> object:
+    return {k: v for k, v in part.items() if k != "text"} if isinstance(part, dict) else part
+
+
+def _args(arguments: object) -> object:
     """ADK's `args` (an object) from the call's `arguments` (JSON text), when they are one."""
     try:
-        args = json.loads(call.get("arguments") or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return {"args": args} if isinstance(args, dict) else {}
+        return json.loads(arguments, parse_constant=_refuse) if isinstance(arguments, str) else None
+    except ValueError:
+        return None
+
+
+def _refuse(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")  # NaN and Infinity, which json reads
+
+
+def _arguments(args: object) -> str:
+    """A call's `arguments` as the SDK's models write them: compact JSON."""
+    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+
+
+def _as_stored(value: Any) -> Any:
+    """`value` as the server gives it back: PostgreSQL's JSONB orders an object's keys by
+    length, then bytes, and writes a number like 1e+16 out in full (an integer)."""
+    if isinstance(value, dict):
+        order = sorted(value, key=lambda key: (len(key.encode()), key.encode()))
+        return {key: _as_stored(value[key]) for key in order}
+    if isinstance(value, list):
+        return [_as_stored(item) for item in value]
+    if isinstance(value, float) and "e+" in repr(value):
+        return int(Decimal(repr(value)))
+    return value
 
 
 def _is_users(item: TResponseInputItem) -> bool:
@@ -85,8 +165,13 @@ def _is_users(item: TResponseInputItem) -> bool:
 def event_item(event: Event) -> TResponseInputItem | None:
     """The item an event stores; None for an event that holds none."""
     metadata = event.get("customMetadata")
-    item = metadata.get(ITEM_KEY) if isinstance(metadata, dict) else None
-    return cast(TResponseInputItem, item) if isinstance(item, dict) else None
+    if not isinstance(metadata, dict):
+        return None
+    if isinstance(whole := metadata.get(ITEM_KEY), dict):
+        return cast(TResponseInputItem, whole)
+    if isinstance(rest := metadata.get(REST_KEY), dict):
+        return cast(TResponseInputItem, _joined(rest, event))
+    return None
 
 
 class SessionarySession:
