@@ -332,8 +332,8 @@ def node_rows(base_url: str, appends: int, read_events: int) -> dict[str, Any] |
     return json.loads(ran.stdout)
 
 
-async def run(database_url: str, prefix: str, appends: int, read_events: int) -> list[str]:
-    """S17's report, as lines of Markdown."""
+async def run(database_url: str, prefix: str, appends: int, read_events: int) -> "S17":
+    """S17, on databases of its own on the server of `database_url`."""
     names = databases.Databases.on(database_url, f"{prefix}_clients")
     await databases.recreate(names)
     ours, theirs = names.sessionary, names.adk
@@ -409,95 +409,157 @@ async def run(database_url: str, prefix: str, appends: int, read_events: int) ->
         node = await asyncio.to_thread(node_rows, base_url, appends, read_events)
     await adk.close()
     await sdk_engine.dispose()
-    return report(appends, read_events, rows, adk_rows, reads, turns, openai_rows, items_ms, node)
+    return S17(appends, read_events, rows, adk_rows, reads, turns, openai_rows, items_ms, node)
 
 
-def report(
-    appends: int,
-    read_events: int,
-    rows: list[Row],
-    adk_rows: list[Row],
-    reads: dict[str, float],
-    turns: dict[tuple[str, int], float],
-    openai_rows: list[Row],
-    items_ms: dict[str, float],
-    node: dict[str, Any] | None,
-) -> list[str]:
-    def table(title: str, unit: str, found: list[Row]) -> list[str]:
+@dataclass(frozen=True)
+class S17:
+    """The figures of a run, as report lines and as targets met or not."""
+
+    appends: int
+    read_events: int
+    rows: list[Row]
+    adk_rows: list[Row]
+    reads: dict[str, float]
+    turns: dict[tuple[str, int], float]
+    openai_rows: list[Row]
+    items_ms: dict[str, float]
+    node: dict[str, Any] | None
+
+    def lines(self) -> list[str]:
+        """The report, as lines of Markdown."""
+        ours, theirs = self.adk_rows
+        sent, sdk = self.openai_rows
+        items_ms = self.items_ms
         lines = [
-            f"| {title} | {unit} | CPU ms each: client | server | PostgreSQL | all |",
-            "|---|--:|--:|--:|--:|--:|",
+            f"S17 through the clients: {TASKS} concurrent tasks, {self.appends} appends each; the "
+            "CPU of this process, the server's workers and PostgreSQL, per operation.",
+            "",
+            *_table(f"{TASKS} tasks appending", "events/s", self.rows),
+            *_table("ADK `append_event`", "events/s", self.adk_rows),
+            f"ADK `append_event`: SessionaryService {ours.per_second / theirs.per_second:.2f}x "
+            f"DatabaseSessionService's events/s; all the CPU an append costs, "
+            f"{theirs.total_ms / ours.total_ms:.2f}x less (the bound, on cores that are all busy).",
+            "",
+            "| ADK reads (median ms) | SessionaryService | DatabaseSessionService | ratio |",
+            "|---|--:|--:|--:|",
         ]
-        for row in found:
-            parts = (row.client_ms, row.server_ms, row.postgres_ms, row.total_ms)
-            lines.append(
-                f"| {row.name} | {row.per_second:,.0f} | "
-                + " | ".join(f"{part:.2f}" for part in parts)
-                + " |"
-            )
-        return [*lines, ""]
-
-    ours, theirs = adk_rows
-    sent, sdk = openai_rows
-    lines = [
-        f"S17 through the clients: {TASKS} concurrent tasks, {appends} appends each; the CPU "
-        f"of this process, the server's workers and PostgreSQL, per operation.",
-        "",
-        *table(f"{TASKS} tasks appending", "events/s", rows),
-        *table("ADK `append_event`", "events/s", adk_rows),
-        f"ADK `append_event`: SessionaryService {ours.per_second / theirs.per_second:.2f}x "
-        f"DatabaseSessionService's events/s; all the CPU an append costs, "
-        f"{theirs.total_ms / ours.total_ms:.2f}x less (the bound, on cores that are all busy).",
-        "",
-        "| ADK reads (median ms) | SessionaryService | DatabaseSessionService | ratio |",
-        "|---|--:|--:|--:|",
-    ]
-    read_rows = [
-        (
-            f"`get_session`, {read_events:,} events, whole",
-            reads["SessionaryService"],
-            reads["DatabaseSessionService"],
-        )
-    ]
-    read_rows += [
-        (
-            f"a Runner turn's load, {events:,}-event session",
-            turns["SessionaryService", events],
-            turns["DatabaseSessionService", events],
-        )
-        for events in (50, 5000)
-    ]
-    lines += [f"| {name} | {a:.1f} | {b:.1f} | {b / a:.2f}x |" for name, a, b in read_rows]
-    lines += [
-        "",
-        *table("OpenAI Agents `add_items`", "items/s", openai_rows),
-        f"OpenAI Agents: `add_items` {sent.per_second / sdk.per_second:.2f}x SQLAlchemySession's "
-        f"items/s; `get_items` of {read_events:,} items {items_ms['SessionarySession']:.1f} ms, "
-        f"SQLAlchemySession {items_ms['SQLAlchemySession']:.1f} ms "
-        f"({items_ms['SQLAlchemySession'] / items_ms['SessionarySession']:.2f}x).",
-        "",
-        "| Item (JSON bytes) | the item | its event's content and metadata, item kept whole "
-        "beside the content (before) | stored once |",
-        "|---|--:|--:|--:|",
-    ]
-    lines += [f"| {kind} | {item} | {twice} | {once} |" for kind, item, twice, once in item_bytes()]
-    lines.append("")
-    if node is None:
-        lines.append("TypeScript rows not run: no Node in the venv (`make install`).")
-    else:
-        client, fetch = node["client"], node["fetch"]
+        reads = [
+            (f"`get_session`, {self.read_events:,} events, whole", self.reads),
+            *(
+                (
+                    f"a Runner turn's load, {events:,}-event session",
+                    {name: self.turns[name, events] for name in self.reads},
+                )
+                for events in (50, 5000)
+            ),
+        ]
+        for name, found in reads:
+            a, b = found["SessionaryService"], found["DatabaseSessionService"]
+            lines.append(f"| {name} | {a:.1f} | {b:.1f} | {b / a:.2f}x |")
         lines += [
+            "",
+            *_table("OpenAI Agents `add_items`", "items/s", self.openai_rows),
+            f"OpenAI Agents: `add_items` {sent.per_second / sdk.per_second:.2f}x "
+            f"SQLAlchemySession's items/s (all the CPU an item costs, "
+            f"{sdk.total_ms / sent.total_ms:.2f}x less); `get_items` of {self.read_events:,} "
+            f"items {items_ms['SessionarySession']:.1f} ms, SQLAlchemySession "
+            f"{items_ms['SQLAlchemySession']:.1f} ms.",
+            "",
+            "| Item (JSON bytes) | the item | its event's `content` and `customMetadata`: the "
+            "item whole beside the content (before) | stored once |",
+            "|---|--:|--:|--:|",
+        ]
+        lines += [
+            f"| {kind} | {item} | {twice} | {once} |" for kind, item, twice, once in item_bytes()
+        ]
+        lines.append("")
+        if self.node is None:
+            return [*lines, "TypeScript rows not run: no Node in the venv (`make install`)."]
+        client, fetch = self.node["client"], self.node["fetch"]
+        return [
+            *lines,
             "| TypeScript, 32 tasks appending | events/s | process CPU ms/append |",
             "|---|--:|--:|",
             f"| the client | {client['eventsPerSecond']:,.0f} | {client['cpuMsPerEvent']:.2f} |",
             f"| raw `fetch` | {fetch['eventsPerSecond']:,.0f} | {fetch['cpuMsPerEvent']:.2f} |",
             "",
-            f"TypeScript: appends at {client['eventsPerSecond'] / fetch['eventsPerSecond']:.2f}x "
-            f"raw fetch's events/s; a whole read of {read_events:,} events "
-            f"{node['clientReadMs']:.1f} ms against {node['fetchReadMs']:.1f} ms "
-            f"({node['clientReadMs'] / node['fetchReadMs']:.2f}x the time).",
+            f"TypeScript: a whole read of {self.read_events:,} events "
+            f"{self.node['clientReadMs']:.1f} ms, raw fetch {self.node['fetchReadMs']:.1f} ms.",
         ]
-    return lines
+
+    def targets(self) -> list[tuple[str, bool, str]]:
+        """Each target: its name, whether the run met it, what it measured."""
+        shared, per_task = self.rows[0], self.rows[3]
+        ours, theirs = self.adk_rows
+        sent, sdk = self.openai_rows
+        whole = self.reads["DatabaseSessionService"] / self.reads["SessionaryService"]
+        growth = self.turns["SessionaryService", 5000] / self.turns["SessionaryService", 50]
+        found = [
+            (
+                "S17: client CPU per append ≤ 1 ms (shared client, 32 tasks)",
+                shared.client_ms <= 1,
+                f"{shared.client_ms:.2f} ms",
+            ),
+            (
+                "S17: a shared client at least as fast as one client per task",
+                shared.per_second >= per_task.per_second,
+                f"{shared.per_second:,.0f} against {per_task.per_second:,.0f} events/s",
+            ),
+            (
+                "S17: ADK append_event ≥ 5x DatabaseSessionService",
+                ours.per_second >= 5 * theirs.per_second,
+                f"{ours.per_second / theirs.per_second:.2f}x (all its CPU "
+                f"{theirs.total_ms / ours.total_ms:.2f}x less)",
+            ),
+            (
+                f"S17: ADK get_session of {self.read_events:,} events ≥ 3x",
+                whole >= 3,
+                f"{whole:.2f}x",
+            ),
+            (
+                "S17: a Runner turn's load on 5,000 events within 2x of one on 50",
+                growth <= 2,
+                f"{growth:.2f}x",
+            ),
+            (
+                "S17: OpenAI Agents add_items ≥ 3x SQLAlchemySession",
+                sent.per_second >= 3 * sdk.per_second,
+                f"{sent.per_second / sdk.per_second:.2f}x (all its CPU "
+                f"{sdk.total_ms / sent.total_ms:.2f}x less)",
+            ),
+            (
+                f"S17: OpenAI Agents get_items of {self.read_events:,} within its time",
+                self.items_ms["SessionarySession"] <= self.items_ms["SQLAlchemySession"],
+                f"{self.items_ms['SessionarySession']:.1f} against "
+                f"{self.items_ms['SQLAlchemySession']:.1f} ms",
+            ),
+        ]
+        if self.node is not None:
+            client, fetch = self.node["client"], self.node["fetch"]
+            found.append(
+                (
+                    "S17: the TypeScript client within 1.5x of raw fetch",
+                    fetch["eventsPerSecond"] <= 1.5 * client["eventsPerSecond"]
+                    and self.node["clientReadMs"] <= 1.5 * self.node["fetchReadMs"],
+                    f"appends {client['eventsPerSecond']:,.0f} against "
+                    f"{fetch['eventsPerSecond']:,.0f} events/s, a read "
+                    f"{self.node['clientReadMs']:.1f} against {self.node['fetchReadMs']:.1f} ms",
+                )
+            )
+        return found
+
+
+def _table(title: str, unit: str, found: list[Row]) -> list[str]:
+    lines = [
+        f"| {title} | {unit} | CPU ms each: client | server | PostgreSQL | all |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    for row in found:
+        parts = (row.client_ms, row.server_ms, row.postgres_ms, row.total_ms)
+        figures = " | ".join(f"{part:.2f}" for part in parts)
+        lines.append(f"| {row.name} | {row.per_second:,.0f} | {figures} |")
+    return [*lines, ""]
 
 
 def main() -> None:
@@ -507,10 +569,12 @@ def main() -> None:
     parser.add_argument("--db-prefix", default="sessionary_bench")
     arguments = parser.parse_args()
     database_url = os.environ["DATABASE_URL"]
-    lines = asyncio.run(
+    s17 = asyncio.run(
         run(database_url, arguments.db_prefix, arguments.appends, arguments.read_events)
     )
-    print("\n".join(lines))
+    print("\n".join(s17.lines()))
+    for name, met, measured in s17.targets():
+        print(f"- {name}: {'met' if met else 'NOT met'} ({measured})")
 
 
 if __name__ == "__main__":

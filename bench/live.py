@@ -53,7 +53,8 @@ class Watcher:
 async def watch(system: Sessionary, path: str) -> Watcher:
     """Open a stream of a session (from now) and read it in the background."""
     reader, writer = await asyncio.open_connection(system.host, system.port)
-    writer.write(f"GET {path}/events:stream HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+    request = f"GET {path}/events:stream HTTP/1.1\r\nHost: {system.host}:{system.port}\r\n\r\n"
+    writer.write(request.encode())
     await writer.drain()
     head = await reader.readuntil(b"\r\n\r\n")
     if not head.startswith(b"HTTP/1.1 200"):

@@ -4,6 +4,7 @@ import math
 from dataclasses import dataclass, field
 
 from bench import mixed
+from bench.clients import S17
 from bench.cpu import CpuSplit
 from bench.mixed import Mixed
 from bench.scenarios import Burst
@@ -85,6 +86,7 @@ class Results:
     read_response_bytes: int = 0
     s6_scans: dict[str, tuple[int, int]] = field(default_factory=dict)
     mixed: Mixed | None = None
+    clients: S17 | None = None
     notes: list[str] = field(default_factory=list)
 
     def put(self, key: str, system: str, value: float) -> None:
@@ -275,6 +277,8 @@ def targets(results: Results) -> list[Target]:
                 ", ".join(f"{name}: {count} seq scans" for name, count in sorted(seq.items())),
             )
         )
+    if results.clients is not None:
+        checks += [Target(*target) for target in results.clients.targets()]
     top_rate = max(r("s1_eps"), r("s6_s1_eps"))
     checks.append(
         Target(
@@ -322,6 +326,8 @@ def render(results: Results, header: str) -> str:
         lines += [sustained(results.sustained), ""]
     if results.mixed is not None:
         lines += [mixed.report(results.mixed), ""]
+    if results.clients is not None:
+        lines += [*results.clients.lines(), ""]
     lines.append(
         f"Load generator: {results.generator}; its ceiling (GET /healthz, same clients): "
         f"{results.ceiling_rps:,.0f} req/s."

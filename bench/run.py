@@ -23,6 +23,7 @@ if __package__ in (None, ""):  # run as `python bench/run.py`: make `bench` impo
 from app.config import Settings
 from bench import (
     citus,
+    clients,
     cpu,
     databases,
     live,
@@ -88,6 +89,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="sessionary serve --workers")
     parser.add_argument("--skip-adk", action="store_true", help="no ADK column")
     parser.add_argument("--skip-growth", action="store_true", help="no S6")
+    parser.add_argument("--skip-clients", action="store_true", help="no S17")
     parser.add_argument("--output", type=Path, help="also write the report to this file")
     for sizing in dataclasses.fields(Sizes):
         parser.add_argument(
@@ -374,6 +376,10 @@ async def bench(args: argparse.Namespace) -> str:
         await run_sharded(sizes, args.workers, results, server_env)
         if adk is not None:
             await run_adoption(dbs, results)
+        if not args.skip_clients:
+            log("S17: through the clients (Python, ADK, OpenAI Agents, TypeScript)")
+            appends = 10 if args.quick else 60
+            results.clients = await clients.run(database_url, args.db_prefix, appends, 1000)
 
         if not args.skip_growth:
             log(f"S6: loading {sizes.growth_events:,} events into each database")
