@@ -14,5 +14,4 @@ Gem::Specification.new do |spec|
   spec.files = Dir["lib/**/*.rb"] + ["README.md"]
   spec.require_paths = ["lib"]
   spec.required_ruby_version = ">= 3.1"
-  spec.metadata["rubygems_mfa_required"] = "true"
 end
