@@ -78,6 +78,24 @@ class TransportTest < Minitest::Test
     server&.close
   end
 
+  def test_reads_after_a_write_ask_for_the_version_it_made
+    relay = Relay.new
+    sessionary = client(base_url: relay.url)
+    made = sessionary.create_session(APP, "ada", session_id: unique("s"))
+    chat = sessionary.session(APP, "ada", made.id)
+    chat.get
+    chat.append_events([{author: "user"}, {author: "user"}])
+    chat.events.to_a
+    fork = chat.fork
+    sessionary.get_session(APP, "ada", fork.id)
+    chat.delete
+    assert_raises(Sessionary::SessionNotFoundError) { chat.get }
+    reads = relay.heads.select { |head| head.start_with?("GET ") }.map { |head| head[/minVersion=(\d+)/, 1] }
+    assert_equal ["0", "2", "2", nil], reads # created at 0, then 2 events; the fork's; deleted
+  ensure
+    relay&.close
+  end
+
   def test_one_client_serves_many_threads
     chat = new_session
     threads = 8.times.map { |n| Thread.new { 5.times { |m| chat.append_event({author: "t#{n}", id: "e#{n}-#{m}"}) } } }

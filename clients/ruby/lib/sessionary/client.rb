@@ -16,21 +16,27 @@ module Sessionary
   #
   # Resends: every request whose connection was refused; reads, appends (each event is given
   # an `id` if it has none, so a resend stores it once) and the other idempotent writes after
-  # a lost answer, a timeout or a 502-504, `retries` times with jittered backoff. One client is
-  # safe to share between threads: each request takes a keep-alive connection of its pool.
+  # a lost answer, a timeout or a 502-504, `retries` times with jittered backoff. After a write,
+  # reads of that session and its events ask for the version it made (`minVersion`), so that a
+  # server with a read replica answers them from the primary until the replica has caught up.
+  # One client is safe to share between threads: each request takes a keep-alive connection of
+  # its pool.
   class Client
     # The events after which nothing more can happen to a session: its stream ends.
     FINAL = %w[closed deleted].freeze
     # The default of an argument whose nil means "clear it": left as the server has it.
     UNSET = Object.new.freeze
+    # The path of the session a request is about (`/apps/…/users/…/sessions/{id}`), if any.
+    SESSION = %r{\A/apps/[^/]+/users/[^/]+/sessions/[^/:]+}.freeze
 
     def initialize(base_url: nil, api_key: nil, headers: {}, timeout: 10, retries: 2,
                    backoff: 0.25, pool_size: 16)
-      key = api_key || ENV.fetch("SESSIONARY_API_KEY", nil)
+      key = api_key || environment("SESSIONARY_API_KEY")
       credentials = key.nil? || key.empty? ? {} : {"Authorization" => "Bearer #{key}"}
       @backoff = backoff
+      @written = Versions.new
       @transport = Transport.new(
-        base_url: base_url || ENV["SESSIONARY_URL"].then { |url| url.nil? || url.empty? ? DEFAULT_URL : url },
+        base_url: base_url || environment("SESSIONARY_URL") || DEFAULT_URL,
         headers: credentials.merge(headers), timeout: timeout, retries: retries,
         backoff: backoff, pool_size: pool_size
       )
@@ -40,7 +46,9 @@ module Sessionary
     def close = @transport.close
 
     # One session's methods without its app, user and id: `chat.append_event(event)`.
-    def session(app_name, user_id, session_id) = SessionHandle.new(self, app_name, user_id, session_id)
+    def session(app_name, user_id, session_id)
+      SessionHandle.new(self, app_name, user_id, session_id)
+    end
 
     # --- Sessions ---------------------------------------------------------------------------
 
@@ -49,16 +57,19 @@ module Sessionary
     def create_session(app_name, user_id, session_id: nil, state: nil, events: nil,
                        display_name: nil, labels: nil, ttl: nil, expire_time: nil)
       body = present(sessionId: session_id, state: state, events: events&.map { |event| with_id(event) },
-                     displayName: display_name, labels: labels, ttl: ttl, expireTime: expire_time)
+                     displayName: display_name, labels: labels, ttl: ttl,
+                     expireTime: expire_time)
       json("POST", sessions_path(app_name, user_id), body: body)
     end
 
-    # The session with its events; with `until_seq`, as it was at that seq.
+    # The session with its events; with `until_seq`, as it was at that seq. It holds every
+    # write this client made to it, even from a lagging read replica.
     def get_session(app_name, user_id, session_id, num_recent_events: nil, after_timestamp: nil,
                     until_seq: nil, min_version: nil)
+      target = sessions_path(app_name, user_id, session_id)
       query = present(numRecentEvents: num_recent_events, afterTimestamp: after_timestamp,
-                      untilSeq: until_seq, minVersion: min_version)
-      json("GET", sessions_path(app_name, user_id, session_id), query: query)
+                      untilSeq: until_seq, minVersion: min_version || @written.of(target))
+      json("GET", target, query: query)
     end
 
     # One page of a user's sessions, without events: `page.sessions`, `page.next_page_token`.
@@ -105,7 +116,9 @@ module Sessionary
     # Deletes the session and its events. Not resent after a lost answer: the resend would
     # be a SessionNotFoundError.
     def delete_session(app_name, user_id, session_id, if_match: nil)
-      send_request("DELETE", sessions_path(app_name, user_id, session_id), if_match: if_match)
+      target = sessions_path(app_name, user_id, session_id)
+      send_request("DELETE", target, if_match: if_match)
+      @written.forget(target) # a new session may take its id
       nil
     end
 
@@ -133,7 +146,8 @@ module Sessionary
                     after_timestamp: nil, before_timestamp: nil, order: nil, min_version: nil)
       query = present(pageSize: page_size, pageToken: page_token, afterSeq: after_seq,
                       afterTimestamp: after_timestamp, beforeTimestamp: before_timestamp,
-                      order: order, minVersion: min_version)
+                      order: order,
+                      minVersion: min_version || @written.of(sessions_path(app_name, user_id, session_id)))
       json("GET", sessions_path(app_name, user_id, session_id, "events"), query: query)
     end
 
@@ -163,18 +177,18 @@ module Sessionary
     # a lost connection, losing and repeating nothing; ends after `closed` or `deleted`. Yields
     # each to the block, or returns an Enumerator.
     def stream_events(app_name, user_id, session_id, after_seq: nil, &block)
-      path = "#{sessions_path(app_name, user_id, session_id)}/events:stream"
-      each_of(Stream.follow(@transport, path, after_seq, FINAL, @backoff), &block)
+      follow("#{sessions_path(app_name, user_id, session_id)}/events:stream", after_seq, FINAL, &block)
     end
 
-    # A user's sessions as they are created, updated, closed and deleted, from now.
+    # A user's sessions as they are created, updated, closed and deleted, from now, until the
+    # caller leaves (`break`).
     def stream_sessions(app_name, user_id, &block)
-      each_of(Stream.follow(@transport, "#{sessions_path(app_name, user_id)}:stream", nil, [], @backoff), &block)
+      follow("#{sessions_path(app_name, user_id)}:stream", nil, [], &block)
     end
 
     # An app's sessions as they are created, updated, closed and deleted, from now.
     def stream_app_sessions(app_name, &block)
-      each_of(Stream.follow(@transport, path("apps", app_name, "sessions:stream"), nil, [], @backoff), &block)
+      follow(path("apps", app_name, "sessions:stream"), nil, [], &block)
     end
 
     # --- Lineage ----------------------------------------------------------------------------
@@ -332,8 +346,8 @@ module Sessionary
 
     # The token counts of the app's events, by user and in all.
     def usage(app_name, user_id: nil, after_timestamp: nil, before_timestamp: nil)
-      json("GET", path("apps", app_name, "usage"),
-           query: present(userId: user_id, afterTimestamp: after_timestamp, beforeTimestamp: before_timestamp))
+      query = present(userId: user_id, afterTimestamp: after_timestamp, beforeTimestamp: before_timestamp)
+      json("GET", path("apps", app_name, "usage"), query: query)
     end
 
     # One page of the apps that have sessions, by name.
@@ -389,10 +403,30 @@ module Sessionary
 
     private
 
+    # A variable of the environment, unless it is unset or empty.
+    def environment(name) = ENV.fetch(name, "").then { |value| value.empty? ? nil : value }
+
     def send_request(method, target, query: nil, body: nil, headers: {}, if_match: nil, idempotent: false)
       headers = headers.merge("If-Match" => Client.if_match_header(if_match)) unless if_match.nil?
       idempotent ||= method == "GET"
-      @transport.request(method, target, query: query, body: body, headers: headers, idempotent: idempotent)
+      response = @transport.request(method, target, query: query, body: body, headers: headers,
+                                               idempotent: idempotent)
+      remember(target, response) unless method == "GET"
+      response
+    end
+
+    # Notes the version a write made (its ETag), for the session of its path or, for a new
+    # session (a create, an import, a fork, a child), the one its answer is.
+    def remember(target, response)
+      version = response["etag"].to_s[/\A"(\d+)"\z/, 1]
+      return if version.nil?
+
+      session = target[SESSION]
+      if session.nil? || target.end_with?(":fork", "/children")
+        made = JSON.parse(response.body)
+        session = sessions_path(made["appName"], made["userId"], made["id"])
+      end
+      @written.saw(session, version.to_i)
     end
 
     def json(method, target, **options)
@@ -415,7 +449,11 @@ module Sessionary
       end
     end
 
-    def each_of(enumerator, &block) = block ? enumerator.each(&block) : enumerator
+    # A stream's frames, yielded to the block, or as an Enumerator without one.
+    def follow(target, after, ends, &block)
+      frames = Stream.follow(@transport, target, after, ends, @backoff)
+      block ? frames.each(&block) : frames
+    end
 
     def session_filters(page_size, page_token, order, labels, display_name)
       present(pageSize: page_size, pageToken: page_token, order: order,
@@ -455,5 +493,27 @@ module Sessionary
         raise ArgumentError, %(if_match takes a version, its ETag ('"7"') or "*", not #{version.inspect})
       end
     end
+  end
+
+  # The version each session was at after this client's last write to it, for the reads that
+  # follow; the most recent `size` sessions (a Hash keeps its order: a session noted again
+  # moves to the end).
+  class Versions
+    def initialize(size = 10_000)
+      @size = size
+      @versions = {}
+      @lock = Mutex.new
+    end
+
+    def of(session) = @lock.synchronize { @versions[session] }
+
+    def saw(session, version)
+      @lock.synchronize do
+        @versions[session] = [@versions.delete(session) || 0, version].max
+        @versions.delete(@versions.each_key.first) while @versions.size > @size
+      end
+    end
+
+    def forget(session) = @lock.synchronize { @versions.delete(session) }
   end
 end

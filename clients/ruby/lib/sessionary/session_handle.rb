@@ -32,6 +32,8 @@ module Sessionary
       end
     end
 
-    def inspect = "#<Sessionary::SessionHandle #{@session_id.inspect} of #{@user_id.inspect} in #{@app_name.inspect}>"
+    def inspect
+      "#<Sessionary::SessionHandle #{@session_id.inspect} of #{@user_id.inspect} in #{@app_name.inspect}>"
+    end
   end
 end

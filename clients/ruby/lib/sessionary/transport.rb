@@ -125,7 +125,7 @@ module Sessionary
       kept = @lock.synchronize { @idle.size < @pool_size && @idle.push(http) }
       http.finish unless kept
       result
-    rescue Exception # rubocop:disable Lint/RescueException -- closed on any way out, then raised
+    rescue Exception # any way out, an interrupt too: the connection may be mid-answer
       http.finish if http&.started?
       raise
     end
