@@ -65,24 +65,40 @@ class StreamTest < Minitest::Test
 
   def test_a_users_stream_announces_its_sessions
     user = unique("u")
+    heard = follow_sessions(user) { |sessionary| sessionary.stream_sessions(APP, user) }
+    assert_equal %w[created closed], [heard.first.event, heard.last.event]
+  end
+
+  def test_an_apps_stream_announces_its_users_sessions
+    user = unique("u")
+    heard = follow_sessions(user) { |sessionary| sessionary.stream_app_sessions(APP) }
+    assert_equal %w[created closed], [heard.first.event, heard.last.event]
+  end
+
+  private
+
+  # What a sessions' stream (the block's Enumerator) heard of `user`'s sessions while they were
+  # created until it heard one (it starts from now, so it may open after the first) and the
+  # last one closed: up to that close.
+  def follow_sessions(user)
     sessionary = client
     frames = Queue.new
+    stream = yield(sessionary)
     watcher = Thread.new do
-      sessionary.stream_sessions(APP, user) do |frame|
+      stream.each do |frame|
+        next unless frame.data["userId"] == user
+
         frames << frame
         break if frame.event == "closed"
       end
     end
-    made = nil
-    deadline = Time.now + 10
-    # The stream starts from now: create until it has heard one (it may open after the first).
-    made = sessionary.create_session(APP, user) while frames.empty? && Time.now < deadline && sleep(0.1)
+    made = sessionary.create_session(APP, user) while frames.empty? && sleep(0.1)
     sessionary.close_session(APP, user, made.id, "completed")
     watcher.join(30)
-    events = Array.new(frames.size) { frames.pop }
-    assert_equal "created", events.first.event
-    assert_equal [made.id, "closed"], [events.last.data.session_id, events.last.event]
+    Array.new(frames.size) { frames.pop }
   end
+
+  public
 
   def test_frames_are_parsed_across_chunks_and_line_endings
     parser = Sessionary::Stream::Parser.new

@@ -75,7 +75,7 @@ class Relay
           upstream.write(chunk)
         end
       rescue IOError, SystemCallError
-        upstream.close_write rescue nil # rubocop:disable Style/RescueModifier
+        upstream.close_write rescue nil
       end
       loop do
         chunk = upstream.readpartial(65_536)
@@ -87,7 +87,7 @@ class Relay
       nil
     ensure
       requests&.kill
-      [upstream, downstream].each { |socket| socket&.close rescue nil } # rubocop:disable Style/RescueModifier
+      [upstream, downstream].each { |socket| socket&.close rescue nil }
     end
   end
 end

@@ -144,11 +144,11 @@ module Sessionary
     # One page of events by seq: `page.events`, `page.next_page_token`.
     def list_events(app_name, user_id, session_id, page_size: nil, page_token: nil, after_seq: nil,
                     after_timestamp: nil, before_timestamp: nil, order: nil, min_version: nil)
+      session = sessions_path(app_name, user_id, session_id)
       query = present(pageSize: page_size, pageToken: page_token, afterSeq: after_seq,
                       afterTimestamp: after_timestamp, beforeTimestamp: before_timestamp,
-                      order: order,
-                      minVersion: min_version || @written.of(sessions_path(app_name, user_id, session_id)))
-      json("GET", sessions_path(app_name, user_id, session_id, "events"), query: query)
+                      order: order, minVersion: min_version || @written.of(session))
+      json("GET", "#{session}/events", query: query)
     end
 
     # Every event (the filters of list_events), pages fetched as they are reached.
@@ -188,7 +188,7 @@ module Sessionary
 
     # An app's sessions as they are created, updated, closed and deleted, from now.
     def stream_app_sessions(app_name, &block)
-      follow(path("apps", app_name, "sessions:stream"), nil, [], &block)
+      follow("#{path('apps', app_name, 'sessions')}:stream", nil, [], &block)
     end
 
     # --- Lineage ----------------------------------------------------------------------------
