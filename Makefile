@@ -44,8 +44,8 @@ run: $(SERVE)
 # not the tests of one server's own machinery (replicas, failover, PgBouncer, the embedded
 # server, set-up), nor those that reach no database, nor the clients of the API (examples, MCP).
 NOT_ON_CLUSTER := test_setup.py test_docs.py test_openapi.py test_explorer.py \
-	test_typescript_client.py test_pgbouncer.py test_replicas.py test_failover.py \
-	test_strict_json.py test_rendering.py test_group_commit.py test_examples.py \
+	test_typescript_client.py test_ruby_client.py test_pgbouncer.py test_replicas.py \
+	test_failover.py test_strict_json.py test_rendering.py test_group_commit.py test_examples.py \
 	test_mcp.py test_packaging.py rules
 
 ## Lint, type-check and run every test (embedded PostgreSQL unless (TEST_)DATABASE_URL is set),
@@ -60,8 +60,8 @@ HISTORY_EXAMPLES ?= 500
 test-history: $(DEV)
 	SESSIONARY_HISTORY_EXAMPLES=$(HISTORY_EXAMPLES) $(BIN)/pytest -q -s tests/test_history_model.py
 
-## Debian's PgBouncer, Chromium and PostgreSQL 15, and Citus, which some tests start: installed
-## when missing, as root; otherwise one line says how (those tests are skipped).
+## Debian's PgBouncer, Chromium, Ruby and PostgreSQL 15, and Citus, which some tests start or
+## run: installed when missing, as root; otherwise one line says how (those tests are skipped).
 test-tools:
 	@bash .ci/test-tools
 

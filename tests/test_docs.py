@@ -20,6 +20,7 @@ DOCS = sorted(
         ROOT / "bench" / "README.md",
         ROOT / "clients" / "python" / "README.md",
         ROOT / "clients" / "typescript" / "README.md",
+        ROOT / "clients" / "ruby" / "README.md",
         *(ROOT / "docs").glob("*.md"),
     ]
 )
@@ -149,7 +150,8 @@ def test_the_readme_leads_to_every_doc() -> None:
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
 def test_installs_are_from_the_checkout(doc: Path) -> None:
-    """Neither package is published to a registry: an install names the checkout's folder
-    (`pip install '.[mcp]'`), never the package's name, which a registry would not have."""
-    by_name = r"(pip install|npm install|npm i) +['\"]?sessionary(-client)?\b"
+    """No package is published to a registry: an install names the checkout's folder or a file
+    built from it (`pip install '.[mcp]'`), never the package's name, which a registry would not
+    have."""
+    by_name = r"(pip install|npm install|npm i|gem install) +['\"]?sessionary(-client)?\b"
     assert not re.search(by_name, doc.read_text()), f"{doc.relative_to(ROOT)}: {by_name}"

@@ -2,7 +2,7 @@
 
 The OpenAI Agents SDK one is run by the client's tests (clients/python/tests/
 test_openai_agents.py), which also check what it stored; the TypeScript one by the TypeScript
-client's (`npm test`)."""
+client's (`npm test`), the Ruby one by the Ruby client's (`rake test`)."""
 
 import os
 import subprocess

@@ -1,0 +1,519 @@
+# frozen_string_literal: true
+
+require "json"
+require "securerandom"
+
+module Sessionary
+  DEFAULT_URL = "http://127.0.0.1:8000"
+
+  # Every Sessionary endpoint, one method each, with snake_case keyword arguments; answers are
+  # Records (`session.app_name`, `session["appName"]`, `session.to_h`).
+  #
+  # `base_url` defaults to SESSIONARY_URL, else http://127.0.0.1:8000; `api_key` to
+  # SESSIONARY_API_KEY. Error answers are raised as the APIError subclass their `code` names,
+  # a request without an answer as APIConnectionError. `if_match:` takes a session's
+  # `version`, its ETag as read (`'"7"'`) or `"*"`.
+  #
+  # Resends: every request whose connection was refused; reads, appends (each event is given
+  # an `id` if it has none, so a resend stores it once) and the other idempotent writes after
+  # a lost answer, a timeout or a 502-504, `retries` times with jittered backoff. After a write,
+  # reads of that session and its events ask for the version it made (`minVersion`), so that a
+  # server with a read replica answers them from the primary until the replica has caught up.
+  # One client is safe to share between threads: each request takes a keep-alive connection of
+  # its pool.
+  class Client
+    # The events after which nothing more can happen to a session: its stream ends.
+    FINAL = %w[closed deleted].freeze
+    # The default of an argument whose nil means "clear it": left as the server has it.
+    UNSET = Object.new.freeze
+    # The path of the session a request is about (`/apps/…/users/…/sessions/{id}`), if any.
+    SESSION = %r{\A/apps/[^/]+/users/[^/]+/sessions/[^/:]+}.freeze
+
+    def initialize(base_url: nil, api_key: nil, headers: {}, timeout: 10, retries: 2,
+                   backoff: 0.25, pool_size: 16)
+      key = api_key || environment("SESSIONARY_API_KEY")
+      credentials = key.nil? || key.empty? ? {} : {"Authorization" => "Bearer #{key}"}
+      @backoff = backoff
+      @written = Versions.new
+      @transport = Transport.new(
+        base_url: base_url || environment("SESSIONARY_URL") || DEFAULT_URL,
+        headers: credentials.merge(headers), timeout: timeout, retries: retries,
+        backoff: backoff, pool_size: pool_size
+      )
+    end
+
+    # Closes the idle connections; the client opens new ones if used again.
+    def close = @transport.close
+
+    # One session's methods without its app, user and id: `chat.append_event(event)`.
+    def session(app_name, user_id, session_id)
+      SessionHandle.new(self, app_name, user_id, session_id)
+    end
+
+    # --- Sessions ---------------------------------------------------------------------------
+
+    # A new session, with the server's id unless `session_id`; with `ttl` (seconds) or
+    # `expire_time` (epoch seconds), one that expires.
+    def create_session(app_name, user_id, session_id: nil, state: nil, events: nil,
+                       display_name: nil, labels: nil, ttl: nil, expire_time: nil)
+      body = present(sessionId: session_id, state: state, events: events&.map { |event| with_id(event) },
+                     displayName: display_name, labels: labels, ttl: ttl,
+                     expireTime: expire_time)
+      json("POST", sessions_path(app_name, user_id), body: body)
+    end
+
+    # The session with its events; with `until_seq`, as it was at that seq. It holds every
+    # write this client made to it, even from a lagging read replica.
+    def get_session(app_name, user_id, session_id, num_recent_events: nil, after_timestamp: nil,
+                    until_seq: nil, min_version: nil)
+      target = sessions_path(app_name, user_id, session_id)
+      query = present(numRecentEvents: num_recent_events, afterTimestamp: after_timestamp,
+                      untilSeq: until_seq, minVersion: min_version || @written.of(target))
+      json("GET", target, query: query)
+    end
+
+    # One page of a user's sessions, without events: `page.sessions`, `page.next_page_token`.
+    # With `labels`, those that have all of them.
+    def list_sessions(app_name, user_id, page_size: nil, page_token: nil, order: nil, labels: nil,
+                      display_name: nil)
+      json("GET", sessions_path(app_name, user_id),
+           query: session_filters(page_size, page_token, order, labels, display_name))
+    end
+
+    # Every session of a user (the filters of list_sessions), pages fetched as they are reached.
+    def sessions(app_name, user_id, **filters)
+      pages("sessions") { |token| list_sessions(app_name, user_id, page_token: token, **filters) }
+    end
+
+    # The same across the app's users.
+    def list_app_sessions(app_name, page_size: nil, page_token: nil, order: nil, labels: nil,
+                          display_name: nil)
+      json("GET", path("apps", app_name, "sessions"),
+           query: session_filters(page_size, page_token, order, labels, display_name))
+    end
+
+    def app_sessions(app_name, **filters)
+      pages("sessions") { |token| list_app_sessions(app_name, page_token: token, **filters) }
+    end
+
+    # Changes what is given, in one write: `state_delta` (recorded as an event by `user`), the
+    # display name (nil clears it), every label (`{}` clears them), the expiry (`ttl` seconds
+    # from now, or `expire_time`; nil: never). The session.
+    def update_session(app_name, user_id, session_id, state_delta: nil, display_name: UNSET,
+                       labels: nil, ttl: nil, expire_time: UNSET, if_match: nil)
+      body = present(stateDelta: state_delta, labels: labels, ttl: ttl)
+      body[:displayName] = display_name unless display_name.equal?(UNSET)
+      body[:expireTime] = expire_time unless expire_time.equal?(UNSET)
+      # Not resent after a lost answer: a state delta records an event with a new id.
+      json("PATCH", sessions_path(app_name, user_id, session_id), body: body, if_match: if_match)
+    end
+
+    # Records `state_delta` as an event by `user`; the session.
+    def update_state(app_name, user_id, session_id, state_delta, if_match: nil)
+      update_session(app_name, user_id, session_id, state_delta: state_delta, if_match: if_match)
+    end
+
+    # Deletes the session and its events. Not resent after a lost answer: the resend would
+    # be a SessionNotFoundError.
+    def delete_session(app_name, user_id, session_id, if_match: nil)
+      target = sessions_path(app_name, user_id, session_id)
+      send_request("DELETE", target, if_match: if_match)
+      @written.forget(target) # a new session may take its id
+      nil
+    end
+
+    # --- Events -----------------------------------------------------------------------------
+
+    # Stores `event` (an ADK event, a Hash), given an `id` if it has none; the event as
+    # stored, with `seq`. With `if_match`, only if the session is still at that version. A
+    # `partial` event is echoed back, not stored.
+    def append_event(app_name, user_id, session_id, event, if_match: nil)
+      # Safe to resend because the event carries its id: the server answers a resend of a
+      # stored event with that event, even when If-Match has moved on since.
+      json("POST", sessions_path(app_name, user_id, session_id, "events"),
+           body: with_id(event), if_match: if_match, idempotent: true)
+    end
+
+    # Stores `events` at consecutive seqs, all or none (partial ones skipped); as stored.
+    def append_events(app_name, user_id, session_id, events, if_match: nil)
+      json("POST", "#{sessions_path(app_name, user_id, session_id, 'events')}:batch",
+           body: {events: events.map { |event| with_id(event) }}, if_match: if_match,
+           idempotent: true).events
+    end
+
+    # One page of events by seq: `page.events`, `page.next_page_token`.
+    def list_events(app_name, user_id, session_id, page_size: nil, page_token: nil, after_seq: nil,
+                    after_timestamp: nil, before_timestamp: nil, order: nil, min_version: nil)
+      session = sessions_path(app_name, user_id, session_id)
+      query = present(pageSize: page_size, pageToken: page_token, afterSeq: after_seq,
+                      afterTimestamp: after_timestamp, beforeTimestamp: before_timestamp,
+                      order: order, minVersion: min_version || @written.of(session))
+      json("GET", "#{session}/events", query: query)
+    end
+
+    # Every event (the filters of list_events), pages fetched as they are reached.
+    def events(app_name, user_id, session_id, **filters)
+      pages("events") { |token| list_events(app_name, user_id, session_id, page_token: token, **filters) }
+    end
+
+    # How many events the session holds, and the seqs of its oldest and newest.
+    def count_events(app_name, user_id, session_id)
+      json("GET", "#{sessions_path(app_name, user_id, session_id, 'events')}:count")
+    end
+
+    # Removes an event and the events answering its function calls.
+    def remove_event(app_name, user_id, session_id, event_id, if_match: nil)
+      json("DELETE", sessions_path(app_name, user_id, session_id, "events", event_id), if_match: if_match)
+    end
+
+    # Replaces an event's `content` (a redaction, say); the event as stored.
+    def rewrite_event(app_name, user_id, session_id, event_id, content, if_match: nil)
+      json("PATCH", sessions_path(app_name, user_id, session_id, "events", event_id),
+           body: {content: content}, if_match: if_match)
+    end
+
+    # The session's changes as they are committed, as StreamEvents: after `after_seq` first
+    # (read back from the log; 0: the whole session), else from now. Resumes by itself after
+    # a lost connection, losing and repeating nothing; ends after `closed` or `deleted`. Yields
+    # each to the block, or returns an Enumerator.
+    def stream_events(app_name, user_id, session_id, after_seq: nil, &block)
+      follow("#{sessions_path(app_name, user_id, session_id)}/events:stream", after_seq, FINAL, &block)
+    end
+
+    # A user's sessions as they are created, updated, closed and deleted, from now, until the
+    # caller leaves (`break`).
+    def stream_sessions(app_name, user_id, &block)
+      follow("#{sessions_path(app_name, user_id)}:stream", nil, [], &block)
+    end
+
+    # An app's sessions as they are created, updated, closed and deleted, from now.
+    def stream_app_sessions(app_name, &block)
+      follow("#{path('apps', app_name, 'sessions')}:stream", nil, [], &block)
+    end
+
+    # --- Lineage ----------------------------------------------------------------------------
+
+    # A new session (`session_id`, else one the server makes) with the parent's events up to
+    # `at_seq`, or before the first event of `before_invocation_id`, or (with neither) all of
+    # them, and its session state then.
+    def fork_session(app_name, user_id, parent_id, session_id: nil, at_seq: nil, before_invocation_id: nil)
+      body = present(sessionId: session_id, atSeq: at_seq, beforeInvocationId: before_invocation_id)
+      json("POST", "#{sessions_path(app_name, user_id, parent_id)}:fork", body: body)
+    end
+
+    # A child session for a sub-agent; with `function_call_id`, closing it answers that call
+    # of the parent. `inherit`: `none`, `all` (the parent's events) or `context` (its view).
+    def create_child_session(app_name, user_id, parent_id, session_id: nil, state: nil,
+                             function_call_id: nil, inherit: nil)
+      body = present(sessionId: session_id, state: state, functionCallId: function_call_id, inherit: inherit)
+      json("POST", sessions_path(app_name, user_id, parent_id, "children"), body: body)
+    end
+
+    # One page of the session's forks and children, oldest first.
+    def list_children(app_name, user_id, session_id, page_size: nil, page_token: nil)
+      json("GET", sessions_path(app_name, user_id, session_id, "children"),
+           query: present(pageSize: page_size, pageToken: page_token))
+    end
+
+    def children(app_name, user_id, session_id, page_size: nil)
+      pages("sessions") do |token|
+        list_children(app_name, user_id, session_id, page_size: page_size, page_token: token)
+      end
+    end
+
+    # The session's ancestors, root first.
+    def lineage(app_name, user_id, session_id)
+      json("GET", sessions_path(app_name, user_id, session_id, "lineage")).sessions
+    end
+
+    # Closes the session to writes (`completed`, `failed`, `canceled`); a child made for a
+    # function call answers it with `{outcome, result}`. Not resent after a lost answer: the
+    # resend would be a SessionClosedError.
+    def close_session(app_name, user_id, session_id, outcome, result: nil, if_match: nil)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}:close",
+           body: present(outcome: outcome, result: result), if_match: if_match)
+    end
+
+    # --- History surgery --------------------------------------------------------------------
+
+    # ADK's rewind: appends the event that undoes `before_invocation_id` and all after it
+    # (state included); that event. Not resent: a second rewind event would be appended.
+    def rewind_session(app_name, user_id, session_id, before_invocation_id, if_match: nil)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}:rewind",
+           body: {beforeInvocationId: before_invocation_id}, if_match: if_match)
+    end
+
+    # Removes all but the newest `keep_last` events (and the answers to removed calls).
+    def trim_session(app_name, user_id, session_id, keep_last, if_match: nil)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}:trim",
+           body: {keepLast: keep_last}, if_match: if_match)
+    end
+
+    # Removes every event and the session's own state.
+    def reset_session(app_name, user_id, session_id, if_match: nil)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}:reset", body: {}, if_match: if_match)
+    end
+
+    # --- Context, compaction, tool calls ----------------------------------------------------
+
+    # What a model should see next: the live events, compactions applied, the newest that fit
+    # `token_budget`, a function call never parted from its response.
+    def context(app_name, user_id, session_id, token_budget: nil)
+      json("GET", "#{sessions_path(app_name, user_id, session_id)}/context",
+           query: present(tokenBudget: token_budget))
+    end
+
+    # Appends one compaction event over the live events older than the newest `keep_last`:
+    # `summary` (your text replaces them), `truncate` or `observationMask`. Not resent: a
+    # second compaction event would be appended.
+    def compact_session(app_name, user_id, session_id, strategy, keep_last: nil, summary: nil,
+                        tool_output_max_chars: nil, if_match: nil)
+      body = present(strategy: strategy, keepLast: keep_last, summary: summary,
+                     toolOutputMaxChars: tool_output_max_chars)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}:compact", body: body, if_match: if_match)
+    end
+
+    # The session's function calls, in order: answered, pending or orphaned (unanswered past
+    # `timeout_seconds`).
+    def tool_calls(app_name, user_id, session_id, status: nil, timeout_seconds: nil)
+      json("GET", "#{sessions_path(app_name, user_id, session_id)}/toolCalls",
+           query: present(status: status, timeoutSeconds: timeout_seconds)).tool_calls
+    end
+
+    # Answers each orphaned call with an error response. A second heal answers nothing, so it
+    # is resent after a lost answer, but for one under `if_match` (a 412 the second time).
+    def heal_session(app_name, user_id, session_id, timeout_seconds: nil, if_match: nil)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}:heal",
+           body: present(timeoutSeconds: timeout_seconds), if_match: if_match, idempotent: if_match.nil?)
+    end
+
+    # --- Pending input ----------------------------------------------------------------------
+
+    # Queues an event apart from the log (a user typing while a turn runs); it as queued.
+    def queue_event(app_name, user_id, session_id, event)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}/pending",
+           body: with_id(event), idempotent: true)
+    end
+
+    # The queued events, in the order they came.
+    def pending(app_name, user_id, session_id)
+      json("GET", "#{sessions_path(app_name, user_id, session_id)}/pending").events
+    end
+
+    # Empties the queue without appending it.
+    def clear_pending(app_name, user_id, session_id)
+      send_request("DELETE", "#{sessions_path(app_name, user_id, session_id)}/pending", idempotent: true)
+      nil
+    end
+
+    # Appends every queued event, in order, in one transaction; the events as stored.
+    # ToolCallsPendingError while a function call is unanswered, unless `force`.
+    def promote_pending(app_name, user_id, session_id, force: false, if_match: nil)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}/pending:promote",
+           body: {force: force}, if_match: if_match).events
+    end
+
+    # --- Export and import ------------------------------------------------------------------
+
+    # The session as NDJSON, exactly: a header line, then its events as stored.
+    def export_session(app_name, user_id, session_id)
+      text(send_request("GET", "#{sessions_path(app_name, user_id, session_id)}:export"))
+    end
+
+    # Stores an export under this app and user exactly as it was, all or nothing; the same
+    # export again writes nothing. The session, without events.
+    def import_session(app_name, user_id, ndjson)
+      json("POST", "#{sessions_path(app_name, user_id)}:import",
+           body: ndjson, headers: {"Content-Type" => "application/x-ndjson"}, idempotent: true)
+    end
+
+    # --- Search, usage, browsing ------------------------------------------------------------
+
+    # One page of the app's events matching `q` (web-search syntax: `refund order`, `"full
+    # refund"`, `refund or return`, `refund -partial`), best first: `page.hits`.
+    def search(app_name, q, user_id: nil, session_id: nil, author: nil, after_timestamp: nil,
+               before_timestamp: nil, page_size: nil, page_token: nil)
+      query = present(q: q, userId: user_id, sessionId: session_id, author: author,
+                      afterTimestamp: after_timestamp, beforeTimestamp: before_timestamp,
+                      pageSize: page_size, pageToken: page_token)
+      json("GET", path("apps", app_name, "search"), query: query)
+    end
+
+    # Every hit of a search, pages fetched as they are reached.
+    def search_hits(app_name, q, **filters)
+      pages("hits") { |token| search(app_name, q, page_token: token, **filters) }
+    end
+
+    # The token counts of the app's events, by user and in all.
+    def usage(app_name, user_id: nil, after_timestamp: nil, before_timestamp: nil)
+      query = present(userId: user_id, afterTimestamp: after_timestamp, beforeTimestamp: before_timestamp)
+      json("GET", path("apps", app_name, "usage"), query: query)
+    end
+
+    # One page of the apps that have sessions, by name.
+    def list_apps(page_size: nil, page_token: nil)
+      json("GET", "/apps", query: present(pageSize: page_size, pageToken: page_token))
+    end
+
+    def apps(page_size: nil)
+      pages("apps") { |token| list_apps(page_size: page_size, page_token: token) }
+    end
+
+    # One page of the app's users that have sessions, by id.
+    def list_users(app_name, page_size: nil, page_token: nil)
+      json("GET", path("apps", app_name, "users"), query: present(pageSize: page_size, pageToken: page_token))
+    end
+
+    def users(app_name, page_size: nil)
+      pages("users") { |token| list_users(app_name, page_size: page_size, page_token: token) }
+    end
+
+    # --- App and user state -----------------------------------------------------------------
+
+    # The app's state, keys without their `app:` prefix.
+    def app_state(app_name) = json("GET", path("apps", app_name, "state")).state
+
+    # Merges `state_delta` into the app's state; the state now. Resent after a lost answer:
+    # merging the same keys twice leaves what merging once does.
+    def update_app_state(app_name, state_delta)
+      json("PATCH", path("apps", app_name, "state"), body: {stateDelta: state_delta}, idempotent: true).state
+    end
+
+    # The user's state, keys without their `user:` prefix.
+    def user_state(app_name, user_id) = json("GET", path("apps", app_name, "users", user_id, "state")).state
+
+    def update_user_state(app_name, user_id, state_delta)
+      json("PATCH", path("apps", app_name, "users", user_id, "state"),
+           body: {stateDelta: state_delta}, idempotent: true).state
+    end
+
+    # --- Operations -------------------------------------------------------------------------
+
+    # What the API key of this client may reach (`/auth/key`).
+    def key_scope = json("GET", "/auth/key")
+
+    # The process answers (`/healthz`); says nothing of the database.
+    def health = json("GET", "/healthz")
+
+    # The database answers, at the expected schema (`/readyz`); else ServiceUnavailableError.
+    def readiness = json("GET", "/readyz")
+
+    # The Prometheus metrics of the worker that answered, as text.
+    def metrics = text(send_request("GET", "/metrics"))
+
+    private
+
+    # A variable of the environment, unless it is unset or empty.
+    def environment(name) = ENV.fetch(name, "").then { |value| value.empty? ? nil : value }
+
+    def send_request(method, target, query: nil, body: nil, headers: {}, if_match: nil, idempotent: false)
+      headers = headers.merge("If-Match" => Client.if_match_header(if_match)) unless if_match.nil?
+      idempotent ||= method == "GET"
+      response = @transport.request(method, target, query: query, body: body, headers: headers,
+                                               idempotent: idempotent)
+      remember(target, response) unless method == "GET"
+      response
+    end
+
+    # Notes the version a write made (its ETag), for the session of its path or, for a new
+    # session (a create, an import, a fork, a child), the one its answer is.
+    def remember(target, response)
+      version = response["etag"].to_s[/\A"(\d+)"\z/, 1]
+      return if version.nil?
+
+      session = target[SESSION]
+      if session.nil? || target.end_with?(":fork", "/children")
+        made = JSON.parse(response.body)
+        session = sessions_path(made["appName"], made["userId"], made["id"])
+      end
+      @written.saw(session, version.to_i)
+    end
+
+    def json(method, target, **options)
+      Record.wrap(JSON.parse(send_request(method, target, **options).body))
+    end
+
+    def text(response) = response.body.to_s.force_encoding(Encoding::UTF_8)
+
+    # The items of every page of a listing, as an Enumerator that fetches each page when the
+    # iteration reaches it.
+    def pages(items)
+      Enumerator.new do |out|
+        token = nil
+        loop do
+          page = yield token
+          page[items].each { |item| out << item }
+          token = page.next_page_token
+          break if token.nil?
+        end
+      end
+    end
+
+    # A stream's frames, yielded to the block, or as an Enumerator without one.
+    def follow(target, after, ends, &block)
+      frames = Stream.follow(@transport, target, after, ends, @backoff)
+      block ? frames.each(&block) : frames
+    end
+
+    def session_filters(page_size, page_token, order, labels, display_name)
+      present(pageSize: page_size, pageToken: page_token, order: order,
+              label: labels&.map { |key, value| "#{key}:#{value}" }, displayName: display_name)
+    end
+
+    # The fields given (not nil).
+    def present(**fields) = fields.compact
+
+    # The event with an `id`, so that a resend of it is recognised as the same event.
+    def with_id(event)
+      event = event.to_h
+      event[:id] || event["id"] ? event : event.merge("id" => SecureRandom.uuid)
+    end
+
+    def sessions_path(app_name, user_id, *rest) = path("apps", app_name, "users", user_id, "sessions", *rest)
+
+    # `/a/b/…`, each segment percent-encoded: ids may hold `/`, `?`, `#` or spaces. A dot
+    # segment is encoded too, so that it reaches the server as an id, which refuses it,
+    # rather than being resolved by something in between (removing event `..` would delete
+    # the session).
+    def path(*segments)
+      "/" + segments.map do |segment|
+        encoded = segment.to_s.b.gsub(/[^A-Za-z0-9\-._~]/) { |byte| format("%%%02X", byte.ord) }
+        %w[. ..].include?(encoded) ? encoded.gsub(".", "%2E") : encoded
+      end.join("/")
+    end
+
+    class << self
+      # The If-Match value of a version: a session's `version` (7), its ETag as read ('"7"'),
+      # or "*" (any version, but the session exists).
+      def if_match_header(version)
+        tag = version.to_s.strip
+        tag = %("#{tag}") if tag.match?(/\A\d+\z/)
+        return tag if tag == "*" || tag.match?(/\A"\d+"\z/)
+
+        raise ArgumentError, %(if_match takes a version, its ETag ('"7"') or "*", not #{version.inspect})
+      end
+    end
+  end
+
+  # The version each session was at after this client's last write to it, for the reads that
+  # follow; the most recent `size` sessions (a Hash keeps its order: a session noted again
+  # moves to the end).
+  class Versions
+    def initialize(size = 10_000)
+      @size = size
+      @versions = {}
+      @lock = Mutex.new
+    end
+
+    def of(session) = @lock.synchronize { @versions[session] }
+
+    def saw(session, version)
+      @lock.synchronize do
+        @versions[session] = [@versions.delete(session) || 0, version].max
+        @versions.delete(@versions.each_key.first) while @versions.size > @size
+      end
+    end
+
+    def forget(session) = @lock.synchronize { @versions.delete(session) }
+  end
+end

@@ -1,0 +1,129 @@
+# frozen_string_literal: true
+
+require "json"
+
+module Sessionary
+  # The errors this gem raises, as the Python and TypeScript clients raise them:
+  #
+  #     Sessionary::Error                        anything raised on purpose
+  #     ├── APIConnectionError                   no answer: refused, reset, DNS (after the retries)
+  #     │   └── APITimeoutError                  no answer within the timeout
+  #     └── APIError                             the server answered with an error status
+  #         ├── UnauthorizedError                401
+  #         ├── ForbiddenError                   403
+  #         ├── NotFoundError                    404
+  #         │   └── SessionNotFoundError         404 session_not_found
+  #         ├── ConflictError                    409
+  #         │   ├── SessionAlreadyExistsError    409 session_already_exists
+  #         │   ├── SessionClosedError           409 session_closed
+  #         │   ├── EventConflictError           409 event_conflict
+  #         │   ├── ToolPairViolationError       409 tool_pair_violation
+  #         │   └── ToolCallsPendingError        409 tool_calls_pending (#call_ids)
+  #         ├── StaleSessionError                412 stale_session (#current_version)
+  #         ├── PayloadTooLargeError             413
+  #         ├── InvalidRequestError              422 validation_error (#errors)
+  #         └── ServiceUnavailableError          503
+  #
+  # A connection error keeps Net::HTTP's as its #cause.
+  class Error < StandardError; end
+
+  # The request got no answer, after the resends it was allowed: the server is down or
+  # unreachable, or the connection broke.
+  class APIConnectionError < Error; end
+
+  # No answer came within the client's timeout.
+  class APITimeoutError < APIConnectionError; end
+
+  # An error answer: #problem is its RFC 9457 body (made up when the body was not one).
+  class APIError < Error
+    attr_reader :status, :code, :detail, :problem, :headers
+
+    def initialize(status, problem, headers = {})
+      @status = status
+      @problem = problem
+      @code = problem.fetch("code", "http_error").to_s
+      @detail = problem.fetch("detail", "").to_s
+      @headers = headers
+      super("#{status} #{code}: #{detail}")
+    end
+  end
+
+  # No API key was sent, or it is unknown or revoked (api_key:, or SESSIONARY_API_KEY).
+  class UnauthorizedError < APIError; end
+  # The key is valid, but this app, user or write is outside its scope.
+  class ForbiddenError < APIError; end
+  class NotFoundError < APIError; end
+  class SessionNotFoundError < NotFoundError; end
+  class ConflictError < APIError; end
+  class SessionAlreadyExistsError < ConflictError; end
+  # The session is closed: it can be read, forked or deleted, not written.
+  class SessionClosedError < ConflictError; end
+  # The event id is stored already with other content: a new event needs a new id.
+  class EventConflictError < ConflictError; end
+  # The change would leave a function call without its response, or a response without it.
+  class ToolPairViolationError < ConflictError; end
+
+  # Queued events were not promoted: function calls are unanswered. Answer or heal them, or
+  # promote with force: true.
+  class ToolCallsPendingError < ConflictError
+    def call_ids = Array(problem["callIds"])
+  end
+
+  # If-Match named another version; nothing was written. Reload, then retry.
+  class StaleSessionError < APIError
+    def current_version = problem["currentVersion"]
+  end
+
+  class PayloadTooLargeError < APIError; end
+
+  class InvalidRequestError < APIError
+    def errors = Array(problem["errors"])
+  end
+
+  # Retry later: the database is unreachable, or the server is at a limit (Retry-After).
+  class ServiceUnavailableError < APIError; end
+
+  BY_CODE = {
+    "session_not_found" => SessionNotFoundError,
+    "session_already_exists" => SessionAlreadyExistsError,
+    "session_closed" => SessionClosedError,
+    "event_conflict" => EventConflictError,
+    "tool_pair_violation" => ToolPairViolationError,
+    "tool_calls_pending" => ToolCallsPendingError,
+    "stale_session" => StaleSessionError,
+    "payload_too_large" => PayloadTooLargeError,
+    "validation_error" => InvalidRequestError
+  }.freeze
+  # For codes this client does not know yet, and for answers that are not problems (a proxy's).
+  BY_STATUS = {
+    401 => UnauthorizedError,
+    403 => ForbiddenError,
+    404 => NotFoundError,
+    409 => ConflictError,
+    412 => StaleSessionError,
+    413 => PayloadTooLargeError,
+    422 => InvalidRequestError,
+    503 => ServiceUnavailableError
+  }.freeze
+
+  # The typed error of an error answer (a Net::HTTPResponse).
+  def self.error_for(response)
+    status = response.code.to_i
+    problem = problem_of(response.body.to_s, status)
+    kind = BY_CODE[problem["code"]] || BY_STATUS[status] || APIError
+    kind.new(status, problem, response.each_header.to_h)
+  end
+
+  # The problem an error body carries, or one made up from its status and text.
+  def self.problem_of(body, status)
+    parsed = begin
+      JSON.parse(body)
+    rescue JSON::ParserError
+      nil
+    end
+    return parsed if parsed.is_a?(Hash) && parsed["code"].is_a?(String)
+
+    {"status" => status, "code" => "http_error", "detail" => body[0, 500]}
+  end
+  private_class_method :problem_of
+end
