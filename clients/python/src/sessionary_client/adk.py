@@ -219,19 +219,15 @@ class SessionaryService(BaseSessionService):
         whole = config.num_recent_events is None and config.after_timestamp is None
         loaded = self._loaded.get(key) if whole else None
         try:
-            read, seqs = await self._read(
-                key,
-                num_recent_events=_RECENT if loaded else config.num_recent_events,
-                after_timestamp=config.after_timestamp,
-            )
-            events = read.events
-            if loaded is not None:
-                earlier, before = loaded
-                whole_events = _appended(before, earlier, read, seqs)
-                if whole_events is None:
-                    read, _ = await self._read(key)
-                    whole_events = read.events
-                events = whole_events
+            if loaded is None:
+                read = await self._read(
+                    key,
+                    num_recent_events=config.num_recent_events,
+                    after_timestamp=config.after_timestamp,
+                )
+                events = read.events
+            else:
+                read, events = await self._read_since(key, *loaded)
         except errors.SessionNotFoundError:
             self._loaded.drop(key)
             return None
@@ -254,14 +250,26 @@ class SessionaryService(BaseSessionService):
         *,
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
-    ) -> tuple[_Read, list[int]]:
-        """The session as read, and its events' seqs."""
+    ) -> _Read:
         found = await self.client.get_session_json(
             *key, num_recent_events=num_recent_events, after_timestamp=after_timestamp
         )
         # One pass of pydantic-core from the bytes to ADK's models: no dicts in between.
+        return _Read.model_validate_json(found)
+
+    async def _read_since(
+        self, key: tuple[str, str, str], earlier: _Read, before: list[Event]
+    ) -> tuple[_Read, list[Event]]:
+        """The session and all its events, given its events `before` as `earlier` read them:
+        only its newest are asked for, unless more than appends came since."""
+        found = await self.client.get_session_json(*key, num_recent_events=_RECENT)
+        read = _Read.model_validate_json(found)
         seqs = [event.seq for event in _Seqs.model_validate_json(found).events]
-        return _Read.model_validate_json(found), seqs
+        events = _appended(before, earlier, read, seqs)
+        if events is None:
+            read = await self._read(key)
+            events = read.events
+        return read, events
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
