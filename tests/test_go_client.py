@@ -17,10 +17,13 @@ CLIENTS = Path(__file__).parents[1] / "clients" / "go"
 def test_the_go_module_passes_its_tests_against_a_live_server(
     live_server: str, module: Path
 ) -> None:
+    tool = go()
+    # On the PATH too: the README's test runs its programs with `go run`.
+    path = f"{Path(tool).parent}{os.pathsep}{os.environ['PATH']}"
     tested = subprocess.run(
-        [go(), "test", "-count=1", "-v", "./..."],
+        [tool, "test", "-count=1", "-v", "./..."],
         cwd=module,
-        env={**os.environ, "SESSIONARY_URL": live_server},
+        env={**os.environ, "PATH": path, "SESSIONARY_URL": live_server},
         capture_output=True,
         text=True,
         timeout=900,  # the first run downloads the ADK module's dependencies

@@ -323,12 +323,12 @@ type wireEvent struct {
 }
 
 type wireActions struct {
-	StateDelta                 map[string]any                              `json:"stateDelta,omitempty"`
-	ArtifactDelta              map[string]int64                            `json:"artifactDelta,omitempty"`
+	StateDelta                 map[string]any                               `json:"stateDelta,omitempty"`
+	ArtifactDelta              map[string]int64                             `json:"artifactDelta,omitempty"`
 	RequestedToolConfirmations map[string]toolconfirmation.ToolConfirmation `json:"requestedToolConfirmations,omitempty"`
-	SkipSummarization          bool                                        `json:"skipSummarization,omitempty"`
-	TransferToAgent            string                                      `json:"transferToAgent,omitempty"`
-	Escalate                   bool                                        `json:"escalate,omitempty"`
+	SkipSummarization          bool                                         `json:"skipSummarization,omitempty"`
+	TransferToAgent            string                                       `json:"transferToAgent,omitempty"`
+	Escalate                   bool                                         `json:"escalate,omitempty"`
 }
 
 func toWire(e *session.Event) (sessionary.Event, error) {
