@@ -49,7 +49,9 @@ type Options struct {
 	// Timeout bounds each attempt of a request that is not a stream, its answer read whole
 	// (default 10 s; -1: none).
 	Timeout time.Duration
-	// HTTPClient sends the requests (default: http.DefaultClient).
+	// HTTPClient sends the requests (default: one over http.DefaultTransport's settings, but
+	// keeping up to 100 idle connections to the server rather than 2, for an agent's many
+	// goroutines).
 	HTTPClient *http.Client
 }
 
@@ -100,10 +102,16 @@ func New(options Options) (*Client, error) {
 		c.timeout = max(options.Timeout, 0)
 	}
 	if c.http == nil {
-		c.http = http.DefaultClient
+		c.http = defaultHTTP
 	}
 	return c, nil
 }
+
+var defaultHTTP = func() *http.Client {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 100
+	return &http.Client{Transport: transport}
+}()
 
 // call is one request: its method, its path (its ids escaped already), and what it sends.
 type call struct {
