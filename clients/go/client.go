@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -330,6 +331,7 @@ func (v *versions) note(req call, resp *http.Response) {
 	if req.method == http.MethodDelete && session == req.path {
 		v.mu.Lock()
 		delete(v.at, session) // a new session may take its id
+		v.order = slices.DeleteFunc(v.order, func(known string) bool { return known == session })
 		v.mu.Unlock()
 		return
 	}
