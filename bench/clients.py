@@ -6,8 +6,9 @@ the same PostgreSQL server.
   `AsyncSessionaryClient` (its default transport, aiohttp's with the client's `aiohttp`
   extra, which `make bench` installs; then `AsyncPoolTransport`, httpx's own pooled; then
   httpx's stock pool, as before; then one client per task), and through the blocking
-  `SessionaryClient` from 32 threads: events/s, and the CPU each append cost the client's
-  process, the server's workers and PostgreSQL.
+  `SessionaryClient` from 32 threads, and through one shared Go client from 32 goroutines
+  (`bench/go_appends`, when Go is installed): events/s, and the CPU each append cost the
+  client's process, the server's workers and PostgreSQL.
 - ADK: `SessionaryService.append_event` against ADK's own `DatabaseSessionService` (in this
   process, on its own database) from 32 concurrent sessions; `get_session` of a 1,000-event
   session read whole (median of reads); and a Runner's turns on a 50-event and a 5,000-event
@@ -27,12 +28,15 @@ that server, dropped first, as `make bench` does its own.
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -206,6 +210,32 @@ async def sync_client_appends(meters: Meters, base_url: str, appends: int) -> Ro
         return row[0]
 
 
+def go_appends(meters: Meters, base_url: str, appends: int) -> Row | None:
+    """The Go client's row, by `bench/go_appends` built and run in a process of its own (the
+    client's CPU and rate are what it measures itself); None, said why, without Go."""
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    if not os.access(go, os.X_OK):
+        print("S17: no Go (1.21+) on the PATH or in /usr/local/go: the Go client's row is left out")
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        program = Path(scratch) / "go_appends"
+        source = Path(__file__).parent / "go_appends"
+        subprocess.run([go, "build", "-o", str(program), "."], cwd=source, check=True)
+        with meters.measure("Go client, shared, 32 goroutines", TASKS * appends) as row:
+            ran = subprocess.run(
+                [str(program), "-url", base_url, "-tasks", str(TASKS), "-appends", str(appends)],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+    measured = json.loads(ran.stdout)
+    return dataclasses.replace(
+        row[0],
+        per_second=measured["events_per_second"],
+        client_ms=measured["cpu_ms_per_event"],
+    )
+
+
 async def adk_appends(meters: Meters, name: str, service: BaseSessionService, appends: int) -> Row:
     app = f"s17-{uuid.uuid4().hex[:6]}"
     sessions = [
@@ -366,6 +396,9 @@ async def run(database_url: str, prefix: str, appends: int, read_events: int) ->
         for client in per_task:
             await client.aclose()
         rows.append(await sync_client_appends(meters, base_url, appends))
+        go_row = await asyncio.to_thread(go_appends, meters, base_url, appends)
+        if go_row is not None:
+            rows.append(go_row)
         service = SessionaryService(base_url)
         adk_rows = [
             await adk_appends(meters, "ADK: SessionaryService", service, appends),

@@ -53,10 +53,10 @@ def assert_problem(response: httpx.Response, status: int, code: str) -> dict[str
     return body
 
 
-def missing_tool(tool: str, package: str) -> NoReturn:
+def missing_tool(tool: str, package: str, how: str = "") -> NoReturn:
     """A tool a test starts is not installed: skipped, but failed in CI, which installs every
     tool (`.ci/test-tools`)."""
-    message = f"{tool} is not installed (Debian: apt-get install {package})"
+    message = f"{tool} is not installed ({how or f'Debian: apt-get install {package}'})"
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
@@ -67,4 +67,17 @@ def chromium() -> str:
     path = shutil.which("chromium")
     if path is None:
         missing_tool("Chromium", "chromium")
+    return path
+
+
+# Where the Go tool is when it is not on the PATH: Go's own installer puts it there.
+GO_HOME_BIN = "/usr/local/go/bin/go"
+
+
+def go() -> str:
+    """The Go tool (1.21 or later, which fetches the newer toolchain a module asks for), which
+    builds and tests the Go client and its examples."""
+    path = shutil.which("go") or (GO_HOME_BIN if os.access(GO_HOME_BIN, os.X_OK) else None)
+    if path is None:
+        missing_tool("Go", "golang", "Go 1.21+ from https://go.dev/dl/, into /usr/local/go")
     return path

@@ -20,6 +20,7 @@ DOCS = sorted(
         ROOT / "bench" / "README.md",
         ROOT / "clients" / "python" / "README.md",
         ROOT / "clients" / "typescript" / "README.md",
+        ROOT / "clients" / "go" / "README.md",
         ROOT / "clients" / "ruby" / "README.md",
         *(ROOT / "docs").glob("*.md"),
     ]

@@ -2,7 +2,8 @@
 
 The OpenAI Agents SDK one is run by the client's tests (clients/python/tests/
 test_openai_agents.py), which also check what it stored; the TypeScript one by the TypeScript
-client's (`npm test`), the Ruby one by the Ruby client's (`rake test`)."""
+client's (`npm test`), the Ruby one by the Ruby client's (`rake test`). The Go agent
+(`go_agent/`) is built by Go, then run as the Python ones."""
 
 import os
 import subprocess
@@ -12,13 +13,18 @@ from pathlib import Path
 
 import httpx
 
+from tests.helpers import go
+
 EXAMPLES = Path(__file__).parents[1] / "examples"
 
 
-def run(live_server: str, script: str, *args: str) -> list[str]:
-    """The example's output lines; it must succeed."""
+def run(live_server: str, script: str | Path, *args: str) -> list[str]:
+    """The output lines of an example, a Python script or a program; it must succeed."""
+    command = (
+        [str(script)] if isinstance(script, Path) else [sys.executable, str(EXAMPLES / script)]
+    )
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / script), *args],
+        [*command, *args],
         env={**os.environ, "SESSIONARY_URL": live_server},
         capture_output=True,
         text=True,
@@ -37,6 +43,34 @@ def test_the_adk_agent_resumes_its_session_in_a_second_process(live_server: str)
     assert run(live_server, "adk_agent.py", "Bergen", session_id) == [
         "remembered; I was given 7 messages",
         '{"app:x": "written by the tool", "user:y": "Bergen", "z": 2}',
+    ]
+
+
+def test_the_go_agent_resumes_its_session_in_a_second_process_as_the_python_one(
+    live_server: str, tmp_path: Path
+) -> None:
+    agent = tmp_path / "go_agent"
+    built = subprocess.run(
+        [go(), "build", "-o", str(agent), "."],
+        cwd=EXAMPLES / "go_agent",
+        capture_output=True,
+        text=True,
+        timeout=900,  # the first build downloads ADK-Go's dependencies
+    )
+    assert built.returncode == 0, built.stderr
+    session_id = f"go-{uuid.uuid4().hex[:8]}"
+    assert run(live_server, agent, "Oslo", session_id) == [
+        "remembered; I was given 3 messages",
+        '{"app:x":"written by the tool","user:y":"Oslo","z":1}',
+    ]
+    assert run(live_server, agent, "Bergen", session_id) == [
+        "remembered; I was given 7 messages",
+        '{"app:x":"written by the tool","user:y":"Bergen","z":2}',
+    ]
+    # The Python agent takes the same session up where the Go one left it.
+    assert run(live_server, "adk_agent.py", "Tromso", session_id) == [
+        "remembered; I was given 11 messages",
+        '{"app:x": "written by the tool", "user:y": "Tromso", "z": 3}',
     ]
 
 

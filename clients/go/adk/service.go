@@ -1,0 +1,396 @@
+// Package adk is ADK-Go's session.Service backed by a Sessionary server, so that an ADK-Go
+// runner keeps its sessions there, and any number of processes resume each other's:
+//
+//	client, _ := sessionary.New(sessionary.Options{})
+//	r, _ := runner.New(runner.Config{AppName: "assistant", Agent: agent, SessionService: adk.NewService(client)})
+//
+// It keeps the contract of ADK-Go's own services: Get fails for a missing session, Create for
+// an id taken; Delete of a missing session is no error; AppendEvent skips partial events,
+// applies `temp:` keys to the live session and strips them from the stored event, and fails
+// with a stale-session error (errors.Is(err, sessionary.ErrStaleSession)) when the session was
+// written elsewhere since it was loaded: the append carries the version it was loaded at as
+// If-Match.
+package adk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
+	"google.golang.org/genai"
+
+	"sessionary.local/sessionary"
+)
+
+// Service is a session.Service over a Sessionary client; safe for concurrent use.
+type Service struct {
+	client *sessionary.Client
+}
+
+var _ session.Service = (*Service)(nil)
+
+// NewService is a session service that keeps its sessions where client points.
+func NewService(client *sessionary.Client) *Service {
+	return &Service{client: client}
+}
+
+func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (*session.CreateResponse, error) {
+	if req.AppName == "" || req.UserID == "" {
+		return nil, fmt.Errorf("app_name and user_id are required, got app_name: %q, user_id: %q", req.AppName, req.UserID)
+	}
+	created, err := s.client.CreateSession(ctx, req.AppName, req.UserID,
+		sessionary.SessionCreate{SessionID: req.SessionID, State: req.State})
+	if errors.Is(err, sessionary.ErrSessionAlreadyExists) {
+		return nil, fmt.Errorf("session %s already exists: %w", req.SessionID, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	stored, err := fromWire(created)
+	return &session.CreateResponse{Session: stored}, err
+}
+
+func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.GetResponse, error) {
+	if req.AppName == "" || req.UserID == "" || req.SessionID == "" {
+		return nil, fmt.Errorf("app_name, user_id, session_id are required, got app_name: %q, user_id: %q, session_id: %q",
+			req.AppName, req.UserID, req.SessionID)
+	}
+	read := sessionary.SessionRead{NumRecentEvents: req.NumRecentEvents}
+	if !req.After.IsZero() {
+		read.AfterTimestamp = seconds(req.After)
+	}
+	found, err := s.client.GetSession(ctx, req.AppName, req.UserID, req.SessionID, read)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := fromWire(found)
+	return &session.GetResponse{Session: stored}, err
+}
+
+// List is the user's sessions, or with no UserID every user's of the app, without events.
+func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.ListResponse, error) {
+	if req.AppName == "" {
+		return nil, fmt.Errorf("app_name is required, got app_name: %q", req.AppName)
+	}
+	filter := sessionary.SessionFilter{Page: sessionary.Page{PageSize: 1000}}
+	all := s.client.AppSessions(ctx, req.AppName, filter)
+	if req.UserID != "" {
+		all = s.client.Sessions(ctx, req.AppName, req.UserID, filter)
+	}
+	sessions := []session.Session{}
+	for found, err := range all {
+		if err != nil {
+			return nil, err
+		}
+		stored, err := fromWire(&found)
+		if err != nil {
+			return nil, err
+		}
+		sessions = append(sessions, stored)
+	}
+	return &session.ListResponse{Sessions: sessions}, nil
+}
+
+// Delete deletes the session and its events; a missing one is no error, as with ADK's own.
+func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error {
+	if req.AppName == "" || req.UserID == "" || req.SessionID == "" {
+		return fmt.Errorf("app_name, user_id, session_id are required, got app_name: %q, user_id: %q, session_id: %q",
+			req.AppName, req.UserID, req.SessionID)
+	}
+	err := s.client.DeleteSession(ctx, req.AppName, req.UserID, req.SessionID)
+	if errors.Is(err, sessionary.ErrSessionNotFound) {
+		return nil
+	}
+	return err
+}
+
+// AppendEvent stores event and adds it to the live session, as ADK's own services do: a
+// partial event is skipped; `temp:` keys reach the live session's state (later agents of the
+// invocation read them) and never the store.
+func (s *Service) AppendEvent(ctx context.Context, current session.Session, event *session.Event) error {
+	if current == nil {
+		return fmt.Errorf("session is nil")
+	}
+	if event == nil {
+		return fmt.Errorf("event is nil")
+	}
+	if event.Partial {
+		return nil
+	}
+	event.Timestamp = event.Timestamp.Truncate(time.Microsecond) // as stored
+	live, ours := current.(*Session)
+	version := sessionary.IfExists()
+	if ours {
+		live.apply(event)
+		version = sessionary.IfMatch(live.loaded())
+	}
+	event.Actions.StateDelta = withoutTemp(event.Actions.StateDelta)
+	sent, err := toWire(event)
+	if err != nil {
+		return err
+	}
+	stored, err := s.client.AppendEvent(ctx, current.AppName(), current.UserID(), current.ID(), sent, version)
+	switch {
+	case errors.Is(err, sessionary.ErrStaleSession):
+		return fmt.Errorf("stale session error: the session was written elsewhere since it was loaded; "+
+			"reload it before appending more events: %w", err)
+	case errors.Is(err, sessionary.ErrSessionNotFound):
+		return fmt.Errorf("session %s not found, cannot apply event: %w", current.ID(), err)
+	case err != nil:
+		return err
+	}
+	if ours {
+		live.stored(event.Timestamp, stored.Seq)
+	}
+	return nil
+}
+
+func withoutTemp(delta map[string]any) map[string]any {
+	if len(delta) == 0 {
+		return delta
+	}
+	kept := make(map[string]any, len(delta))
+	for key, value := range delta {
+		if !strings.HasPrefix(key, session.KeyPrefixTemp) {
+			kept[key] = value
+		}
+	}
+	return kept
+}
+
+// Session is a session as this service reads it: a session.Session that knows the version it
+// was loaded at.
+type Session struct {
+	id, appName, userID string
+
+	mu        sync.RWMutex
+	state     map[string]any
+	events    []*session.Event
+	updatedAt time.Time
+	version   int64
+}
+
+func (s *Session) ID() string      { return s.id }
+func (s *Session) AppName() string { return s.appName }
+func (s *Session) UserID() string  { return s.userID }
+
+func (s *Session) State() session.State { return state{s} }
+
+func (s *Session) Events() session.Events {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return events(s.events)
+}
+
+func (s *Session) LastUpdateTime() time.Time {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.updatedAt
+}
+
+// Version is the session's version on the server when it was read or last appended to.
+func (s *Session) Version() int64 { return s.loaded() }
+
+func (s *Session) loaded() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.version
+}
+
+// apply adds the event to the live session: its whole state delta (`temp:` keys too), and the
+// event itself, which its caller then strips of those keys.
+func (s *Session) apply(event *session.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps.Copy(s.state, event.Actions.StateDelta)
+	s.events = append(s.events, event)
+}
+
+func (s *Session) stored(at time.Time, version int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.updatedAt = at
+	s.version = max(s.version, version)
+}
+
+type state struct{ s *Session }
+
+func (st state) Get(key string) (any, error) {
+	st.s.mu.RLock()
+	defer st.s.mu.RUnlock()
+	value, ok := st.s.state[key]
+	if !ok {
+		return nil, session.ErrStateKeyNotExist
+	}
+	return value, nil
+}
+
+func (st state) Set(key string, value any) error {
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
+	st.s.state[key] = value
+	return nil
+}
+
+func (st state) All() iter.Seq2[string, any] {
+	st.s.mu.RLock()
+	copied := maps.Clone(st.s.state)
+	st.s.mu.RUnlock()
+	return maps.All(copied)
+}
+
+type events []*session.Event
+
+func (e events) All() iter.Seq[*session.Event] {
+	return func(yield func(*session.Event) bool) {
+		for _, event := range e {
+			if !yield(event) {
+				return
+			}
+		}
+	}
+}
+
+func (e events) Len() int { return len(e) }
+
+func (e events) At(i int) *session.Event {
+	if i >= 0 && i < len(e) {
+		return e[i]
+	}
+	return nil
+}
+
+func fromWire(read *sessionary.Session) (*Session, error) {
+	s := &Session{id: read.ID, appName: read.AppName, userID: read.UserID, state: read.State,
+		updatedAt: fromSeconds(read.LastUpdateTime), version: read.Version}
+	if s.state == nil {
+		s.state = map[string]any{}
+	}
+	for _, sent := range read.Events {
+		event, err := fromWireEvent(sent)
+		if err != nil {
+			return nil, fmt.Errorf("session %s, event %s: %w", read.ID, sent.ID, err)
+		}
+		s.events = append(s.events, event)
+	}
+	return s, nil
+}
+
+// wireEvent is an ADK-Go event in the camelCase JSON that ADK's Python events are stored in,
+// so that agents of either language read each other's sessions.
+type wireEvent struct {
+	ID                 string                `json:"id,omitempty"`
+	Timestamp          float64               `json:"timestamp"`
+	InvocationID       string                `json:"invocationId,omitempty"`
+	Branch             string                `json:"branch,omitempty"`
+	IsolationScope     string                `json:"isolationScope,omitempty"`
+	Author             string                `json:"author,omitempty"`
+	Actions            wireActions           `json:"actions"`
+	LongRunningToolIDs []string              `json:"longRunningToolIds,omitempty"`
+	Routes             []string              `json:"routes,omitempty"`
+	RequestedInput     *session.RequestInput `json:"requestedInput,omitempty"`
+	Output             any                   `json:"output,omitempty"`
+	NodeInfo           *session.NodeInfo     `json:"nodeInfo,omitempty"`
+
+	// model.LLMResponse's fields.
+	Content                 *genai.Content                              `json:"content,omitempty"`
+	CitationMetadata        *genai.CitationMetadata                     `json:"citationMetadata,omitempty"`
+	GroundingMetadata       *genai.GroundingMetadata                    `json:"groundingMetadata,omitempty"`
+	UsageMetadata           *genai.GenerateContentResponseUsageMetadata `json:"usageMetadata,omitempty"`
+	CustomMetadata          map[string]any                              `json:"customMetadata,omitempty"`
+	LogprobsResult          *genai.LogprobsResult                       `json:"logprobsResult,omitempty"`
+	InputTranscription      *genai.Transcription                        `json:"inputTranscription,omitempty"`
+	OutputTranscription     *genai.Transcription                        `json:"outputTranscription,omitempty"`
+	ModelVersion            string                                      `json:"modelVersion,omitempty"`
+	Partial                 bool                                        `json:"partial,omitempty"`
+	TurnComplete            bool                                        `json:"turnComplete,omitempty"`
+	Interrupted             bool                                        `json:"interrupted,omitempty"`
+	SessionResumptionHandle string                                      `json:"sessionResumptionHandle,omitempty"`
+	ErrorCode               string                                      `json:"errorCode,omitempty"`
+	ErrorMessage            string                                      `json:"errorMessage,omitempty"`
+	FinishReason            genai.FinishReason                          `json:"finishReason,omitempty"`
+	AvgLogprobs             float64                                     `json:"avgLogprobs,omitempty"`
+}
+
+type wireActions struct {
+	StateDelta                 map[string]any                               `json:"stateDelta,omitempty"`
+	ArtifactDelta              map[string]int64                             `json:"artifactDelta,omitempty"`
+	RequestedToolConfirmations map[string]toolconfirmation.ToolConfirmation `json:"requestedToolConfirmations,omitempty"`
+	SkipSummarization          bool                                         `json:"skipSummarization,omitempty"`
+	TransferToAgent            string                                       `json:"transferToAgent,omitempty"`
+	Escalate                   bool                                         `json:"escalate,omitempty"`
+}
+
+func toWire(e *session.Event) (sessionary.Event, error) {
+	r := e.LLMResponse
+	data, err := json.Marshal(wireEvent{
+		ID: e.ID, Timestamp: seconds(e.Timestamp), InvocationID: e.InvocationID, Branch: e.Branch,
+		IsolationScope: e.IsolationScope, Author: e.Author, LongRunningToolIDs: e.LongRunningToolIDs,
+		Routes: e.Routes, RequestedInput: e.RequestedInput, Output: e.Output, NodeInfo: e.NodeInfo,
+		Actions: wireActions{
+			StateDelta: e.Actions.StateDelta, ArtifactDelta: e.Actions.ArtifactDelta,
+			RequestedToolConfirmations: e.Actions.RequestedToolConfirmations,
+			SkipSummarization:          e.Actions.SkipSummarization, TransferToAgent: e.Actions.TransferToAgent,
+			Escalate: e.Actions.Escalate,
+		},
+		Content: r.Content, CitationMetadata: r.CitationMetadata, GroundingMetadata: r.GroundingMetadata,
+		UsageMetadata: r.UsageMetadata, CustomMetadata: r.CustomMetadata, LogprobsResult: r.LogprobsResult,
+		InputTranscription: r.InputTranscription, OutputTranscription: r.OutputTranscription,
+		ModelVersion: r.ModelVersion, Partial: r.Partial, TurnComplete: r.TurnComplete,
+		Interrupted: r.Interrupted, SessionResumptionHandle: r.SessionResumptionHandle,
+		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, FinishReason: r.FinishReason,
+		AvgLogprobs: r.AvgLogprobs,
+	})
+	var sent sessionary.Event
+	if err == nil {
+		err = json.Unmarshal(data, &sent)
+	}
+	return sent, err
+}
+
+func fromWireEvent(stored sessionary.Event) (*session.Event, error) {
+	data, err := json.Marshal(stored)
+	if err != nil {
+		return nil, err
+	}
+	var w wireEvent
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, err
+	}
+	return &session.Event{
+		ID: w.ID, Timestamp: fromSeconds(w.Timestamp), InvocationID: w.InvocationID, Branch: w.Branch,
+		IsolationScope: w.IsolationScope, Author: w.Author, LongRunningToolIDs: w.LongRunningToolIDs,
+		Routes: w.Routes, RequestedInput: w.RequestedInput, Output: w.Output, NodeInfo: w.NodeInfo,
+		Actions: session.EventActions{
+			StateDelta: w.Actions.StateDelta, ArtifactDelta: w.Actions.ArtifactDelta,
+			RequestedToolConfirmations: w.Actions.RequestedToolConfirmations,
+			SkipSummarization:          w.Actions.SkipSummarization, TransferToAgent: w.Actions.TransferToAgent,
+			Escalate: w.Actions.Escalate,
+		},
+		LLMResponse: model.LLMResponse{
+			Content: w.Content, CitationMetadata: w.CitationMetadata, GroundingMetadata: w.GroundingMetadata,
+			UsageMetadata: w.UsageMetadata, CustomMetadata: w.CustomMetadata, LogprobsResult: w.LogprobsResult,
+			InputTranscription: w.InputTranscription, OutputTranscription: w.OutputTranscription,
+			ModelVersion: w.ModelVersion, Partial: w.Partial, TurnComplete: w.TurnComplete,
+			Interrupted: w.Interrupted, SessionResumptionHandle: w.SessionResumptionHandle,
+			ErrorCode: w.ErrorCode, ErrorMessage: w.ErrorMessage, FinishReason: w.FinishReason,
+			AvgLogprobs: w.AvgLogprobs,
+		},
+	}, nil
+}
+
+// seconds is a time as the server keeps it: epoch seconds, to the microsecond. The zero time
+// is year 1, which the server takes, so it comes back zero.
+func seconds(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
+
+func fromSeconds(s float64) time.Time { return time.UnixMicro(int64(math.Round(s * 1e6))).UTC() }

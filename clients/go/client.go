@@ -1,0 +1,370 @@
+// Package sessionary is a client for Sessionary, the session store for AI agents: a method per
+// operation of its REST API, on net/http and the standard library alone.
+//
+// Error answers are *APIError values that errors.Is matches against the Err* kinds by their
+// problem's code; a request that got no answer is a *ConnectionError. Reads, appends (each
+// event is given an id when it has none, so that a resend stores it once) and the other
+// idempotent writes are sent again after a lost answer or a 502-504; any request is sent
+// again when its connection was refused. Every method takes a context, which cancels it.
+package sessionary
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultURL is the server a client talks to when neither Options.BaseURL nor SESSIONARY_URL
+// names one.
+const DefaultURL = "http://127.0.0.1:8000"
+
+// Options configure a Client; the zero value is a client of SESSIONARY_URL (else DefaultURL)
+// with the key in SESSIONARY_API_KEY.
+type Options struct {
+	BaseURL string
+	// APIKey is sent as `Authorization: Bearer …`.
+	APIKey string
+	// Header is sent with every request.
+	Header http.Header
+	// Retries is how many times a request is sent again when that is safe (default 2; -1: none).
+	Retries int
+	// Backoff is the wait before the first resend, doubled for each next one, jittered
+	// (default 250 ms).
+	Backoff time.Duration
+	// Timeout bounds each attempt of a request that is not a stream, its answer read whole
+	// (default 10 s; -1: none).
+	Timeout time.Duration
+	// HTTPClient sends the requests (default: one over http.DefaultTransport's settings, but
+	// keeping up to 100 idle connections to the server rather than 2, for an agent's many
+	// goroutines).
+	HTTPClient *http.Client
+}
+
+// Client is a Sessionary client, safe for concurrent use.
+type Client struct {
+	base    *url.URL
+	header  http.Header
+	retries int
+	backoff time.Duration
+	timeout time.Duration
+	http    *http.Client
+	written *versions
+}
+
+// New is a client configured by options (see Options for the defaults).
+func New(options Options) (*Client, error) {
+	raw := options.BaseURL
+	if raw == "" {
+		raw = os.Getenv("SESSIONARY_URL")
+	}
+	if raw == "" {
+		raw = DefaultURL
+	}
+	base, err := url.Parse(strings.TrimRight(raw, "/"))
+	if err != nil || base.Host == "" {
+		return nil, fmt.Errorf("sessionary: base URL %q: want http(s)://host[:port][/path]", raw)
+	}
+	header := options.Header.Clone()
+	if header == nil {
+		header = http.Header{}
+	}
+	key := options.APIKey
+	if key == "" {
+		key = os.Getenv("SESSIONARY_API_KEY")
+	}
+	if key != "" {
+		header.Set("Authorization", "Bearer "+key)
+	}
+	c := &Client{base: base, header: header, retries: 2, backoff: 250 * time.Millisecond,
+		timeout: 10 * time.Second, http: options.HTTPClient, written: &versions{at: map[string]int64{}}}
+	if options.Retries != 0 {
+		c.retries = max(options.Retries, 0)
+	}
+	if options.Backoff > 0 {
+		c.backoff = options.Backoff
+	}
+	if options.Timeout != 0 {
+		c.timeout = max(options.Timeout, 0)
+	}
+	if c.http == nil {
+		c.http = defaultHTTP
+	}
+	return c, nil
+}
+
+var defaultHTTP = func() *http.Client {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 100
+	return &http.Client{Transport: transport}
+}()
+
+// call is one request: its method, its path (its ids escaped already), and what it sends.
+type call struct {
+	method  string
+	path    string
+	query   url.Values
+	body    any    // JSON, unless raw
+	raw     []byte // sent as it is, with contentType
+	ctype   string
+	ifMatch string
+	header  http.Header
+	stream  bool // the answer is read by the caller, without Timeout
+}
+
+// WriteOption sets how a write to a session is made.
+type WriteOption func(*call)
+
+// IfMatch makes the write happen only if the session is still at this version (the Version
+// of a Session read, or a stored event's Seq); else it fails with ErrStaleSession and writes
+// nothing.
+func IfMatch(version int64) WriteOption {
+	return func(c *call) { c.ifMatch = `"` + strconv.FormatInt(version, 10) + `"` }
+}
+
+// IfExists makes the write fail with ErrSessionNotFound, rather than anything else, if the
+// session is gone (`If-Match: *`).
+func IfExists() WriteOption { return func(c *call) { c.ifMatch = "*" } }
+
+// do sends the call, resending it when that is safe, and decodes a success's JSON into out
+// (when out is not nil). The answer's body is closed, but for a stream's, which is returned.
+func (c *Client) do(ctx context.Context, req call, out any) (*http.Response, error) {
+	body := req.raw
+	if req.body != nil {
+		var err error
+		if body, err = json.Marshal(req.body); err != nil {
+			return nil, fmt.Errorf("sessionary: %s %s: %w", req.method, req.path, err)
+		}
+		req.ctype = "application/json"
+	}
+	target := *c.base
+	target.Path = c.base.Path + pathOnly(req.path)
+	target.RawPath = c.base.EscapedPath() + req.path
+	query := req.query
+	if req.method == http.MethodGet {
+		query = c.written.ask(req.path, query)
+	}
+	target.RawQuery = query.Encode()
+	safe := idempotent(req)
+	for attempt := 0; ; attempt++ {
+		resp, err := c.attempt(ctx, req, target.String(), body, out)
+		retry := attempt < c.retries
+		switch {
+		case err == nil:
+			c.written.note(req, resp)
+			return resp, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case !retry:
+			return nil, err
+		}
+		var apiErr *APIError
+		var conn *ConnectionError
+		switch {
+		case errors.As(err, &apiErr) && safe && transient(apiErr):
+		case errors.As(err, &conn) && (safe || errors.Is(err, syscall.ECONNREFUSED)):
+		default:
+			return nil, err
+		}
+		wait := time.Duration(rand.Int64N(int64(min(5*time.Second, c.backoff<<attempt)) + 1))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// attempt sends the request once: an error answer is an *APIError, no answer a
+// *ConnectionError.
+func (c *Client) attempt(ctx context.Context, req call, target string, body []byte, out any) (*http.Response, error) {
+	if c.timeout > 0 && !req.stream {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout) // the answer is read whole within
+		defer cancel()
+	}
+	r, err := http.NewRequestWithContext(ctx, req.method, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		r.Body = nil
+	}
+	for name, values := range c.header {
+		r.Header[name] = values
+	}
+	for name, values := range req.header {
+		r.Header[name] = values
+	}
+	r.Header.Set("Accept", "application/json")
+	if req.ctype != "" {
+		r.Header.Set("Content-Type", req.ctype)
+	}
+	if req.ifMatch != "" {
+		r.Header.Set("If-Match", req.ifMatch)
+	}
+	resp, err := c.http.Do(r)
+	if err == nil && resp.StatusCode < 300 && req.stream {
+		return resp, nil // the caller reads it, and cancels with its own context
+	}
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err != nil {
+		return nil, &ConnectionError{Method: req.method, URL: target, Err: err}
+	}
+	if resp.StatusCode >= 300 {
+		return nil, &APIError{Status: resp.StatusCode, Problem: problemOf(resp.StatusCode, data),
+			Header: resp.Header}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return nil, fmt.Errorf("sessionary: %s %s: the answer: %w", req.method, target, err)
+		}
+	}
+	return resp, nil
+}
+
+// A 502, 503 or 504 that the same request may not meet again (a search past the server's time
+// limit would).
+func transient(err *APIError) bool {
+	return (err.Status == 502 || err.Status == 503 || err.Status == 504) &&
+		err.Problem.Code != "search_timeout"
+}
+
+const sessionPath = `^/apps/[^/]+/users/[^/]+/sessions/[^/:]+`
+
+var (
+	// Writes that may be sent twice with the effect of once: appends and queued events (each
+	// event carries an id, which the server stores once), an import (the same export again
+	// writes nothing), emptying the queue, and merging the same app or user state keys.
+	idempotentPost   = regexp.MustCompile(sessionPath + `/(events(:batch)?|pending)$|^/apps/[^/]+/users/[^/]+/sessions:import$`)
+	idempotentDelete = regexp.MustCompile(sessionPath + `/pending$`)
+	idempotentPatch  = regexp.MustCompile(`^/apps/[^/]+(/users/[^/]+)?/state$`)
+	// A second heal answers nothing, so it is safe to resend, but for one under If-Match.
+	healPath = regexp.MustCompile(sessionPath + `:heal$`)
+)
+
+func idempotent(req call) bool {
+	switch req.method {
+	case http.MethodGet, http.MethodHead:
+		return true
+	case http.MethodPost:
+		return idempotentPost.MatchString(req.path) || healPath.MatchString(req.path) && req.ifMatch == ""
+	case http.MethodDelete:
+		return idempotentDelete.MatchString(req.path)
+	case http.MethodPatch:
+		return idempotentPatch.MatchString(req.path)
+	}
+	return false
+}
+
+// newID is a random event id: 32 hex digits.
+func newID() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// pathOnly is an escaped path unescaped, as url.URL.Path holds it.
+func pathOnly(escaped string) string {
+	plain, err := url.PathUnescape(escaped)
+	if err != nil {
+		return escaped
+	}
+	return plain
+}
+
+// --- Read your writes -----------------------------------------------------------------------
+
+var (
+	sessionOf        = regexp.MustCompile(sessionPath)
+	readsWithVersion = regexp.MustCompile(sessionPath + `(/events)?$`)
+	etag             = regexp.MustCompile(`^"(\d+)"$`)
+)
+
+// versions keeps the version each session was at after this client's last write to it (the
+// 10,000 most recent), and asks for it (`minVersion`) on reads of the session and its events:
+// a server with a read replica answers them from the primary until the replica has caught up.
+type versions struct {
+	mu    sync.Mutex
+	at    map[string]int64
+	order []string
+}
+
+func (v *versions) ask(path string, query url.Values) url.Values {
+	if !readsWithVersion.MatchString(path) {
+		return query
+	}
+	v.mu.Lock()
+	version, ok := v.at[sessionOf.FindString(path)]
+	v.mu.Unlock()
+	if !ok {
+		return query
+	}
+	asked, _ := strconv.ParseInt(query.Get("minVersion"), 10, 64)
+	query = cloneValues(query)
+	query.Set("minVersion", strconv.FormatInt(max(version, asked), 10))
+	return query
+}
+
+func (v *versions) note(req call, resp *http.Response) {
+	session := sessionOf.FindString(req.path)
+	if req.method == http.MethodDelete && session == req.path {
+		v.mu.Lock()
+		delete(v.at, session) // a new session may take its id
+		v.order = slices.DeleteFunc(v.order, func(known string) bool { return known == session })
+		v.mu.Unlock()
+		return
+	}
+	match := etag.FindStringSubmatch(resp.Header.Get("ETag"))
+	if req.method == http.MethodGet || match == nil || req.stream {
+		return
+	}
+	version, _ := strconv.ParseInt(match[1], 10, 64)
+	if session == "" || strings.HasSuffix(req.path, ":fork") || strings.HasSuffix(req.path, "/children") {
+		var made struct{ ID, AppName, UserID string }
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		if json.Unmarshal(data, &made) != nil || made.ID == "" {
+			return
+		}
+		session = sessionPathOf(made.AppName, made.UserID, made.ID)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, known := v.at[session]; !known {
+		v.order = append(v.order, session)
+		if len(v.order) > 10_000 {
+			delete(v.at, v.order[0])
+			v.order = v.order[1:]
+		}
+	}
+	v.at[session] = max(v.at[session], version)
+}
+
+func cloneValues(values url.Values) url.Values {
+	clone := url.Values{}
+	for name, list := range values {
+		clone[name] = append([]string(nil), list...)
+	}
+	return clone
+}

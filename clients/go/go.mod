@@ -1,0 +1,3 @@
+module sessionary.local/sessionary
+
+go 1.24

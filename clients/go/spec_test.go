@@ -1,0 +1,110 @@
+package sessionary
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The client is written by hand on net/http; these tests hold it to the committed spec: a
+// method for every operation, and the fields of every schema it types.
+
+var methodOf = map[string]string{
+	"append_event": "AppendEvent", "list_events": "ListEvents", "append_events": "AppendEvents",
+	"count_events": "CountEvents", "create_session": "CreateSession", "list_sessions": "ListSessions",
+	"get_session": "GetSession", "delete_session": "DeleteSession", "update_session_state": "UpdateSession",
+	"list_app_sessions": "ListAppSessions", "fork_session": "Fork", "create_child_session": "CreateChild",
+	"list_children": "ListChildren", "close_session": "Close", "get_lineage": "Lineage",
+	"rewind_session": "Rewind", "trim_session": "Trim", "reset_session": "Reset",
+	"remove_event": "RemoveEvent", "rewrite_event": "RewriteEvent", "get_context": "Context",
+	"compact_session": "Compact", "list_tool_calls": "ToolCalls", "heal_session": "Heal",
+	"queue_event": "QueueEvent", "list_pending": "Pending", "clear_pending": "ClearPending",
+	"promote_pending": "PromotePending", "get_app_usage": "Usage", "search_events": "Search",
+	"export_session": "Export", "import_session": "Import", "stream_events": "StreamEvents",
+	"stream_user_sessions": "StreamSessions", "stream_app_sessions": "StreamAppSessions",
+	"get_app_state": "AppState", "update_app_state": "UpdateAppState", "get_user_state": "UserState",
+	"update_user_state": "UpdateUserState", "list_apps": "ListApps", "list_users": "ListUsers",
+	"get_key_scope": "KeyScope", "healthz": "Health", "readyz": "Readiness", "metrics": "Metrics",
+}
+
+var typeOf = map[string]any{
+	"Session": Session{}, "Parent": Parent{}, "Usage": Usage{}, "SessionCreate": SessionCreate{},
+	"SessionUpdate": SessionUpdate{}, "SessionFork": SessionFork{}, "ChildCreate": ChildCreate{},
+	"SessionCompact": SessionCompact{}, "SessionPage": SessionPage{}, "EventPage": EventPage{},
+	"EventCount": EventCount{}, "EventsRemoved": EventsRemoved{}, "Trimmed": Trimmed{}, "Healed": Healed{},
+	"ContextView": ContextView{}, "ToolCall": ToolCall{}, "SearchHit": SearchHit{}, "SearchPage": SearchPage{},
+	"AppSummary": AppSummary{}, "AppPage": AppPage{}, "UserSummary": UserSummary{}, "UserPage": UserPage{},
+	"AppUsage": AppUsage{}, "UserUsage": UserUsage{}, "TotalUsage": TotalUsage{}, "KeyScope": KeyScope{},
+	"Health": Health{}, "Readiness": Readiness{}, "Problem": Problem{}, "Event": Event{},
+	"EventActions": EventActions{}, "EventCompaction": EventCompaction{},
+	"ValidationErrorItem": ValidationErrorItem{},
+}
+
+type spec struct {
+	Paths      map[string]map[string]struct{ OperationID string }
+	Components struct {
+		Schemas map[string]struct{ Properties map[string]json.RawMessage }
+	}
+}
+
+func readSpec(t *testing.T) spec {
+	data, err := os.ReadFile("../../openapi/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s spec
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestEveryOperationHasAMethod(t *testing.T) {
+	client := reflect.TypeOf(&Client{})
+	for path, operations := range readSpec(t).Paths {
+		for verb, operation := range operations {
+			if operation.OperationID == "" {
+				continue // parameters shared by a path's operations
+			}
+			name, ok := methodOf[operation.OperationID]
+			if !ok {
+				t.Errorf("%s %s (%s): no method of the client", strings.ToUpper(verb), path, operation.OperationID)
+			} else if _, ok := client.MethodByName(name); !ok {
+				t.Errorf("%s: the client has no method %s", operation.OperationID, name)
+			}
+		}
+	}
+}
+
+func TestTheTypesHaveTheSchemasFields(t *testing.T) {
+	schemas := readSpec(t).Components.Schemas
+	for name, value := range typeOf {
+		schema, ok := schemas[name]
+		if !ok {
+			t.Errorf("%s: not a schema of the spec", name)
+			continue
+		}
+		var want, got []string
+		for property := range schema.Properties {
+			want = append(want, property)
+		}
+		kind := reflect.TypeOf(value)
+		for i := range kind.NumField() {
+			tag, _, _ := strings.Cut(kind.Field(i).Tag.Get("json"), ",")
+			if tag != "" && tag != "-" {
+				got = append(got, tag)
+			}
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if name == "Event" { // content is one of the fields any event may carry
+			got = slices.DeleteFunc(got, func(f string) bool { return f == "content" })
+		}
+		if !slices.Equal(want, got) {
+			t.Errorf("%s: the spec's fields %v, the type's %v", name, want, got)
+		}
+	}
+}

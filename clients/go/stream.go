@@ -1,0 +1,180 @@
+package sessionary
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Frame is one server-sent event of a live stream: Event names the change ("appended",
+// "updated", "removed", "trimmed", "reset", "resync", "closed", "deleted", "child" on a
+// session's stream; "created", "updated", "closed", "deleted" on a user's or an app's), ID is
+// the position it carries (an appended event's seq; 0 when it has none), Data is its JSON.
+type Frame struct {
+	Event string
+	ID    int64
+	Data  json.RawMessage
+}
+
+// Decode reads the frame's data into v: an *Event for "appended".
+func (f Frame) Decode(v any) error { return json.Unmarshal(f.Data, v) }
+
+// StreamOptions tune a live stream. A session's stream replays from the log what came after
+// AfterSeq, or the whole session with FromStart, then goes on live (neither: from now).
+// IdleTimeout is how long without a byte, not even a heartbeat, before the connection is taken
+// for lost and opened again (default 60 s; the server sends a heartbeat every 15).
+type StreamOptions struct {
+	AfterSeq    int64
+	FromStart   bool
+	IdleTimeout time.Duration
+}
+
+// StreamEvents is the session's changes as they are committed, live. A lost connection is
+// opened again after the last frame received (`Last-Event-ID`), losing and repeating nothing;
+// the iteration ends after "closed" or "deleted", or with ctx's error when ctx ends.
+func (c *Client) StreamEvents(ctx context.Context, app, user, id string, options StreamOptions) iter.Seq2[Frame, error] {
+	path, err := pathTo("/events:stream", app, user, id)
+	position := ""
+	if options.AfterSeq > 0 || options.FromStart {
+		position = strconv.FormatInt(options.AfterSeq, 10)
+	}
+	return c.follow(ctx, path, err, position, options, map[string]bool{"closed": true, "deleted": true})
+}
+
+// StreamSessions is a user's sessions as they are created, updated, closed and deleted, from
+// now, until ctx ends. A lost connection is opened again; what happened meanwhile is not sent
+// (list to catch up).
+func (c *Client) StreamSessions(ctx context.Context, app, user string, options StreamOptions) iter.Seq2[Frame, error] {
+	path, err := pathTo("/sessions:stream", app, user)
+	return c.follow(ctx, path, err, "", options, nil)
+}
+
+// StreamAppSessions is StreamSessions for every user of the app.
+func (c *Client) StreamAppSessions(ctx context.Context, app string, options StreamOptions) iter.Seq2[Frame, error] {
+	path, err := pathTo("/sessions:stream", app)
+	return c.follow(ctx, path, err, "", options, nil)
+}
+
+// follow yields the frames of a stream until one named in ends, across connections: each is
+// opened after position (`Last-Event-ID`), the last id seen; one lost (dropped, ended by the
+// server, silent past the idle timeout) is opened again, Retries times in a row at most; any
+// frame received resets that count.
+func (c *Client) follow(ctx context.Context, path string, pathErr error, position string, options StreamOptions,
+	ends map[string]bool) iter.Seq2[Frame, error] {
+	idle := options.IdleTimeout
+	if idle <= 0 {
+		idle = 60 * time.Second
+	}
+	return func(yield func(Frame, error) bool) {
+		if pathErr != nil {
+			yield(Frame{}, pathErr)
+			return
+		}
+		for losses := 0; ; {
+			req := call{method: http.MethodGet, path: path, stream: true,
+				header: http.Header{"Accept": {"text/event-stream"}}}
+			if position != "" {
+				req.header.Set("Last-Event-ID", position)
+			}
+			connection, cancel := context.WithCancel(ctx)
+			resp, err := c.do(connection, req, nil)
+			lost := err
+			if err == nil {
+				var done bool
+				done, lost = readFrames(resp.Body, idle, cancel, func(frame Frame) bool {
+					losses = 0
+					if frame.ID != 0 {
+						position = strconv.FormatInt(frame.ID, 10)
+					}
+					if !yield(frame, nil) {
+						return false
+					}
+					return !ends[frame.Event]
+				})
+				resp.Body.Close()
+				if done {
+					cancel()
+					return
+				}
+			}
+			cancel()
+			var apiErr *APIError
+			switch {
+			case ctx.Err() != nil:
+				yield(Frame{}, ctx.Err())
+				return
+			case errors.As(lost, &apiErr):
+				yield(Frame{}, lost)
+				return
+			}
+			if losses++; losses > c.retries {
+				yield(Frame{}, &ConnectionError{Method: "GET", URL: path,
+					Err: fmt.Errorf("the stream was lost %d times in a row: %w", losses, lost)})
+				return
+			}
+			wait := time.Duration(rand.Int64N(int64(min(5*time.Second, c.backoff<<(losses-1))) + 1))
+			select {
+			case <-ctx.Done():
+				yield(Frame{}, ctx.Err())
+				return
+			case <-time.After(wait):
+			}
+		}
+	}
+}
+
+// readFrames hands each frame of a text/event-stream body to each, heartbeats (comments)
+// skipped, until each says stop (done) or the body ends or fails (the error why). A body
+// silent for idle is closed, by cancel.
+func readFrames(body io.Reader, idle time.Duration, cancel context.CancelFunc, each func(Frame) bool) (bool, error) {
+	watchdog := time.AfterFunc(idle, cancel)
+	defer watchdog.Stop()
+	lines := bufio.NewReader(body)
+	var event, id string
+	var data []string
+	for {
+		line, err := lines.ReadString('\n')
+		watchdog.Reset(idle)
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // the server ended the stream
+			}
+			return false, err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			if data != nil {
+				frame := Frame{Event: event, Data: json.RawMessage(strings.Join(data, "\n"))}
+				if frame.Event == "" {
+					frame.Event = "message"
+				}
+				frame.ID, _ = strconv.ParseInt(id, 10, 64)
+				if !each(frame) {
+					return true, nil
+				}
+			}
+			event, id, data = "", "", nil
+			continue
+		}
+		name, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch name {
+		case "": // a comment: a heartbeat
+		case "data":
+			data = append(data, value)
+		case "event":
+			event = value
+		case "id":
+			id = value
+		}
+	}
+}

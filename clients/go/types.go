@@ -1,0 +1,440 @@
+package sessionary
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// State is a session's, a user's or an app's state: JSON values by key.
+type State = map[string]any
+
+// Event is one entry of a session's log, as ADK shapes it. The fields the server reads are
+// typed; every other field an agent framework sends (`branch`, `turnComplete`,
+// `usageMetadata`, ...) is kept in Extra, stored and given back as it was.
+type Event struct {
+	// ID is given by the client when empty (a random one), so that a resend stores it once.
+	ID           string `json:"id,omitempty"`
+	Author       string `json:"author,omitempty"`
+	InvocationID string `json:"invocationId,omitempty"`
+	// Timestamp in epoch seconds; 0 when sent: the server's clock.
+	Timestamp float64       `json:"timestamp,omitempty"`
+	Partial   bool          `json:"partial,omitempty"`
+	Content   *Content      `json:"content,omitempty"`
+	Actions   *EventActions `json:"actions,omitempty"`
+	// Seq is the event's place in the session's log, set by the server (0 on a partial event).
+	Seq   int64                      `json:"seq,omitempty"`
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// EventActions are what an event does besides saying something.
+type EventActions struct {
+	// StateDelta: `app:` and `user:` keys update the app's and the user's state, `temp:` keys
+	// are dropped, the others update the session's.
+	StateDelta State `json:"stateDelta,omitempty"`
+	// RewindBeforeInvocationID marks ADK's rewind (the context view leaves out what it undid).
+	RewindBeforeInvocationID string                     `json:"rewindBeforeInvocationId,omitempty"`
+	Compaction               *EventCompaction           `json:"compaction,omitempty"`
+	Extra                    map[string]json.RawMessage `json:"-"`
+}
+
+// EventCompaction is a compaction event's summary of the events it stands for.
+type EventCompaction struct {
+	StartTimestamp   float64 `json:"startTimestamp"`
+	EndTimestamp     float64 `json:"endTimestamp"`
+	CompactedContent Content `json:"compactedContent"`
+}
+
+// Content is a message: its role ("user", "model") and parts.
+type Content struct {
+	Role  string                     `json:"role,omitempty"`
+	Parts []Part                     `json:"parts"`
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// Part is one piece of a message: text, a function call or its response; other kinds
+// (inlineData, thought, ...) are kept in Extra.
+type Part struct {
+	Text             string                     `json:"text,omitempty"`
+	FunctionCall     *FunctionCall              `json:"functionCall,omitempty"`
+	FunctionResponse *FunctionResponse          `json:"functionResponse,omitempty"`
+	Extra            map[string]json.RawMessage `json:"-"`
+}
+
+// FunctionCall is a model's call of a tool.
+type FunctionCall struct {
+	ID   string         `json:"id,omitempty"`
+	Name string         `json:"name"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// FunctionResponse is a tool's answer to the call of the same ID.
+type FunctionResponse struct {
+	ID       string         `json:"id,omitempty"`
+	Name     string         `json:"name"`
+	Response map[string]any `json:"response,omitempty"`
+}
+
+// Text is a message of one text part.
+func Text(role, text string) *Content {
+	return &Content{Role: role, Parts: []Part{{Text: text}}}
+}
+
+// Text is the message's text parts, joined.
+func (c *Content) Text() string {
+	if c == nil {
+		return ""
+	}
+	var text strings.Builder
+	for _, part := range c.Parts {
+		text.WriteString(part.Text)
+	}
+	return text.String()
+}
+
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	return marshalOpen(plain(e), e.Extra)
+}
+
+func (e *Event) UnmarshalJSON(data []byte) error {
+	type plain Event
+	return unmarshalOpen(data, (*plain)(e), &e.Extra)
+}
+
+func (a EventActions) MarshalJSON() ([]byte, error) {
+	type plain EventActions
+	return marshalOpen(plain(a), a.Extra)
+}
+
+func (a *EventActions) UnmarshalJSON(data []byte) error {
+	type plain EventActions
+	return unmarshalOpen(data, (*plain)(a), &a.Extra)
+}
+
+func (c Content) MarshalJSON() ([]byte, error) {
+	type plain Content
+	return marshalOpen(plain(c), c.Extra)
+}
+
+func (c *Content) UnmarshalJSON(data []byte) error {
+	type plain Content
+	return unmarshalOpen(data, (*plain)(c), &c.Extra)
+}
+
+func (p Part) MarshalJSON() ([]byte, error) {
+	type plain Part
+	return marshalOpen(plain(p), p.Extra)
+}
+
+func (p *Part) UnmarshalJSON(data []byte) error {
+	type plain Part
+	return unmarshalOpen(data, (*plain)(p), &p.Extra)
+}
+
+// marshalOpen is the JSON object of a struct's fields and, beside them, its Extra ones.
+func marshalOpen(known any, extra map[string]json.RawMessage) ([]byte, error) {
+	data, err := json.Marshal(known)
+	if err != nil || len(extra) == 0 {
+		return data, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, err
+	}
+	for name, value := range extra {
+		if _, typed := fields[name]; !typed && !typedField(reflect.TypeOf(known), name) {
+			fields[name] = value
+		}
+	}
+	return json.Marshal(fields)
+}
+
+// unmarshalOpen fills a struct's fields, and its Extra with the fields it has none for.
+func unmarshalOpen(data []byte, known any, extra *map[string]json.RawMessage) error {
+	if err := json.Unmarshal(data, known); err != nil {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	*extra = nil
+	for name, value := range fields {
+		if !typedField(reflect.TypeOf(known).Elem(), name) {
+			if *extra == nil {
+				*extra = map[string]json.RawMessage{}
+			}
+			(*extra)[name] = value
+		}
+	}
+	return nil
+}
+
+var jsonNames sync.Map // reflect.Type -> map[string]bool
+
+// typedField says whether the struct has a field of that JSON name.
+func typedField(t reflect.Type, name string) bool {
+	names, ok := jsonNames.Load(t)
+	if !ok {
+		set := map[string]bool{}
+		for i := range t.NumField() {
+			tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			if tag != "" && tag != "-" {
+				set[tag] = true
+			}
+		}
+		names, _ = jsonNames.LoadOrStore(t, set)
+	}
+	return names.(map[string]bool)[name]
+}
+
+// Session is a session as the server gives it: with its events when read one by one, without
+// in listings.
+type Session struct {
+	ID             string  `json:"id"`
+	AppName        string  `json:"appName"`
+	UserID         string  `json:"userId"`
+	State          State   `json:"state"`
+	Events         []Event `json:"events"`
+	LastUpdateTime float64 `json:"lastUpdateTime"`
+	CreateTime     float64 `json:"createTime"`
+	// Version is the session's version: If-Match takes it, to write only if nothing else did.
+	Version     int64             `json:"version"`
+	Kind        string            `json:"kind"` // "root", "fork" or "child"
+	Parent      *Parent           `json:"parent"`
+	Status      string            `json:"status"` // "open" or "closed"
+	Outcome     *string           `json:"outcome"`
+	Usage       Usage             `json:"usage"`
+	DisplayName *string           `json:"displayName"`
+	Labels      map[string]string `json:"labels"`
+	ExpireTime  *float64          `json:"expireTime"`
+}
+
+// Parent is where a fork or a child session came from.
+type Parent struct {
+	SessionID      string  `json:"sessionId"`
+	Seq            int64   `json:"seq"`
+	FunctionCallID *string `json:"functionCallId"`
+}
+
+// Usage is the token counts of a session's events.
+type Usage struct {
+	PromptTokenCount     int64 `json:"promptTokenCount"`
+	CandidatesTokenCount int64 `json:"candidatesTokenCount"`
+	TotalTokenCount      int64 `json:"totalTokenCount"`
+}
+
+// SessionCreate is a new session: the server's id unless SessionID; TTL (seconds) or
+// ExpireTime (epoch seconds) for one that expires; Events stored with it.
+type SessionCreate struct {
+	SessionID   string            `json:"sessionId,omitempty"`
+	State       State             `json:"state,omitempty"`
+	Events      []Event           `json:"events,omitempty"`
+	DisplayName string            `json:"displayName,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	TTL         float64           `json:"ttl,omitempty"`
+	ExpireTime  float64           `json:"expireTime,omitempty"`
+}
+
+// SessionUpdate changes what it sets, in one write. StateDelta is recorded as an event by
+// `user`; Labels replace them all (an empty map clears them); DisplayName, TTL and ExpireTime
+// take Some(value), or Null() to clear them.
+type SessionUpdate struct {
+	StateDelta  State             `json:"stateDelta,omitempty"`
+	DisplayName Opt[string]       `json:"displayName,omitzero"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	TTL         Opt[float64]      `json:"ttl,omitzero"`
+	ExpireTime  Opt[float64]      `json:"expireTime,omitzero"`
+}
+
+// Opt is an optional field that can also be null: absent (the zero Opt), Some(v) or Null().
+type Opt[T any] struct {
+	set   bool
+	value *T
+}
+
+// Some is a field set to v.
+func Some[T any](v T) Opt[T] { return Opt[T]{set: true, value: &v} }
+
+// Null is a field set to null.
+func Null[T any]() Opt[T] { return Opt[T]{set: true} }
+
+// IsZero is true for an absent field (json's omitzero leaves it out).
+func (o Opt[T]) IsZero() bool { return !o.set }
+
+func (o Opt[T]) MarshalJSON() ([]byte, error) { return json.Marshal(o.value) }
+
+// SessionFork names where a fork branches: at AtSeq, or before BeforeInvocationID's first
+// event, or (neither) after the last event.
+type SessionFork struct {
+	SessionID          string `json:"sessionId,omitempty"`
+	AtSeq              int64  `json:"atSeq,omitempty"`
+	BeforeInvocationID string `json:"beforeInvocationId,omitempty"`
+}
+
+// ChildCreate is a child session for a sub-agent; with FunctionCallID, closing it answers that
+// call of the parent. Inherit: "none" (default), "all" or "context".
+type ChildCreate struct {
+	SessionID      string `json:"sessionId,omitempty"`
+	State          State  `json:"state,omitempty"`
+	FunctionCallID string `json:"functionCallId,omitempty"`
+	Inherit        string `json:"inherit,omitempty"`
+}
+
+// SessionCompact is a compaction: Strategy "summary" (with Summary, your text), "truncate"
+// or "observationMask", over the live events older than the newest KeepLast.
+type SessionCompact struct {
+	Strategy           string `json:"strategy"`
+	KeepLast           int    `json:"keepLast,omitempty"`
+	Summary            string `json:"summary,omitempty"`
+	ToolOutputMaxChars int    `json:"toolOutputMaxChars,omitempty"`
+}
+
+// SessionPage is a page of sessions; NextPageToken is empty on the last.
+type SessionPage struct {
+	Sessions      []Session `json:"sessions"`
+	NextPageToken *string   `json:"nextPageToken"`
+}
+
+// EventPage is a page of events; NextPageToken is empty on the last.
+type EventPage struct {
+	Events        []Event `json:"events"`
+	NextPageToken *string `json:"nextPageToken"`
+}
+
+// EventCount is how many events a session holds, and its first and last seqs.
+type EventCount struct {
+	Count    int64  `json:"count"`
+	FirstSeq *int64 `json:"firstSeq"`
+	LastSeq  *int64 `json:"lastSeq"`
+}
+
+// EventsRemoved is what a removal took out, and the version it made.
+type EventsRemoved struct {
+	RemovedEventIDs []string `json:"removedEventIds"`
+	Version         int64    `json:"version"`
+}
+
+// Trimmed is what a trim or a reset did.
+type Trimmed struct {
+	RemovedEvents int64 `json:"removedEvents"`
+	KeptEvents    int64 `json:"keptEvents"`
+	Version       int64 `json:"version"`
+}
+
+// Healed is how many orphaned function calls a heal answered.
+type Healed struct {
+	Healed  int64 `json:"healed"`
+	Version int64 `json:"version"`
+}
+
+// ContextView is what a model should see next.
+type ContextView struct {
+	Events             []Event `json:"events"`
+	EstimatedTokens    int64   `json:"estimatedTokens"`
+	TruncatedBeforeSeq *int64  `json:"truncatedBeforeSeq"`
+	OverBudget         bool    `json:"overBudget"`
+}
+
+// ToolCall is a function call of the session and its status: "answered", "pending" or
+// "orphaned" (unanswered past the timeout).
+type ToolCall struct {
+	ID          string   `json:"id"`
+	Name        *string  `json:"name"`
+	EventID     string   `json:"eventId"`
+	Seq         int64    `json:"seq"`
+	Timestamp   float64  `json:"timestamp"`
+	Status      string   `json:"status"`
+	Deadline    *float64 `json:"deadline"`
+	LongRunning bool     `json:"longRunning"`
+}
+
+// SearchHit is one event a search found.
+type SearchHit struct {
+	UserID    string  `json:"userId"`
+	SessionID string  `json:"sessionId"`
+	Seq       int64   `json:"seq"`
+	EventID   string  `json:"eventId"`
+	Author    *string `json:"author"`
+	Timestamp float64 `json:"timestamp"`
+	Rank      float64 `json:"rank"`
+	Snippet   string  `json:"snippet"`
+}
+
+// SearchPage is a page of hits, best first.
+type SearchPage struct {
+	Hits          []SearchHit `json:"hits"`
+	NextPageToken *string     `json:"nextPageToken"`
+}
+
+// AppSummary is an app that has sessions.
+type AppSummary struct {
+	AppName        string  `json:"appName"`
+	SessionCount   int64   `json:"sessionCount"`
+	LastUpdateTime float64 `json:"lastUpdateTime"`
+}
+
+// AppPage is a page of apps.
+type AppPage struct {
+	Apps          []AppSummary `json:"apps"`
+	NextPageToken *string      `json:"nextPageToken"`
+}
+
+// UserSummary is a user of an app that has sessions.
+type UserSummary struct {
+	UserID         string  `json:"userId"`
+	SessionCount   int64   `json:"sessionCount"`
+	LastUpdateTime float64 `json:"lastUpdateTime"`
+}
+
+// UserPage is a page of users.
+type UserPage struct {
+	Users         []UserSummary `json:"users"`
+	NextPageToken *string       `json:"nextPageToken"`
+}
+
+// AppUsage is the token counts of an app's events, by user and in all.
+type AppUsage struct {
+	Users []UserUsage `json:"users"`
+	Total TotalUsage  `json:"total"`
+}
+
+// UserUsage is one user's token counts.
+type UserUsage struct {
+	UserID               string `json:"userId"`
+	PromptTokenCount     int64  `json:"promptTokenCount"`
+	CandidatesTokenCount int64  `json:"candidatesTokenCount"`
+	TotalTokenCount      int64  `json:"totalTokenCount"`
+	Events               int64  `json:"events"`
+}
+
+// TotalUsage is an app's token counts in all.
+type TotalUsage struct {
+	PromptTokenCount     int64 `json:"promptTokenCount"`
+	CandidatesTokenCount int64 `json:"candidatesTokenCount"`
+	TotalTokenCount      int64 `json:"totalTokenCount"`
+	Events               int64 `json:"events"`
+}
+
+// KeyScope is what the API key sent may do.
+type KeyScope struct {
+	AuthEnabled    bool    `json:"authEnabled"`
+	KeyID          *string `json:"keyId"`
+	AppName        *string `json:"appName"`
+	UserID         *string `json:"userId"`
+	ReadOnly       bool    `json:"readOnly"`
+	WritesAppState bool    `json:"writesAppState"`
+}
+
+// Health is /healthz's answer; Readiness /readyz's.
+type Health struct {
+	Status string `json:"status"`
+}
+
+// Readiness says the database answers, at the schema revision the server expects.
+type Readiness struct {
+	Status         string `json:"status"`
+	SchemaRevision string `json:"schemaRevision"`
+}
