@@ -99,20 +99,20 @@ def test_missing_tools_are_installed_after_the_package_lists_are_refreshed(
     calls = (path / "apt-get.log").read_text().splitlines()
     assert len(calls) == 2
     assert calls[0].startswith("update")
-    assert calls[1].startswith("install") and "chromium" in calls[1]
+    assert calls[1].startswith("install") and "chromium" in calls[1] and "ruby" in calls[1]
     debian_pgbouncer = Path("/usr/sbin/pgbouncer").exists()
     assert ("pgbouncer" in calls[1]) != debian_pgbouncer
 
 
 def test_nothing_is_installed_when_the_tools_are_there(tmp_path: Path) -> None:
-    path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer")
+    path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer", "ruby", "rake")
     assert tools(path, postgresql_15(tmp_path / "pg", citus=True)).stderr == ""
     assert not (path / "apt-get.log").exists()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="installs only as root")
 def test_citus_is_installed_from_the_build_beside_the_checkout(tmp_path: Path) -> None:
-    path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer")
+    path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer", "ruby", "rake")
     pg_bin = postgresql_15(tmp_path / "pg", citus=False)
     citus_dir = tmp_path / "citus"
     citus_dir.mkdir()
