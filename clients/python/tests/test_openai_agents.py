@@ -348,3 +348,35 @@ def test_any_items_come_back_exactly(live_server: str, items: list[dict[str, Any
             return await session.get_items()
 
     assert asyncio.run(round_trip()) == items
+
+
+async def test_a_read_after_a_read_sees_every_change_from_elsewhere(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    """A session's items are kept between reads, and a read asks only for the newest events:
+    what another process appends, removes, clears or makes again under the id still shows."""
+    mine = SessionarySession("kept", app_name=app_name, user_id=USER, client=client)
+    theirs = SessionarySession("kept", app_name=app_name, user_id=USER, client=client)
+    said = [message("user", f"m{n}") for n in range(40)]
+    await mine.add_items(said[:2])
+    first = await mine.get_items()
+    assert first == said[:2]
+    first[0]["content"] = "changed by the caller"  # items handed out are the caller's own
+    assert await mine.get_items() == said[:2]
+
+    await theirs.add_items(said[2:4])
+    assert await mine.get_items() == said[:4]
+    assert await mine.get_items(limit=3) == said[1:4]
+    assert await theirs.pop_item() == said[3]
+    assert await mine.get_items() == said[:3]
+    await theirs.add_items(said[3:40])  # more than a read of the newest events holds
+    assert await mine.get_items() == said
+    await theirs.clear_session()
+    assert await mine.get_items() == []
+    await theirs.add_items(said[:1])
+    assert await mine.get_items() == said[:1]
+    await client.delete_session(app_name, USER, "kept")
+    await theirs.add_items(said[5:6])  # made again under the same id, at the same version
+    assert await mine.get_items() == said[5:6]
+    await client.delete_session(app_name, USER, "kept")
+    assert await mine.get_items() == []

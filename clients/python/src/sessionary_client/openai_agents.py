@@ -3,14 +3,16 @@
     session = SessionarySession("chat-42", app_name="support", user_id="ada")
     result = await Runner.run(agent, "Where is my refund?", session=session)
 
-Each item is one event: the item kept whole in `customMetadata.openaiItem` (what `get_items`
-returns), `author` and `content` derived from it so that the explorer, search, the context view
-and the tool-call view read the conversation as they read an ADK one. The mapping and each
-method's meaning: docs/openai-agents.md.
+Each item is one event, stored once: `author` and `content` carry what ADK's readers
+understand of it (so that the explorer, search, the context view and the tool-call view read
+the conversation as they read an ADK one), `customMetadata.openai` the rest of it, and
+`get_items` puts the two together again. The mapping and each method's meaning:
+docs/openai-agents.md.
 """
 
 import json
 import uuid
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,7 +21,7 @@ import httpx
 from sessionary_client._async_client import AsyncSessionaryClient
 from sessionary_client._core import DEFAULT_TIMEOUT
 from sessionary_client.errors import NotFoundError, SessionAlreadyExistsError, SessionNotFoundError
-from sessionary_client.models import Event
+from sessionary_client.models import Event, Session
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -37,6 +39,10 @@ REST_KEY = "openai"
 
 # A page of the newest events when `get_items` has a limit: enough for it, never more than a page.
 _MAX_PAGE = 1000
+
+# A read of a session whose items were read before asks for this many of its newest events,
+# and takes the rest from what was read, when only appends came since (`_Items.since`).
+_RECENT = 32
 
 
 def item_event(item: TResponseInputItem, invocation_id: str) -> Event:
@@ -174,6 +180,37 @@ def event_item(event: Event) -> TResponseInputItem | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Items:
+    """A session's items as JSON text, as read at `version`: each `get_items` decodes them
+    afresh, so what the SDK does with the items it is given changes nothing here."""
+
+    version: int
+    create_time: float
+    texts: tuple[str, ...]
+
+    @classmethod
+    def of(cls, read: Session) -> "_Items":
+        return cls(read["version"], read["createTime"], _texts_of(read["events"]))
+
+    def since(self, newest: Session) -> "_Items | None":
+        """These items and those of `newest` (a read of the newest events) appended since;
+        None unless appends alone came since to the same session (not one deleted and made
+        again under its id): its version then moved on by exactly the events after it (a
+        removal, rewrite, reset or state write takes a version and appends nothing)."""
+        if newest["createTime"] != self.create_time:
+            return None
+        new = [event for event in newest["events"] if event["seq"] > self.version]
+        if [event["seq"] for event in new] != list(range(self.version + 1, newest["version"] + 1)):
+            return None
+        return _Items(newest["version"], self.create_time, self.texts + _texts_of(new))
+
+
+def _texts_of(events: list[Event]) -> tuple[str, ...]:
+    found = (event_item(event) for event in events)
+    return tuple(json.dumps(item, ensure_ascii=False) for item in found if item is not None)
+
+
 class SessionarySession:
     """A conversation of the OpenAI Agents SDK kept in Sessionary: any number of processes
     may share it. The session is created by its first `add_items`."""
@@ -198,30 +235,49 @@ class SessionarySession:
         self.user_id = user_id
         self._owns_client = client is None
         self._invocation_id: str | None = None
+        self._items: _Items | None = None
         self.client = client or AsyncSessionaryClient(base_url, api_key=api_key, timeout=timeout)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """Every item in order; with `limit`, the latest `limit` of them, in order."""
+        """Every item in order; with `limit`, the latest `limit` of them, in order.
+
+        The items read are kept (as text), and a later call asks the server only for the
+        newest events, checked by the session's version: a turn's read costs what is new."""
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
+        if limit is not None and limit <= 0:
+            return []
+        try:
+            if limit is not None and self._items is None:
+                return await self._latest(limit)
+            texts = (await self._read_items()).texts
+        except SessionNotFoundError:
+            self._items = None
+            return []
+        chosen = texts if limit is None else texts[-limit:]
+        return [json.loads(text) for text in chosen]
+
+    async def _read_items(self) -> _Items:
+        """The session's items: those read before and what was appended since, else all."""
+        key = (self.app_name, self.user_id, self.session_id)
+        if self._items is not None:
+            newest = await self.client.get_session(*key, num_recent_events=_RECENT)
+            items = self._items.since(newest)
+        if self._items is None or items is None:
+            items = _Items.of(await self.client.get_session(*key))
+        self._items = items
+        return items
+
+    async def _latest(self, limit: int) -> list[TResponseInputItem]:
+        """The latest `limit` items, from the newest events back."""
         key = (self.app_name, self.user_id, self.session_id)
         items: list[TResponseInputItem] = []
-        try:
-            if limit is None:
-                async for event in self.client.iter_events(*key, page_size=_MAX_PAGE):
-                    if (item := event_item(event)) is not None:
-                        items.append(item)
-                return items
-            if limit <= 0:
-                return items
-            page_size = min(limit, _MAX_PAGE)
-            async for event in self.client.iter_events(*key, page_size=page_size, order="desc"):
-                if (item := event_item(event)) is not None:
-                    items.append(item)
-                    if len(items) == limit:
-                        break
-        except SessionNotFoundError:
-            return []
+        page_size = min(limit, _MAX_PAGE)
+        async for event in self.client.iter_events(*key, page_size=page_size, order="desc"):
+            if (item := event_item(event)) is not None:
+                items.append(item)
+                if len(items) == limit:
+                    break
         return items[::-1]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
