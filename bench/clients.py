@@ -144,11 +144,10 @@ def _own_cpu() -> float:
 async def postmaster_of(dsn: str) -> int:
     """The pid of the PostgreSQL server `dsn` is on (this host's): its CPU is the bench's."""
     connection = await asyncpg.connect(dsn)
-    try:
-        backend = await connection.fetchval("SELECT pg_backend_pid()")
+    try:  # the backend's parent, while the backend is there
+        return cpu.parent_pid(await connection.fetchval("SELECT pg_backend_pid()"))
     finally:
         await connection.close()
-    return cpu.parent_pid(backend)
 
 
 def wire_event(n: int) -> dict[str, Any]:
