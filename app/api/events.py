@@ -5,10 +5,8 @@ from fastapi import APIRouter, Request, Response, status
 from app.api import render
 from app.api.deps import (
     AppName,
-    AppStateWritable,
     EventFilters,
     Events,
-    ExpectedVersion,
     IfMatch,
     Key,
     MinVersion,
@@ -108,19 +106,23 @@ async def append_event(
     },
 )
 async def append_events(
-    key: Key,
+    request: Request,
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
     batch: EventBatch,
-    events: Events,
-    expected_version: ExpectedVersion,
-    app_state_writable: AppStateWritable,
+    if_match: IfMatch = None,
 ) -> Response:
     """Append several events in one transaction, at consecutive seqs: all or nothing.
 
     `If-Match` applies to the batch. The most events per request is a setting
     (SESSIONARY_MAX_EVENTS_PER_REQUEST, 1000 by default); above it, 413.
     """
-    stored, appended = await events.append_batch(
-        key, batch.events, expected_version, app_state_writable=app_state_writable
+    stored, appended = await events_of(request).append_batch(
+        SessionKey(app_name, user_id, session_id),
+        batch.events,
+        expected_version(if_match),
+        app_state_writable=app_state_writable(request),
     )
     if appended is Appended.PARTIAL:
         return respond(render.event_list(stored), status.HTTP_202_ACCEPTED)
