@@ -12,6 +12,7 @@ docs/openai-agents.md.
 
 import json
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
@@ -189,10 +190,6 @@ class _Items:
     create_time: float
     texts: tuple[str, ...]
 
-    @classmethod
-    def of(cls, read: Session) -> "_Items":
-        return cls(read["version"], read["createTime"], _texts_of(read["events"]))
-
     def since(self, newest: Session) -> "_Items | None":
         """These items and those of `newest` (a read of the newest events) appended since;
         None unless appends alone came since to the same session (not one deleted and made
@@ -203,12 +200,14 @@ class _Items:
         new = [event for event in newest["events"] if event["seq"] > self.version]
         if [event["seq"] for event in new] != list(range(self.version + 1, newest["version"] + 1)):
             return None
-        return _Items(newest["version"], self.create_time, self.texts + _texts_of(new))
+        found = [event_item(event) for event in new]
+        return _Items(
+            newest["version"], self.create_time, self.texts + _dumped(filter(None, found))
+        )
 
 
-def _texts_of(events: list[Event]) -> tuple[str, ...]:
-    found = (event_item(event) for event in events)
-    return tuple(json.dumps(item, ensure_ascii=False) for item in found if item is not None)
+def _dumped(items: Iterable[TResponseInputItem]) -> tuple[str, ...]:
+    return tuple(json.dumps(item, ensure_ascii=False) for item in items)
 
 
 class SessionarySession:
@@ -250,23 +249,26 @@ class SessionarySession:
         try:
             if limit is not None and self._items is None:
                 return await self._latest(limit)
-            texts = (await self._read_items()).texts
+            return await self._read(limit)
         except SessionNotFoundError:
             self._items = None
             return []
-        chosen = texts if limit is None else texts[-limit:]
-        return [json.loads(text) for text in chosen]
 
-    async def _read_items(self) -> _Items:
-        """The session's items: those read before and what was appended since, else all."""
+    async def _read(self, limit: int | None) -> list[TResponseInputItem]:
+        """The latest `limit` items (all without one), decoded afresh: from those kept and
+        what was appended since, else from the session read whole (then kept)."""
         key = (self.app_name, self.user_id, self.session_id)
         if self._items is not None:
             newest = await self.client.get_session(*key, num_recent_events=_RECENT)
-            items = self._items.since(newest)
-        if self._items is None or items is None:
-            items = _Items.of(await self.client.get_session(*key))
-        self._items = items
-        return items
+            if (kept := self._items.since(newest)) is not None:
+                self._items = kept
+                texts = kept.texts if limit is None else kept.texts[-limit:]
+                return [json.loads(text) for text in texts]
+        read = await self.client.get_session(*key)
+        found = [event_item(event) for event in read["events"]]
+        items = [item for item in found if item is not None]
+        self._items = _Items(read["version"], read["createTime"], _dumped(items))
+        return items if limit is None else items[-limit:]
 
     async def _latest(self, limit: int) -> list[TResponseInputItem]:
         """The latest `limit` items, from the newest events back."""
