@@ -1,7 +1,8 @@
 """The runnable examples (`examples/`) run as their docstrings say, against a live server.
 
 The OpenAI Agents SDK one is run by the client's tests (clients/python/tests/
-test_openai_agents.py), which also check what it stored; the TypeScript one by the TypeScript
+test_openai_agents.py), which also check what it stored, and so is the ADK memory one
+(clients/python/tests/test_adk_memory.py); the TypeScript one by the TypeScript
 client's (`npm test`)."""
 
 import os

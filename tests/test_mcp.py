@@ -35,6 +35,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 from sessionary_client.adk import SessionaryMemoryService, SessionaryService
+from sessionary_client.openai_agents import item_event
 
 from app.rules.context import estimate_tokens
 from tests.fixtures import DATA_TABLES, free_port, keys_command, start_server, stop_server
@@ -673,6 +674,7 @@ async def test_every_tool_declares_the_shape_of_its_answer(api: Api, transport: 
             "search": await call(mcp, "search", app=NOTES_APP, q="table"),
             "get_context": await call(mcp, "get_context", **where, token_budget=100),
             "append_note": await call(mcp, "append_note", **where, text="Window seat."),
+            "recall": await call(mcp, "recall", app=NOTES_APP, user="fay", query="table"),
         }
     assert set(answers) == TOOLS
     for name, answer in answers.items():
@@ -850,3 +852,131 @@ async def test_recall_answers_what_the_memory_service_returns(api: Api) -> None:
     assert re.search(
         rf"user: And a hotel near the harbour, please\. \(session {told.id} #5\)", shown
     )
+
+
+def openai_session() -> list[dict[str, Any]]:
+    """The same two turns as the OpenAI Agents SDK's items, as its Sessionary session stores
+    them (each item whole in `customMetadata`, and as ADK's content)."""
+    items: list[dict[str, Any]] = []
+    turns = [
+        (
+            "What is the weather in Oslo tomorrow?",
+            "get_weather",
+            {"city": "Oslo"},
+            {"forecast": "rain", "high": 7},
+            "Rain in Oslo tomorrow, around 7 degrees.",
+        ),
+        (
+            "And a hotel near the harbour, please.",
+            "book_hotel",
+            {"near": "harbour"},
+            {"hotel": "Harbour Inn", "nights": 2},
+            "Booked the Harbour Inn for two nights.",
+        ),
+    ]
+    for turn, (question, name, args, result, answer) in enumerate(turns):
+        call_id = f"call_{uuid.UUID(int=turn).hex[:24]}"
+        items += [
+            {"role": "user", "content": question},
+            {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": name,
+                "arguments": json.dumps(args),
+                "id": f"fc_{uuid.UUID(int=turn + 7).hex}",
+                "status": "completed",
+            },
+            {"type": "function_call_output", "call_id": call_id, "output": json.dumps(result)},
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": f"msg_{uuid.UUID(int=turn + 9).hex}",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": answer, "annotations": []}],
+            },
+        ]
+    start = 1795000100.123456
+    return [
+        {
+            **item_event(item, f"turn-{i // 4}"),
+            "id": str(uuid.UUID(int=i + 2000)),
+            "timestamp": start + i * 1.5,
+        }
+        for i, item in enumerate(items)
+    ]
+
+
+SIZES = "\n## What a model reads\n"
+
+
+async def test_the_size_table_of_the_docs_is_what_the_tools_answer(api: Api) -> None:
+    """Each row: tokens of the tool's text before (the API's JSON, as the tools answered it
+    first) and now, by the service's estimate, on the typical two-turn sessions above."""
+    store(api, "kim", {"sessionId": "weather", "events": adk_session("weather")})
+    store(api, "kim", {"sessionId": "openai", "events": openai_session()})
+    memory = SessionaryMemoryService(api.url, api_key=api.admin)
+    sessions = SessionaryService(api.url, api_key=api.admin)
+    try:
+        weather = await sessions.get_session(
+            app_name=NOTES_APP, user_id="kim", session_id="weather"
+        )
+        assert weather is not None
+        await memory.add_session_to_memory(weather)
+    finally:
+        await memory.close()
+        await sessions.close()
+    where = {"user": "kim", "session_id": "weather"}
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        ("list_sessions", "`list_sessions`", {"user": "kim"}),
+        ("get_session", "`get_session`", where),
+        ("list_events", "`list_events`", where),
+        ("search", '`search` `q="harbour"`', {"q": "harbour", "user": "kim"}),
+        (
+            "recall",
+            '`recall` `query="hotel by the harbour?"`',
+            {"user": "kim", "query": "hotel by the harbour?"},
+        ),
+        ("get_context", "`get_context` `token_budget=20`", {**where, "token_budget": 20}),
+        ("get_context", "`get_context` `token_budget=200`", {**where, "token_budget": 200}),
+        (
+            "get_context",
+            "`get_context` `token_budget=200`, OpenAI Agents session",
+            {"user": "kim", "session_id": "openai", "token_budget": 200},
+        ),
+        ("append_note", "`append_note`", {**where, "text": "Kim prefers Celsius."}),
+    ]
+    measured: dict[str, tuple[int | None, int]] = {}
+    args = ("--url", api.url, "--api-key", api.admin, "--app", NOTES_APP)
+    async with (
+        over_stdio(*args) as mcp,
+        httpx.AsyncClient(
+            base_url=f"{api.url}/apps/{NOTES_APP}/users/kim/sessions", headers=bearer(api.admin)
+        ) as http,
+    ):
+        for tool, row, arguments in calls:
+            structured, shown = await answered(mcp, tool, **arguments)
+            if tool == "get_context":
+                # What the tool answered first: the API's view at the budget, as JSON.
+                budget = arguments["token_budget"]
+                view = await http.get(f"/{arguments['session_id']}/context?tokenBudget={budget}")
+                structured = view.json()
+                assert tokens_of(shown) <= budget
+            before = (
+                None
+                if tool == "recall"
+                else tokens_of(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
+            )
+            measured[row] = (before, tokens_of(shown))
+    table = DOC.read_text().split(SIZES, 1)[1].split("\n\n", 2)[1]
+    documented = {}
+    for line in table.splitlines()[2:]:
+        row, before_doc, after_doc = (cell.strip() for cell in line.strip("|").split("|"))
+        documented[row] = (None if before_doc == "—" else int(before_doc), int(after_doc))
+    print(measured)
+    assert documented.keys() == measured.keys()
+    for row, (before, after) in measured.items():
+        doc_before, doc_after = documented[row]
+        # Server times (a session's creation, a note's) vary by a character or two.
+        assert abs(doc_after - after) <= 2, (row, after)
+        assert (before is None) == (doc_before is None), row
+        assert before is None or doc_before is None or abs(doc_before - before) <= 2, (row, before)
