@@ -2,15 +2,22 @@
 added to memory, and the service's own contract (what memory holds, idempotent adds)."""
 
 import os
+import re
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 
 import pytest
+from google.adk.agents import LlmAgent
 from google.adk.events.event import Event
 from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
+from google.adk.tools.preload_memory_tool import preload_memory_tool
 from google.genai import types
 from sessionary_client import AsyncSessionaryClient
 from sessionary_client.adk import SessionaryMemoryService, SessionaryService
@@ -165,3 +172,47 @@ def test_a_query_matches_any_of_its_words() -> None:
     assert any_word("?!") is None
     long = " ".join(uuid.uuid4().hex for _ in range(100))
     assert len(any_word(long) or "") <= 1000
+
+
+class EchoMemory(BaseLlm):
+    """Answers with what `preload_memory` put before the user's message, or "nothing"."""
+
+    model: str = "echo"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        said = [part.text or "" for content in llm_request.contents for part in content.parts or []]
+        past = [text for text in said if "<PAST_CONVERSATIONS>" in text]
+        text = (
+            past[0].split("<PAST_CONVERSATIONS>\n")[1].split("\n</PAST")[0] if past else "nothing"
+        )
+        yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=text)]))
+
+
+async def test_preload_memory_puts_what_memory_holds_before_the_question(
+    memory: SessionaryMemoryService, service: SessionaryService, app_name: str
+) -> None:
+    agent = LlmAgent(name="assistant", model=EchoMemory(), tools=[preload_memory_tool])
+    runner = Runner(agent=agent, app_name=app_name, session_service=service, memory_service=memory)
+
+    async def ask(text: str) -> str:
+        session = await service.create_session(app_name=app_name, user_id="ada")
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        answer = ""
+        async for event in runner.run_async(
+            user_id="ada", session_id=session.id, new_message=message
+        ):
+            answer = ((event.content and event.content.parts) or [types.Part()])[0].text or ""
+        stored = await service.get_session(app_name=app_name, user_id="ada", session_id=session.id)
+        assert stored is not None
+        await memory.add_session_to_memory(stored)
+        return answer
+
+    assert await ask("My locker is number 12.") == "nothing"
+    # The question's own session is not in memory yet: only the earlier one is recalled.
+    recalled = await ask("Which locker is mine?")
+    assert re.fullmatch(
+        r"Time: 20\d\d-\S+\+00:00\nuser: My locker is number 12\.",
+        recalled,
+    ), recalled
