@@ -10,6 +10,7 @@ The official MCP SDK (the `mcp` extra: `pip install '.[mcp]'` in a checkout) is 
 only: `sessionary mcp` imports this module when it runs, and the service never does.
 """
 
+import asyncio
 import functools
 import inspect
 import re
@@ -298,9 +299,9 @@ async def list_sessions(
     page_size: PageSize = 20,
     page_token: PageToken = None,
 ) -> Annotated[CallToolResult, SessionPage]:
-    """List sessions (without their events): id, user, display name, labels, state, last
-    update time. Use it to find a session to read when you do not know its id; answers
-    `{sessions, nextPageToken}`."""
+    """List sessions (without their events): id, user, last update time, and the display
+    name, labels, status and state each has. Use it to find a session to read when you do not
+    know its id; a `page_token` at the end gives the next page."""
     where = path("apps", app, "users", user, "sessions") if user else path("apps", app, "sessions")
     params = {"order": order, "pageSize": page_size, "pageToken": page_token}
     return await api(ctx).call(ctx, mcp_text.session_page, "GET", where, params=params)
@@ -339,9 +340,10 @@ async def list_events(
     page_size: PageSize = 50,
     page_token: PageToken = None,
 ) -> Annotated[CallToolResult, EventPage]:
-    """Page through a session's events by seq (1, 2, … in the order they were appended), each
-    as stored: author, content, actions, timestamp. Use it to read a long session piece by
-    piece, or what came after a seq you saw; answers `{events, nextPageToken}`."""
+    """Page through a session's events by seq (1, 2, … in the order they were appended), one
+    line each: `#seq time author: text`, calls (→) and results (←), state changes. Use it to
+    read a long session piece by piece, or what came after a seq you saw; a `page_token` at
+    the end gives the next page."""
     params = {
         "afterSeq": after_seq,
         "order": order,
@@ -375,9 +377,9 @@ async def search(
     page_token: PageToken = None,
 ) -> Annotated[CallToolResult, SearchPage]:
     """Full-text search of the app's events (their text and the names of the functions they
-    call), best matches first, each hit with its session, seq and a snippet with the matches
-    in <mark>. Use it to recall where something was said, then read around the hit with
-    list_events (after_seq = the hit's seq minus a few)."""
+    call), best matches first, each hit with its session, seq, time, author and a snippet
+    around the matches. Use it to find where something was said, then read around the hit
+    with list_events (after_seq = the hit's seq minus a few)."""
     params = {
         "q": q,
         "userId": user,
@@ -401,9 +403,9 @@ async def get_context(
 ) -> Annotated[CallToolResult, ContextView]:
     """What a model should see next from a session, within a token budget: the newest live
     events that fit (rewinds applied, compaction summaries in place of what they cover, a
-    function call never separated from its response). Use it to reload a conversation
-    without reading all of it; answers `{events, estimatedTokens, truncatedBeforeSeq,
-    overBudget}`."""
+    function call never separated from its response), the text of the answer itself within
+    the budget. Use it to reload a conversation without reading all of it; the structured
+    answer is `{events, estimatedTokens, truncatedBeforeSeq, overBudget}`."""
     where = path("apps", app, "users", user, "sessions", session_id, "context")
     # The API fits the events' own tokens; the text adds who and when to each. When the
     # text of its view is over, the API is asked again for the events whose text fits, so
@@ -524,16 +526,26 @@ async def recall(
         token = page["nextPageToken"]
         if len(hits) >= max_results or token is None:
             break
+    chosen = list(hits.values())[:max_results]
+    found = await asyncio.gather(
+        *(
+            api(ctx).fetch(
+                ctx,
+                "GET",
+                path("apps", app, "users", user, "sessions", hit["sessionId"], "events"),
+                params={"afterSeq": hit["seq"] - 1, "pageSize": 1},
+            )
+            for hit in chosen
+        )
+    )
     memories = []
-    for hit in list(hits.values())[:max_results]:
-        where = path("apps", app, "users", user, "sessions", hit["sessionId"], "events")
-        params = {"afterSeq": hit["seq"] - 1, "pageSize": 1}
-        found = await api(ctx).fetch(ctx, "GET", where, params=params)
-        if isinstance(found, CallToolResult):
-            return found
-        for event in found["events"]:
+    for hit, page in zip(chosen, found, strict=True):
+        if isinstance(page, CallToolResult):
+            return page
+        # The event the hit names, unless it went since the search.
+        for event in page["events"][:1]:
             if event["id"] == hit["eventId"]:
-                said = {k: event.get(k) for k in ("id", "author", "timestamp", "content")}
+                said = {key: event.get(key) for key in ("id", "author", "timestamp", "content")}
                 memories.append({**said, "sessionId": hit["sessionId"], "seq": hit["seq"]})
     answer = {"memories": memories}
     return shown(answer, mcp_text.memories(answer))
