@@ -501,18 +501,18 @@ async def recall(
     memory and the memories kept for the user, any of the query's words, best first, each
     with who said it, when, and where. The same memories an ADK agent's `load_memory` gets
     from Sessionary's memory service. Use it to recall what the user told you before."""
+    nothing: dict[str, Any] = {"memories": []}
     words = any_word(query)
-    memory = await api(ctx).fetch(
-        ctx,
-        "GET",
-        path("apps", app, "users", user, "sessions", MEMORY_SESSION),
-        params={"numRecentEvents": 0},
-    )
-    if isinstance(memory, CallToolResult) and memory.structured_content:
-        if memory.structured_content.get("code") != "session_not_found":
+    if words is None:
+        return shown(nothing, mcp_text.memories(nothing))
+    where = path("apps", app, "users", user, "sessions", MEMORY_SESSION)
+    memory = await api(ctx).fetch(ctx, "GET", where, params={"numRecentEvents": 0})
+    if isinstance(memory, CallToolResult):
+        problem = memory.structured_content or {}
+        # A user without a memory session has no memory yet.
+        if problem.get("code") != "session_not_found":
             return memory
-    if words is None or isinstance(memory, CallToolResult):
-        return shown({"memories": []}, mcp_text.memories({"memories": []}))
+        return shown(nothing, mcp_text.memories(nothing))
     hits: dict[str, dict[str, Any]] = {}
     token = None
     for _ in range(MEMORY_PAGES):
