@@ -144,7 +144,10 @@ async def test_events_and_entries_of_no_session_are_kept_once_in_the_memory_sess
 
 
 async def test_events_of_a_stored_session_remember_it_without_a_copy(
-    memory: SessionaryMemoryService, service: SessionaryService, app_name: str
+    memory: SessionaryMemoryService,
+    service: SessionaryService,
+    http: AsyncSessionaryClient,
+    app_name: str,
 ) -> None:
     session = await service.create_session(app_name=app_name, user_id="ada")
     turn = [said("user", "Book the ferry to Hirtshals.", 300.0), said("bot", "Booked.", 301.0)]
@@ -156,6 +159,13 @@ async def test_events_of_a_stored_session_remember_it_without_a_copy(
     found = await memory.search_memory(app_name=app_name, user_id="ada", query="ferry booked")
     assert sorted(texts(found.memories)) == ["Book the ferry to Hirtshals.", "Booked."]
     assert {entry.custom_metadata["session_id"] for entry in found.memories} == {session.id}
+    # A fork holds the same events: remembered too, each is still one memory.
+    fork = await http.fork_session(app_name, "ada", session.id)
+    forked = await service.get_session(app_name=app_name, user_id="ada", session_id=fork["id"])
+    assert forked is not None
+    await memory.add_session_to_memory(forked)
+    again = await memory.search_memory(app_name=app_name, user_id="ada", query="ferry booked")
+    assert sorted(texts(again.memories)) == ["Book the ferry to Hirtshals.", "Booked."]
 
 
 async def test_a_user_without_memory_or_a_query_without_words_recalls_nothing(
