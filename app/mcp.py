@@ -1,18 +1,19 @@
 """`sessionary mcp`: a Model Context Protocol server an agent uses on its own history.
 
 It is a client of a running Sessionary's REST API, not a second way into the database: each
-tool call is one request to the API, made with the caller's key, so a tool can do exactly what
-that key may do on the API and nothing more. Over stdio the key is the one this process was
-started with; over streamable HTTP, an MCP client's own `Authorization` header is forwarded
-when it sends one, so each client acts with its own key.
+tool call is requests to the API (one, for most tools), made with the caller's key, so a tool
+can do exactly what that key may do on the API and nothing more. Over stdio the key is the one
+this process was started with; over streamable HTTP, an MCP client's own `Authorization`
+header is forwarded when it sends one, so each client acts with its own key.
 
 The official MCP SDK (the `mcp` extra: `pip install '.[mcp]'` in a checkout) is imported here
 only: `sessionary mcp` imports this module when it runs, and the service never does.
 """
 
+import asyncio
 import functools
 import inspect
-import json
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -28,24 +29,27 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from app import workers
+from app import mcp_text, workers
 from app.limits import ID_LENGTH
+from app.rules.context import estimate_tokens
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 INSTRUCTIONS = """\
 Sessionary stores this agent's sessions: each is an ordered log of events (what the user
 said, what the agent answered, its tool calls and their results) with the session's state.
-Sessions belong to an app and, within it, to a user. Use search to find where something was
-said, get_session or list_events to read a session, get_context for what a model should see
-next within a token budget, and append_note to leave a note in a session for later turns.
-Results are the API's JSON; a refusal comes back as an error naming its code."""
+Sessions belong to an app and, within it, to a user. Use recall for what the user's memory
+holds (earlier sessions added to it, memories kept), search to find where something was said,
+get_session or list_events to read a session, get_context for what a model should see next
+within a token budget, and append_note to leave a note in a session for later turns.
+Results are compact text (`#seq time author: text`, times in UTC), with the API's JSON as
+structured content; a refusal comes back as an error naming its code."""
 # How many sessions' last written versions are remembered (read-your-writes, below).
 REMEMBERED = 1000
 
 
 @dataclass
 class Api:
-    """Sessionary's REST API as the tools call it: one request per tool call.
+    """Sessionary's REST API as the tools call it, with the caller's key.
 
     `written` keeps the version each session was at after this server's last write to it,
     so that reading it back asks for at least that version (`minVersion`): with a read
@@ -59,6 +63,7 @@ class Api:
     async def call(
         self,
         ctx: "Ctx",
+        show: Callable[[dict[str, Any]], str],
         method: str,
         where: str,
         *,
@@ -66,7 +71,22 @@ class Api:
         body: dict[str, Any] | None = None,
         session: tuple[str, str, str] | None = None,
     ) -> CallToolResult:
-        """The API's answer as a tool result: its JSON, or the problem as an error result."""
+        """The API's answer as a tool result: `show`'s text of its JSON, the JSON as
+        structured content; or the problem as an error result."""
+        answer = await self.fetch(ctx, method, where, params=params, body=body, session=session)
+        return answer if isinstance(answer, CallToolResult) else shown(answer, show(answer))
+
+    async def fetch(
+        self,
+        ctx: "Ctx",
+        method: str,
+        where: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+        session: tuple[str, str, str] | None = None,
+    ) -> dict[str, Any] | CallToolResult:
+        """The API's JSON answer, or the problem as an error result."""
         query = {name: value for name, value in (params or {}).items() if value is not None}
         if session is not None and method == "GET" and session in self.written:
             query["minVersion"] = self.written[session]
@@ -101,9 +121,7 @@ class Api:
             return refusal({"status": response.status_code, **answer})
         if session is not None and method != "GET" and "etag" in response.headers:
             self.remember(session, int(response.headers["etag"].strip('"')))
-        return CallToolResult(
-            content=[TextContent(type="text", text=compact(answer))], structured_content=answer
-        )
+        return answer
 
     def authorization(self, ctx: "Ctx") -> str | None:
         """The MCP client's own `Authorization` (streamable HTTP only), else the key this
@@ -138,8 +156,8 @@ def refusal(problem: dict[str, Any]) -> CallToolResult:
     )
 
 
-def compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def shown(answer: dict[str, Any], text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
 
 
 def path(*segments: str) -> str:
@@ -242,6 +260,21 @@ class SearchPage(Answer):
     next_page_token: NextPageToken
 
 
+class Memory(Answer):
+    """A remembered event: what it said, by whom, when, and where it is."""
+
+    id: str
+    author: str | None
+    timestamp: float = Field(description="Epoch seconds.")
+    content: dict[str, Any] | None
+    session_id: str = Field(description="The session it is in (`memory` for a kept memory).")
+    seq: int
+
+
+class Memories(Answer):
+    memories: list[Memory] = Field(description="Best first.")
+
+
 class ContextView(Answer):
     """The events a model should see next, within the budget."""
 
@@ -266,12 +299,12 @@ async def list_sessions(
     page_size: PageSize = 20,
     page_token: PageToken = None,
 ) -> Annotated[CallToolResult, SessionPage]:
-    """List sessions (without their events): id, user, display name, labels, state, last
-    update time. Use it to find a session to read when you do not know its id; answers
-    `{sessions, nextPageToken}`."""
+    """List sessions (without their events): id, user, last update time, and the display
+    name, labels, status and state each has. Use it to find a session to read when you do not
+    know its id; a `page_token` at the end gives the next page."""
     where = path("apps", app, "users", user, "sessions") if user else path("apps", app, "sessions")
     params = {"order": order, "pageSize": page_size, "pageToken": page_token}
-    return await api(ctx).call(ctx, "GET", where, params=params)
+    return await api(ctx).call(ctx, mcp_text.session_page, "GET", where, params=params)
 
 
 async def get_session(
@@ -288,7 +321,9 @@ async def get_session(
     get_context for what fits a token budget."""
     params = {"numRecentEvents": recent_events}
     where = path("apps", app, "users", user, "sessions", session_id)
-    return await api(ctx).call(ctx, "GET", where, params=params, session=(app, user, session_id))
+    return await api(ctx).call(
+        ctx, mcp_text.session, "GET", where, params=params, session=(app, user, session_id)
+    )
 
 
 async def list_events(
@@ -305,9 +340,10 @@ async def list_events(
     page_size: PageSize = 50,
     page_token: PageToken = None,
 ) -> Annotated[CallToolResult, EventPage]:
-    """Page through a session's events by seq (1, 2, … in the order they were appended), each
-    as stored: author, content, actions, timestamp. Use it to read a long session piece by
-    piece, or what came after a seq you saw; answers `{events, nextPageToken}`."""
+    """Page through a session's events by seq (1, 2, … in the order they were appended), one
+    line each: `#seq time author: text`, calls (→) and results (←), state changes. Use it to
+    read a long session piece by piece, or what came after a seq you saw; a `page_token` at
+    the end gives the next page."""
     params = {
         "afterSeq": after_seq,
         "order": order,
@@ -315,7 +351,9 @@ async def list_events(
         "pageToken": page_token,
     }
     where = path("apps", app, "users", user, "sessions", session_id, "events")
-    return await api(ctx).call(ctx, "GET", where, params=params, session=(app, user, session_id))
+    return await api(ctx).call(
+        ctx, mcp_text.event_page, "GET", where, params=params, session=(app, user, session_id)
+    )
 
 
 async def search(
@@ -339,9 +377,9 @@ async def search(
     page_token: PageToken = None,
 ) -> Annotated[CallToolResult, SearchPage]:
     """Full-text search of the app's events (their text and the names of the functions they
-    call), best matches first, each hit with its session, seq and a snippet with the matches
-    in <mark>. Use it to recall where something was said, then read around the hit with
-    list_events (after_seq = the hit's seq minus a few)."""
+    call), best matches first, each hit with its session, seq, time, author and a snippet
+    around the matches. Use it to find where something was said, then read around the hit
+    with list_events (after_seq = the hit's seq minus a few)."""
     params = {
         "q": q,
         "userId": user,
@@ -350,7 +388,8 @@ async def search(
         "pageSize": page_size,
         "pageToken": page_token,
     }
-    return await api(ctx).call(ctx, "GET", path("apps", app, "search"), params=params)
+    where = path("apps", app, "search")
+    return await api(ctx).call(ctx, mcp_text.search_page, "GET", where, params=params)
 
 
 async def get_context(
@@ -364,12 +403,24 @@ async def get_context(
 ) -> Annotated[CallToolResult, ContextView]:
     """What a model should see next from a session, within a token budget: the newest live
     events that fit (rewinds applied, compaction summaries in place of what they cover, a
-    function call never separated from its response). Use it to reload a conversation
-    without reading all of it; answers `{events, estimatedTokens, truncatedBeforeSeq,
-    overBudget}`."""
-    params = {"tokenBudget": token_budget}
+    function call never separated from its response), the text of the answer itself within
+    the budget. Use it to reload a conversation without reading all of it; the structured
+    answer is `{events, estimatedTokens, truncatedBeforeSeq, overBudget}`."""
     where = path("apps", app, "users", user, "sessions", session_id, "context")
-    return await api(ctx).call(ctx, "GET", where, params=params)
+    # The API fits the events' own tokens; the text adds who and when to each. When the
+    # text of its view is over, the API is asked again for the events whose text fits, so
+    # that the view keeps its cuts (never a call without its response); the text is cut
+    # itself only when that does not get there (a server with another token estimate).
+    view = await api(ctx).fetch(ctx, "GET", where, params={"tokenBudget": token_budget})
+    if isinstance(view, CallToolResult):
+        return view
+    fits = mcp_text.fitting(view["events"], token_budget)
+    if len(fits) < len(view["events"]):
+        asked = max(1, sum(map(estimate_tokens, fits)))
+        view = await api(ctx).fetch(ctx, "GET", where, params={"tokenBudget": asked})
+        if isinstance(view, CallToolResult):
+            return view
+    return shown(view, mcp_text.context(view, token_budget))
 
 
 async def append_note(
@@ -397,11 +448,118 @@ async def append_note(
     # itself as another's, quoted, and an agent's name is an identifier, which has no `:`.
     event = {"author": f"note:{author}", "content": {"role": "user", "parts": [{"text": text}]}}
     where = path("apps", app, "users", user, "sessions", session_id, "events")
-    return await api(ctx).call(ctx, "POST", where, body=event, session=(app, user, session_id))
+    return await api(ctx).call(
+        ctx, mcp_text.note, "POST", where, body=event, session=(app, user, session_id)
+    )
+
+
+# Memory as `sessionary_client.adk.SessionaryMemoryService` keeps it: each user's memory
+# session, whose state says how far each remembered session goes.
+MEMORY_SESSION = "memory"
+MEMORY_MARK = "remembered:"
+# Search pages of 100 read, at most, to find enough memories.
+MEMORY_PAGES = 5
+# The API's longest search `q`.
+QUERY_LENGTH = 1000
+
+
+def any_word(query: str) -> str | None:
+    """The query as search syntax for any of its words (`a or b or c`), as ADK's memory
+    services match; None when it has no word."""
+    words = dict.fromkeys(word.lower() for word in re.findall(r"\w+", query))
+    words.pop("or", None)  # the syntax's own word
+    said = ""
+    for word in words:
+        joined = f"{said} or {word}" if said else word
+        if len(joined) > QUERY_LENGTH:
+            break
+        said = joined
+    return said or None
+
+
+def remembered(hit: dict[str, Any], marks: dict[str, Any]) -> bool:
+    """Whether memory holds the hit: an event of the memory session, or of a session
+    remembered as far as the event."""
+    if hit["sessionId"] == MEMORY_SESSION:
+        return True
+    until = marks.get(MEMORY_MARK + hit["sessionId"])
+    return isinstance(until, int | float) and hit["timestamp"] <= until
+
+
+async def recall(
+    ctx: Ctx,
+    app: App,
+    user: User,
+    query: Annotated[
+        str, Field(min_length=1, description="What to remember: a question or a few words.")
+    ],
+    max_results: Annotated[
+        int, Field(ge=1, le=100, description="The most memories to answer.")
+    ] = 10,
+) -> Annotated[CallToolResult, Memories]:
+    """What the user's memory holds about a query: events of the earlier sessions added to
+    memory and the memories kept for the user, any of the query's words, best first, each
+    with who said it, when, and where. The same memories an ADK agent's `load_memory` gets
+    from Sessionary's memory service. Use it to recall what the user told you before."""
+    nothing: dict[str, Any] = {"memories": []}
+    words = any_word(query)
+    if words is None:
+        return shown(nothing, mcp_text.memories(nothing))
+    where = path("apps", app, "users", user, "sessions", MEMORY_SESSION)
+    memory = await api(ctx).fetch(ctx, "GET", where, params={"numRecentEvents": 0})
+    if isinstance(memory, CallToolResult):
+        problem = memory.structured_content or {}
+        # A user without a memory session has no memory yet.
+        if problem.get("code") != "session_not_found":
+            return memory
+        return shown(nothing, mcp_text.memories(nothing))
+    hits: dict[str, dict[str, Any]] = {}
+    token = None
+    for _ in range(MEMORY_PAGES):
+        params = {"q": words, "userId": user, "pageSize": 100, "pageToken": token}
+        page = await api(ctx).fetch(ctx, "GET", path("apps", app, "search"), params=params)
+        if isinstance(page, CallToolResult):
+            return page
+        for hit in page["hits"]:
+            if remembered(hit, memory["state"]):
+                hits.setdefault(hit["eventId"], hit)
+        token = page["nextPageToken"]
+        if len(hits) >= max_results or token is None:
+            break
+    chosen = list(hits.values())[:max_results]
+    found = await asyncio.gather(
+        *(
+            api(ctx).fetch(
+                ctx,
+                "GET",
+                path("apps", app, "users", user, "sessions", hit["sessionId"], "events"),
+                params={"afterSeq": hit["seq"] - 1, "pageSize": 1},
+            )
+            for hit in chosen
+        )
+    )
+    memories = []
+    for hit, page in zip(chosen, found, strict=True):
+        if isinstance(page, CallToolResult):
+            return page
+        # The event the hit names, unless it went since the search.
+        for event in page["events"][:1]:
+            if event["id"] == hit["eventId"]:
+                said = {key: event.get(key) for key in ("id", "author", "timestamp", "content")}
+                memories.append({**said, "sessionId": hit["sessionId"], "seq": hit["seq"]})
+    answer = {"memories": memories}
+    return shown(answer, mcp_text.memories(answer))
 
 
 Tool = Callable[..., Awaitable[CallToolResult]]
-READS: tuple[Tool, ...] = (list_sessions, get_session, list_events, search, get_context)
+READS: tuple[Tool, ...] = (
+    list_sessions,
+    get_session,
+    list_events,
+    search,
+    get_context,
+    recall,
+)
 WRITES: tuple[Tool, ...] = (append_note,)
 
 
@@ -454,7 +612,7 @@ def misfits(error: ValidationError) -> str:
 
 
 def build(url: str, key: str | None, app: str | None = None, user: str | None = None) -> Server:
-    """The MCP server: the six tools, calling the API at `url`."""
+    """The MCP server: the seven tools, calling the API at `url`."""
 
     @asynccontextmanager
     async def connect(_: MCPServer[Api]) -> AsyncIterator[Api]:

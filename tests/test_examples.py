@@ -1,9 +1,10 @@
 """The runnable examples (`examples/`) run as their docstrings say, against a live server.
 
 The OpenAI Agents SDK one is run by the client's tests (clients/python/tests/
-test_openai_agents.py), which also check what it stored; the TypeScript one by the TypeScript
-client's (`npm test`), the Ruby one by the Ruby client's (`rake test`). The Go agent
-(`go_agent/`) is built by Go, then run as the Python ones."""
+test_openai_agents.py), which also check what it stored, and so is the ADK memory one
+(clients/python/tests/test_adk_memory.py); the TypeScript one by the TypeScript client's
+(`npm test`), the Ruby one by the Ruby client's (`rake test`). The Go agent (`go_agent/`) is
+built by Go, then run as the Python ones."""
 
 import os
 import subprocess

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, redirect_stdout
 from dataclasses import dataclass
@@ -27,11 +28,16 @@ import jsonschema
 import pytest
 from google.adk.events.event import Event as AdkEvent
 from google.adk.flows.llm_flows.contents import _get_contents
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
+from sessionary_client.adk import SessionaryMemoryService, SessionaryService
+from sessionary_client.openai_agents import item_event
 
+from app.rules.context import estimate_tokens
 from tests.fixtures import DATA_TABLES, free_port, keys_command, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +45,15 @@ pytestmark = pytest.mark.e2e
 SESSIONARY = str(Path(sys.executable).with_name("sessionary"))
 DOC = Path(__file__).parents[1] / "docs" / "mcp.md"
 APP, OTHER_APP = "mcp-app", "mcp-other"
-TOOLS = {"list_sessions", "get_session", "list_events", "search", "get_context", "append_note"}
+TOOLS = {
+    "list_sessions",
+    "get_session",
+    "list_events",
+    "search",
+    "get_context",
+    "append_note",
+    "recall",
+}
 
 
 def said(author: str, text: str) -> dict[str, Any]:
@@ -131,13 +145,20 @@ async def over_stdio(*args: str) -> AsyncIterator[ClientSession]:
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
-    """A tool's answer, which must be a success: its structured content, checked to be what
-    its text says too."""
+    """A tool's answer, which must be a success: its structured content, the API's JSON,
+    beside text for a model, which is no JSON envelope."""
+    return (await answered(session, tool, **arguments))[0]
+
+
+async def answered(
+    session: ClientSession, tool: str, **arguments: Any
+) -> tuple[dict[str, Any], str]:
+    """A tool's successful answer: its structured content and its text."""
     result = await session.call_tool(tool, arguments)
     assert not result.is_error, text(result)
     assert isinstance(result.structured_content, dict)
-    assert json.loads(text(result)) == result.structured_content
-    return result.structured_content
+    assert text(result) and not text(result).startswith("{")
+    return result.structured_content, text(result)
 
 
 async def refused(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -225,12 +246,14 @@ async def test_every_tool_reads_and_notes_an_agents_history_over_stdio(api: Api)
         # The context view within a budget: the newest events that fit, and no more.
         whole = await call(mcp, "get_context", **where, token_budget=10_000)
         assert [e["seq"] for e in whole["events"]] == [1, 2, 3, 4, 5]
-        budget = whole["estimatedTokens"] - 1
-        view = await call(mcp, "get_context", **where, token_budget=budget)
-        assert view["estimatedTokens"] <= budget
+        # The budget bounds the text: the view shown is the newest events whose text fits.
+        view, shown = await answered(mcp, "get_context", **where, token_budget=40)
+        assert tokens_of(shown) <= 40
         assert view["overBudget"] is False
-        assert [e["seq"] for e in view["events"]] == [2, 3, 4, 5]
-        assert view["truncatedBeforeSeq"] == 2
+        seqs = [e["seq"] for e in view["events"]]
+        assert seqs == list(range(seqs[0], 6)) and seqs[0] > 1
+        assert view["truncatedBeforeSeq"] == seqs[0]
+        assert shown.splitlines()[-1].endswith("user: Thanks, that is all.")
 
         # A note: appended at the end, by `note:agent`, then read back and found.
         note = await call(mcp, "append_note", **where, text="Alice prefers Celsius, always.")
@@ -508,6 +531,13 @@ async def connected(transport: str, api: Api) -> AsyncIterator[ClientSession]:
                 yield session
 
 
+def store(api: Api, user: str, body: dict[str, Any]) -> None:
+    created = httpx.post(
+        f"{api.url}/apps/{NOTES_APP}/users/{user}/sessions", json=body, headers=bearer(api.admin)
+    )
+    assert created.status_code == 201, created.text
+
+
 def create_session(api: Api, user: str, session_id: str) -> None:
     created = httpx.post(
         f"{api.url}/apps/{NOTES_APP}/users/{user}/sessions",
@@ -644,6 +674,7 @@ async def test_every_tool_declares_the_shape_of_its_answer(api: Api, transport: 
             "search": await call(mcp, "search", app=NOTES_APP, q="table"),
             "get_context": await call(mcp, "get_context", **where, token_budget=100),
             "append_note": await call(mcp, "append_note", **where, text="Window seat."),
+            "recall": await call(mcp, "recall", app=NOTES_APP, user="fay", query="table"),
         }
     assert set(answers) == TOOLS
     for name, answer in answers.items():
@@ -654,3 +685,298 @@ async def test_every_tool_declares_the_shape_of_its_answer(api: Api, transport: 
     assert {"sessions", "nextPageToken"} <= set(tools["list_sessions"].output_schema["required"])
     assert {"seq", "id", "author"} <= set(tools["append_note"].output_schema["required"])
     assert answers["search"]["hits"] and answers["get_context"]["events"]
+
+
+def tokens_of(said: str) -> int:
+    """The service's own token estimate of a text."""
+    return estimate_tokens({"content": {"parts": [{"text": said}]}})
+
+
+def adk_session(session_id: str) -> list[dict[str, Any]]:
+    """A weather agent's session as ADK's Runner stores it (SessionaryService dumps each
+    event whole): ids, invocation ids, float times, empty actions, a tool call and its
+    result, usage on the model's answers."""
+    said: list[dict[str, Any]] = []
+    turns = [
+        (
+            "What is the weather in Oslo tomorrow?",
+            {"city": "Oslo"},
+            {"forecast": "rain", "high": 7},
+            "Rain in Oslo tomorrow, around 7 degrees.",
+        ),
+        (
+            "And a hotel near the harbour, please.",
+            {"near": "harbour"},
+            {"hotel": "Harbour Inn", "nights": 2},
+            "Booked the Harbour Inn for two nights.",
+        ),
+    ]
+    start = 1795000100.123456
+    for turn, (question, args, result, answer) in enumerate(turns):
+        invocation = f"e-{uuid.UUID(int=turn + 1)}"
+        call_id = f"adk-{uuid.UUID(int=turn + 100)}"
+        name = "get_weather" if turn == 0 else "book_hotel"
+        parts = [
+            ("user", "user", {"text": question}),
+            (
+                "weather_agent",
+                "model",
+                {"functionCall": {"id": call_id, "name": name, "args": args}},
+            ),
+            (
+                "weather_agent",
+                "user",
+                {"functionResponse": {"id": call_id, "name": name, "response": result}},
+            ),
+            ("weather_agent", "model", {"text": answer}),
+        ]
+        for step, (author, role, part) in enumerate(parts):
+            event = AdkEvent(
+                id=str(uuid.UUID(int=turn * 10 + step + 1000)),
+                invocation_id=invocation,
+                author=author,
+                timestamp=start + turn * 60 + step * 1.5,
+                content=types.Content.model_validate({"role": role, "parts": [part]}),
+            )
+            if role == "model":
+                event.usage_metadata = types.GenerateContentResponseUsageMetadata(
+                    prompt_token_count=120 + 40 * step,
+                    candidates_token_count=18,
+                    total_token_count=138 + 40 * step,
+                )
+            said.append(event.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return said
+
+
+async def test_a_tools_text_is_what_a_model_reads(api: Api) -> None:
+    where = {"app": NOTES_APP, "user": "hal", "session_id": "weather"}
+    body = {"sessionId": "weather", "events": adk_session("weather"), "state": {"city": "Oslo"}}
+    store(api, "hal", body)
+    async with over_stdio("--url", api.url, "--api-key", api.admin) as mcp:
+        session, shown = await answered(mcp, "get_session", **where)
+        assert session["parent"] is None and session["events"][0]["id"] in json.dumps(session)
+        lines = shown.splitlines()
+        assert re.fullmatch(
+            r"session weather of user hal: updated 2026-11-18 \d\d:\d\d:\d\d, 872 tokens used",
+            lines[0],
+        ), lines[0]
+        assert lines[1] == 'state {"city":"Oslo"}'
+        assert re.fullmatch(
+            r"#1 2026-11-18 \d\d:\d\d:\d\d user: What is the weather in Oslo tomorrow\?", lines[2]
+        )
+        assert re.fullmatch(
+            r'#2 \d\d:\d\d:\d\d weather_agent: → get_weather\(\{"city":"Oslo"\}\)', lines[3]
+        )
+        assert re.fullmatch(
+            r'#3 \d\d:\d\d:\d\d weather_agent: ← get_weather: \{"high":7,"forecast":"rain"\}',
+            lines[4],
+        )
+        assert len(lines) == 10
+        # No ids, envelopes or empty fields: what a model reads.
+        for absent in ("null", "invocation", session["events"][0]["id"], "{}", "[]", "usage"):
+            assert absent not in shown, absent
+
+        _, listed = await answered(mcp, "list_sessions", app=NOTES_APP, user="hal")
+        assert re.fullmatch(
+            r"weather \(user hal\): updated 2026-11-18 \d\d:\d\d:\d\d, 872 tokens used; "
+            r'state \{"city":"Oslo"\}',
+            listed,
+        )
+        _, page = await answered(mcp, "list_events", **where, page_size=2)
+        assert page.splitlines()[-1].startswith("more: page_token=")
+        _, found = await answered(mcp, "search", app=NOTES_APP, q="harbour", user="hal")
+        assert re.fullmatch(
+            r"weather #5 \(user hal, 2026-11-18 \d\d:\d\d:\d\d\) user: .*hotel near the "
+            r"harbour, please",
+            found.splitlines()[0],
+        )
+        _, noted = await answered(mcp, "append_note", **where, text="Hal likes rain.")
+        assert noted == "noted at #9 by note:agent"
+
+
+async def test_a_context_text_fits_the_budget_asked_for(api: Api) -> None:
+    where = {"app": NOTES_APP, "user": "ida", "session_id": "weather"}
+    body = {"sessionId": "weather", "events": adk_session("weather")}
+    store(api, "ida", body)
+    async with over_stdio("--url", api.url, "--api-key", api.admin) as mcp:
+        _, everything = await answered(mcp, "get_context", **where, token_budget=10_000)
+        assert len(everything.splitlines()) == 8
+        seen = set()
+        for budget in (1, 5, 10, 20, 40, 80, 120, 200):
+            view, shown = await answered(mcp, "get_context", **where, token_budget=budget)
+            assert tokens_of(shown) <= budget, (budget, shown)
+            seen.add(len(shown.splitlines()))
+            if view["events"] and budget >= 40:
+                # Each event the view shows is in the text, the newest last: none cut.
+                lines = shown.splitlines()
+                assert lines[-1].startswith(f"#{view['events'][-1]['seq']} ")
+                assert len([line for line in lines if line.startswith("#")]) == len(view["events"])
+        assert len(seen) > 3  # the budgets made a difference
+        # A view never starts on a result whose call it left out.
+        _, small = await answered(mcp, "get_context", **where, token_budget=40)
+        assert "←" not in small.splitlines()[1 if small.startswith("(") else 0]
+
+
+async def test_recall_answers_what_the_memory_service_returns(api: Api) -> None:
+    sessions = SessionaryService(api.url, api_key=api.admin)
+    memory = SessionaryMemoryService(api.url, api_key=api.admin)
+    try:
+        told = await sessions.create_session(app_name=NOTES_APP, user_id="jo")
+        for event in adk_session("told"):
+            await sessions.append_event(told, AdkEvent.model_validate(event))
+        await memory.add_session_to_memory(told)
+        untold = await sessions.create_session(app_name=NOTES_APP, user_id="jo")
+        said = {"author": "user", "content": {"parts": [{"text": "The harbour was cold."}]}}
+        await sessions.append_event(untold, AdkEvent.model_validate(said))
+        entry = MemoryEntry(content=types.Content(parts=[types.Part(text="Jo hates hotels.")]))
+        await memory.add_memory(app_name=NOTES_APP, user_id="jo", memories=[entry])
+        query = "Which hotel by the harbour?"
+        expected = await memory.search_memory(app_name=NOTES_APP, user_id="jo", query=query)
+    finally:
+        await sessions.close()
+        await memory.close()
+    # Any word: the question, the call to book_hotel and its result, the answer, the memory.
+    assert len(expected.memories) == 5
+    args = ("--url", api.url, "--api-key", api.admin, "--app", NOTES_APP, "--user", "jo")
+    async with over_stdio(*args) as mcp:
+        recalled, shown = await answered(mcp, "recall", query=query)
+        assert (await call(mcp, "recall", query="?"))["memories"] == []
+    assert [(m["id"], m["author"], m["content"]) for m in recalled["memories"]] == [
+        (m.id, m.author, m.content.model_dump(mode="json", by_alias=True, exclude_none=True))
+        for m in expected.memories
+    ]
+    assert [(m["sessionId"], m["seq"]) for m in recalled["memories"]] == [
+        (m.custom_metadata["session_id"], m.custom_metadata["seq"]) for m in expected.memories
+    ]
+    assert "cold" not in shown  # a session not added to memory is not recalled
+    assert re.search(
+        rf"user: And a hotel near the harbour, please\. \(session {told.id} #5\)", shown
+    )
+
+
+def openai_session() -> list[dict[str, Any]]:
+    """The same two turns as the OpenAI Agents SDK's items, as its Sessionary session stores
+    them (each item whole in `customMetadata`, and as ADK's content)."""
+    items: list[dict[str, Any]] = []
+    turns = [
+        (
+            "What is the weather in Oslo tomorrow?",
+            "get_weather",
+            {"city": "Oslo"},
+            {"forecast": "rain", "high": 7},
+            "Rain in Oslo tomorrow, around 7 degrees.",
+        ),
+        (
+            "And a hotel near the harbour, please.",
+            "book_hotel",
+            {"near": "harbour"},
+            {"hotel": "Harbour Inn", "nights": 2},
+            "Booked the Harbour Inn for two nights.",
+        ),
+    ]
+    for turn, (question, name, args, result, answer) in enumerate(turns):
+        call_id = f"call_{uuid.UUID(int=turn).hex[:24]}"
+        items += [
+            {"role": "user", "content": question},
+            {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": name,
+                "arguments": json.dumps(args),
+                "id": f"fc_{uuid.UUID(int=turn + 7).hex}",
+                "status": "completed",
+            },
+            {"type": "function_call_output", "call_id": call_id, "output": json.dumps(result)},
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": f"msg_{uuid.UUID(int=turn + 9).hex}",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": answer, "annotations": []}],
+            },
+        ]
+    start = 1795000100.123456
+    return [
+        {
+            **item_event(item, f"turn-{i // 4}"),
+            "id": str(uuid.UUID(int=i + 2000)),
+            "timestamp": start + i * 1.5,
+        }
+        for i, item in enumerate(items)
+    ]
+
+
+SIZES = "\n## What a model reads\n"
+
+
+async def test_the_size_table_of_the_docs_is_what_the_tools_answer(api: Api) -> None:
+    """Each row: tokens of the tool's text before (the API's JSON, as the tools answered it
+    first) and now, by the service's estimate, on the typical two-turn sessions above."""
+    store(api, "kim", {"sessionId": "weather", "events": adk_session("weather")})
+    store(api, "kim", {"sessionId": "openai", "events": openai_session()})
+    memory = SessionaryMemoryService(api.url, api_key=api.admin)
+    sessions = SessionaryService(api.url, api_key=api.admin)
+    try:
+        weather = await sessions.get_session(
+            app_name=NOTES_APP, user_id="kim", session_id="weather"
+        )
+        assert weather is not None
+        await memory.add_session_to_memory(weather)
+    finally:
+        await memory.close()
+        await sessions.close()
+    where = {"user": "kim", "session_id": "weather"}
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        ("list_sessions", "`list_sessions`", {"user": "kim"}),
+        ("get_session", "`get_session`", where),
+        ("list_events", "`list_events`", where),
+        ("search", '`search` `q="harbour"`', {"q": "harbour", "user": "kim"}),
+        (
+            "recall",
+            '`recall` `query="hotel by the harbour?"`',
+            {"user": "kim", "query": "hotel by the harbour?"},
+        ),
+        ("get_context", "`get_context` `token_budget=20`", {**where, "token_budget": 20}),
+        ("get_context", "`get_context` `token_budget=200`", {**where, "token_budget": 200}),
+        (
+            "get_context",
+            "`get_context` `token_budget=200`, OpenAI Agents session",
+            {"user": "kim", "session_id": "openai", "token_budget": 200},
+        ),
+        ("append_note", "`append_note`", {**where, "text": "Kim prefers Celsius."}),
+    ]
+    measured: dict[str, tuple[int | None, int]] = {}
+    args = ("--url", api.url, "--api-key", api.admin, "--app", NOTES_APP)
+    async with (
+        over_stdio(*args) as mcp,
+        httpx.AsyncClient(
+            base_url=f"{api.url}/apps/{NOTES_APP}/users/kim/sessions", headers=bearer(api.admin)
+        ) as http,
+    ):
+        for tool, row, arguments in calls:
+            structured, shown = await answered(mcp, tool, **arguments)
+            if tool == "get_context":
+                # What the tool answered first: the API's view at the budget, as JSON.
+                budget = arguments["token_budget"]
+                view = await http.get(f"/{arguments['session_id']}/context?tokenBudget={budget}")
+                structured = view.json()
+                assert tokens_of(shown) <= budget
+            before = (
+                None
+                if tool == "recall"
+                else tokens_of(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
+            )
+            measured[row] = (before, tokens_of(shown))
+    table = DOC.read_text().split(SIZES, 1)[1].split("\n\n", 2)[1]
+    documented = {}
+    for line in table.splitlines()[2:]:
+        row, before_doc, after_doc = (cell.strip() for cell in line.strip("|").split("|"))
+        documented[row] = (None if before_doc == "—" else int(before_doc), int(after_doc))
+    print(measured)
+    assert documented.keys() == measured.keys()
+    for row, (before, after) in measured.items():
+        doc_before, doc_after = documented[row]
+        # Server times (a session's creation, a note's) vary by a character or two.
+        assert abs(doc_after - after) <= 2, (row, after)
+        assert (before is None) == (doc_before is None), row
+        assert before is None or doc_before is None or abs(doc_before - before) <= 2, (row, before)

@@ -1,4 +1,5 @@
-"""The READMEs' "Use it from ADK" and "from the OpenAI Agents SDK" examples run as written."""
+"""The READMEs' "Use it from ADK" (with memory) and "from the OpenAI Agents SDK" examples run
+as written."""
 
 import re
 from pathlib import Path
@@ -6,7 +7,7 @@ from pathlib import Path
 import pytest
 from agents import Agent
 from google.adk.runners import Runner
-from sessionary_client.adk import SessionaryService
+from sessionary_client.adk import SessionaryMemoryService, SessionaryService
 from sessionary_client.openai_agents import SessionarySession
 
 CLIENT_README = Path(__file__).parents[1] / "README.md"
@@ -27,6 +28,20 @@ async def test_the_use_it_from_adk_example_builds_a_runner_on_sessionary(readme:
     assert isinstance(runner, Runner)
     assert isinstance(runner.session_service, SessionaryService)
     await runner.session_service.close()
+
+
+async def test_the_memory_example_gives_the_runner_sessionarys_memory() -> None:
+    section = CLIENT_README.read_text().split("### Memory: ADK's `load_memory`", 1)[1]
+    example = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert example is not None
+    scope: dict[str, object] = {}
+    exec(example.group(1), scope)
+    runner = scope["runner"]
+    assert isinstance(runner, Runner)
+    assert isinstance(runner.memory_service, SessionaryMemoryService)
+    assert [tool.name for tool in runner.agent.tools] == ["load_memory"]
+    await runner.session_service.close()
+    await runner.memory_service.close()
 
 
 async def test_the_openai_agents_example_makes_a_session_on_sessionary() -> None:

@@ -34,6 +34,7 @@ from sessionary_client import errors
 from sessionary_client import models as wire
 from sessionary_client._async_client import AsyncSessionaryClient
 from sessionary_client._core import DEFAULT_TIMEOUT
+from sessionary_client.adk_memory import SessionaryMemoryService as SessionaryMemoryService
 
 _STALE = (
     "The session has been modified in storage since it was loaded. "

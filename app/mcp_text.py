@@ -1,0 +1,183 @@
+"""What the MCP tools show a model: the API's answers as compact text, fitted to a budget.
+
+A model pays for every character of a tool result. The API's JSON carries what a program
+needs (ids, float epochs, every field even when empty); the text keeps what a model reads:
+who said what, when (readable times), the calls made and their results, a session's facts only
+where they say something. The JSON goes beside it, as the result's structured content.
+"""
+
+import html
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from app.rules.context import content_parts, estimate_tokens
+
+# The longest call arguments or result shown: a tool's raw output is the costliest part of a
+# session, and the whole of it stays in the structured content.
+TOOL_CHARS = 500
+
+
+def tokens(text: str) -> int:
+    """The service's own estimate, of the text as one text part."""
+    return estimate_tokens({"content": {"parts": [{"text": text}]}})
+
+
+def when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _json(value: Any, limit: int = TOOL_CHARS) -> str:
+    said = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return said if len(said) <= limit else said[:limit] + f"…({len(said) - limit} more)"
+
+
+def _parts(event: dict[str, Any]) -> list[str]:
+    shown = []
+    for part in content_parts(event):
+        if part.get("thought"):
+            continue
+        call, answer = part.get("functionCall"), part.get("functionResponse")
+        if isinstance(part.get("text"), str):
+            shown.append(part["text"])
+        elif isinstance(call, dict):
+            shown.append(f"→ {call.get('name')}({_json(call.get('args') or {})})")
+        elif isinstance(answer, dict):
+            shown.append(f"← {answer.get('name')}: {_json(answer.get('response') or {})}")
+    return shown
+
+
+def _actions(event: dict[str, Any]) -> list[str]:
+    actions = event.get("actions")
+    if not isinstance(actions, dict):
+        return []
+    shown = []
+    compaction = actions.get("compaction")
+    if isinstance(compaction, dict):
+        summary = " ".join(_parts({"content": compaction.get("compactedContent")}))
+        shown.append(f"[summary of earlier events] {summary}")
+    if actions.get("stateDelta"):
+        shown.append(f"[state {_json(actions['stateDelta'])}]")
+    if actions.get("rewindBeforeInvocationId"):
+        shown.append(f"[rewind before invocation {actions['rewindBeforeInvocationId']}]")
+    if actions.get("transferToAgent"):
+        shown.append(f"[transfer to {actions['transferToAgent']}]")
+    return shown
+
+
+def events(listed: list[dict[str, Any]]) -> list[str]:
+    """One line per event: `#seq time author: what it said, called, answered or changed`;
+    the date only where it changes."""
+    lines, day = [], ""
+    for event in listed:
+        stamp = when(event["timestamp"]) if isinstance(event.get("timestamp"), float | int) else ""
+        shown = stamp if stamp[:10] != day else stamp[11:]
+        day = stamp[:10]
+        said = " ".join(_parts(event) + _actions(event)) or "(nothing to read)"
+        lines.append(f"#{event.get('seq')} {shown} {event.get('author')}: {said}")
+    return lines
+
+
+def _facts(session: dict[str, Any]) -> str:
+    """A session's facts that say something: its name, kind, status, labels, usage."""
+    facts = [f"updated {when(session['lastUpdateTime'])}"]
+    if session.get("displayName"):
+        facts.append(f'"{session["displayName"]}"')
+    parent = session.get("parent")
+    if isinstance(parent, dict):
+        facts.append(f"{session.get('kind')} of {parent.get('sessionId')} at #{parent.get('seq')}")
+    if session.get("status") == "closed":
+        facts.append(f"closed ({session.get('outcome')})")
+    if session.get("labels"):
+        facts.append(f"labels {_json(session['labels'])}")
+    total = (session.get("usage") or {}).get("totalTokenCount")
+    if total:
+        facts.append(f"{total} tokens used")
+    if session.get("expireTime"):
+        facts.append(f"expires {when(session['expireTime'])}")
+    return ", ".join(facts)
+
+
+def _state(session: dict[str, Any]) -> list[str]:
+    return [f"state {_json(session['state'])}"] if session.get("state") else []
+
+
+def _next(answer: dict[str, Any]) -> list[str]:
+    token = answer.get("nextPageToken")
+    return [f"more: page_token={token}"] if token else []
+
+
+def session_page(answer: dict[str, Any]) -> str:
+    lines = [
+        f"{session['id']} (user {session['userId']}): {_facts(session)}"
+        + (f"; state {_json(session['state'])}" if session.get("state") else "")
+        for session in answer["sessions"]
+    ]
+    return "\n".join(lines + _next(answer)) or "no sessions"
+
+
+def session(answer: dict[str, Any]) -> str:
+    head = f"session {answer['id']} of user {answer['userId']}: {_facts(answer)}"
+    return "\n".join([head, *_state(answer), *events(answer["events"])])
+
+
+def event_page(answer: dict[str, Any]) -> str:
+    return "\n".join(events(answer["events"]) + _next(answer)) or "no events"
+
+
+def _snippet(snippet: str) -> str:
+    return html.unescape(re.sub(r"</?mark>", "", snippet))
+
+
+def search_page(answer: dict[str, Any]) -> str:
+    lines = [
+        f"{hit['sessionId']} #{hit['seq']} (user {hit['userId']}, {when(hit['timestamp'])}) "
+        f"{hit['author']}: {_snippet(hit['snippet'])}"
+        for hit in answer["hits"]
+    ]
+    return "\n".join(lines + _next(answer)) or "no matches"
+
+
+def note(answer: dict[str, Any]) -> str:
+    return f"noted at #{answer['seq']} by {answer['author']}"
+
+
+def memories(answer: dict[str, Any]) -> str:
+    lines = [
+        f"{when(memory['timestamp'])} {memory['author']}: "
+        + " ".join(_parts(memory))
+        + f" (session {memory['sessionId']} #{memory['seq']})"
+        for memory in answer["memories"]
+    ]
+    return "\n".join(lines) or "nothing remembered"
+
+
+def fitting(listed: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """The newest events whose lines fit in `budget` tokens."""
+    start = 0
+    while start < len(listed) and tokens("\n".join(events(listed[start:]))) > budget:
+        start += 1
+    return listed[start:]
+
+
+def context(answer: dict[str, Any], budget: int) -> str:
+    """The context view's events within `budget` tokens, the text itself counted: the newest
+    that fit, a line saying that older ones were left out when it fits too, and the newest
+    one cut short when even it alone does not fit."""
+    listed = answer["events"]
+    kept = fitting(listed, budget)
+    lines = events(kept)
+    if not lines and listed:
+        lines = [_cut(events(listed[-1:])[0], budget)]
+    if answer.get("truncatedBeforeSeq") or len(kept) < len(listed):
+        marker = "(older events left out)"
+        if tokens("\n".join([marker, *lines])) <= budget:
+            lines.insert(0, marker)
+    return "\n".join(lines)
+
+
+def _cut(line: str, budget: int) -> str:
+    """The start of the line, with `…`, within the budget."""
+    room = budget * 4 - len("…".encode())
+    return line.encode()[: max(room, 0)].decode(errors="ignore") + "…"

@@ -1,0 +1,138 @@
+"""What the MCP tools show a model (app/mcp_text.py), without a server: each answer's text, and
+the context view's text within its budget whatever the events."""
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app import mcp_text
+
+T = 1795000100.5  # 2026-11-18 11:08:20 UTC
+
+
+def event(seq: int, author: str, *parts: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {
+        "id": f"00000000-0000-0000-0000-{seq:012d}",
+        "seq": seq,
+        "invocationId": "e-1",
+        "author": author,
+        "timestamp": T + seq,
+        "content": {"role": "model", "parts": list(parts)},
+        "actions": {"stateDelta": {}, "artifactDelta": {}},
+        **more,
+    }
+
+
+def test_an_event_is_one_line_of_what_it_said_called_answered_and_changed() -> None:
+    call = {"functionCall": {"id": "c1", "name": "get_weather", "args": {"city": "Oslo"}}}
+    answer = {"functionResponse": {"id": "c1", "name": "get_weather", "response": {"t": 7}}}
+    shown = mcp_text.events(
+        [
+            event(1, "user", {"text": "Weather?"}),
+            event(2, "bot", {"thought": True, "text": "hmm"}, call),
+            event(3, "bot", answer),
+            {**event(4, "user"), "actions": {"stateDelta": {"city": "Oslo"}}},
+            {**event(90000, "bot", {"text": "Next day."}), "timestamp": T + 86400},
+        ]
+    )
+    assert shown == [
+        "#1 2026-11-18 11:08:21 user: Weather?",
+        '#2 11:08:22 bot: → get_weather({"city":"Oslo"})',
+        '#3 11:08:23 bot: ← get_weather: {"t":7}',
+        '#4 11:08:24 user: [state {"city":"Oslo"}]',
+        "#90000 2026-11-19 11:08:20 bot: Next day.",
+    ]
+
+
+def test_a_long_tool_result_is_cut_and_says_how_much_is_left() -> None:
+    answer = {"functionResponse": {"name": "dump", "response": {"x": "y" * 1000}}}
+    [line] = mcp_text.events([event(1, "bot", answer)])
+    assert line.endswith("…(508 more)")
+    assert len(line) < 600
+
+
+def test_a_session_says_only_what_is_set() -> None:
+    session = {
+        "id": "trip",
+        "appName": "a",
+        "userId": "ada",
+        "state": {},
+        "events": [event(1, "user", {"text": "Hi"})],
+        "lastUpdateTime": T,
+        "createTime": T,
+        "version": 1,
+        "kind": "root",
+        "parent": None,
+        "status": "open",
+        "outcome": None,
+        "usage": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
+        "displayName": None,
+        "labels": {},
+        "expireTime": None,
+    }
+    assert mcp_text.session(session) == (
+        "session trip of user ada: updated 2026-11-18 11:08:20\n#1 2026-11-18 11:08:21 user: Hi"
+    )
+    fork = {
+        **session,
+        "kind": "fork",
+        "parent": {"sessionId": "root", "seq": 3},
+        "status": "closed",
+        "outcome": "completed",
+        "labels": {"topic": "weather"},
+        "state": {"city": "Oslo"},
+        "events": [],
+    }
+    assert mcp_text.session(fork) == (
+        "session trip of user ada: updated 2026-11-18 11:08:20, fork of root at #3, "
+        'closed (completed), labels {"topic":"weather"}\n'
+        'state {"city":"Oslo"}'
+    )
+
+
+def test_a_search_hit_is_plain_text() -> None:
+    hit = {
+        "userId": "ada",
+        "sessionId": "trip",
+        "seq": 3,
+        "eventId": "e",
+        "author": "user",
+        "timestamp": T,
+        "rank": 0.1,
+        "snippet": "a <mark>harbour</mark> &amp; &lt;b&gt;",
+    }
+    page = {"hits": [hit], "nextPageToken": "tok"}
+    assert mcp_text.search_page(page) == (
+        "trip #3 (user ada, 2026-11-18 11:08:20) user: a harbour & <b>\nmore: page_token=tok"
+    )
+    assert mcp_text.search_page({"hits": [], "nextPageToken": None}) == "no matches"
+
+
+words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300)
+parts = st.one_of(
+    words.map(lambda text: {"text": text}),
+    st.dictionaries(st.text(max_size=5), words, max_size=3).map(
+        lambda args: {"functionCall": {"id": "c", "name": "f", "args": args}}
+    ),
+)
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(["user", "agent"]), st.lists(parts, max_size=3))),
+    st.integers(min_value=1, max_value=400),
+    st.booleans(),
+)
+def test_a_context_text_is_within_its_budget_whatever_the_events(
+    said: list[tuple[str, list[dict[str, Any]]]], budget: int, truncated: bool
+) -> None:
+    listed = [event(seq, author, *content) for seq, (author, content) in enumerate(said, 1)]
+    view = {"events": listed, "truncatedBeforeSeq": 1 if truncated and listed else None}
+    shown = mcp_text.context(view, budget)
+    assert mcp_text.tokens(shown) <= budget
+    whole = mcp_text.events(listed)
+    if mcp_text.tokens("\n".join(whole)) <= budget and not truncated:
+        assert shown == "\n".join(whole)  # all of it fits: all of it, nothing more
+    kept = mcp_text.fitting(listed, budget)
+    if kept:  # the newest that fit, whole, newest last
+        assert shown.endswith("\n".join(mcp_text.events(kept)))
