@@ -1,5 +1,6 @@
-"""The request path's own CPU: appends and probes sent to the ASGI app in this process, no HTTP
-client and no server, timed by process CPU (PostgreSQL's work is another process's).
+"""The request path's own CPU: appends (one event, and batches of two as the OpenAI Agents
+session sends a turn's items) and probes sent to the ASGI app in this process, no HTTP client
+and no server, timed by process CPU (PostgreSQL's work is another process's).
 
     DATABASE_URL=postgresql://… python -m bench.inprocess [--rounds 7] [--requests 1500]
 
@@ -25,6 +26,7 @@ EVENT = (
     b'{"author":"user","content":{"parts":[{"text":"hello world"}]},'
     b'"actions":{"stateDelta":{"k":1}}}'
 )
+BATCH = b'{"events":[' + EVENT + b"," + EVENT + b"]}"
 
 
 def scope(method: str, path: str, body: bytes) -> dict[str, Any]:
@@ -67,13 +69,14 @@ async def measure(rounds: int, requests: int) -> dict[str, list[float]]:
         await app(scope(method, path, body), receive, send)
         return status
 
-    figures: dict[str, list[float]] = {"append": [], "healthz": []}
+    figures: dict[str, list[float]] = {"append": [], "batch of 2": [], "healthz": []}
     async with app.router.lifespan_context(app):
         session = f"/apps/inprocess-{uuid.uuid4().hex[:8]}/users/u/sessions/s"
         assert await call("POST", session.rsplit("/", 1)[0], b'{"sessionId":"s"}') == 201
         for _ in range(rounds):
             for name, method, path, body, expected in (
                 ("append", "POST", f"{session}/events", EVENT, 201),
+                ("batch of 2", "POST", f"{session}/events:batch", BATCH, 201),
                 ("healthz", "GET", "/healthz", b"", 200),
             ):
                 started = time.process_time()
