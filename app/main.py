@@ -165,7 +165,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         },
     )
     app.state.settings = settings
-    app.add_middleware(AppendLane, api=app, route_name="append_event")  # innermost
+    app.add_middleware(
+        AppendLane, api=app, route_names=("append_event", "append_events")
+    )  # innermost
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(PathGuardMiddleware)
     app.add_middleware(HeadAsGetMiddleware)

@@ -112,7 +112,7 @@ def sample_app(*, lane: bool) -> FastAPI:
     app.include_router(router)
     install_error_handlers(app)
     if lane:
-        app.add_middleware(AppendLane, api=app, route_name="put_item")
+        app.add_middleware(AppendLane, api=app, route_names=("put_item",))
     return app
 
 

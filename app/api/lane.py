@@ -1,5 +1,5 @@
-"""The fast path past FastAPI's dispatch: `POST …/sessions/{id}/events` handed straight to its
-route's handler.
+"""The fast path past FastAPI's dispatch: appends (`POST …/sessions/{id}/events`, and
+`…/events:batch`) handed straight to their routes' handlers.
 
 Appends are most of a session store's traffic, and FastAPI's dispatch in front of a handler
 (its exception and exit-stack layers, then every included router tried in turn, the one that
@@ -21,6 +21,7 @@ minor versions (pyproject.toml); tests/test_fast_paths.py checks each of these:
 """
 
 import inspect
+from collections.abc import Sequence
 
 from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
@@ -37,19 +38,21 @@ class AppendLane:
     the access line and metrics, CORS, the path and body guards) applies to appends as to any
     request. Errors go to the app's exception handlers, as FastAPI's dispatch sends them."""
 
-    def __init__(self, app: ASGIApp, api: FastAPI, route_name: str) -> None:
+    def __init__(self, app: ASGIApp, api: FastAPI, route_names: Sequence[str]) -> None:
         # Built with the middleware stack, at the first request: the routes are all there.
         self.app = app
-        self.route = next(
-            context.original_route
+        named = {
+            getattr(context.original_route, "name", None): context.original_route
             for context in iter_route_contexts(api.router.routes)
-            if getattr(context.original_route, "name", None) == route_name
-        )
-        assert isinstance(self.route, StrictRoute)
-        self.handler = self.route.get_route_handler()
-        if not self.route.binds_plainly:
-            # FastAPI's own binder needs the exit stacks its dispatch opens.
-            raise RuntimeError(f"{route_name} takes more than plain parameters: no lane for it")
+        }
+        self.routes = []
+        for name in route_names:
+            route = named[name]
+            assert isinstance(route, StrictRoute)
+            if not route.binds_plainly:
+                # FastAPI's own binder needs the exit stacks its dispatch opens.
+                raise RuntimeError(f"{name} takes more than plain parameters: no lane for it")
+            self.routes.append((route, route.get_route_handler()))
         # As Starlette splits them: the handler of `Exception` answers outside all middleware,
         # so that an unexpected error is still a problem+json 500 with its request id.
         self.error_handlers = {
@@ -60,16 +63,17 @@ class AppendLane:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
-            match, child_scope = self.route.matches(scope)
-            if match is Match.FULL:
-                scope.update(child_scope)  # route, endpoint, path_params: as routing sets them
-                request = Request(scope, receive)
-                try:
-                    response = await self.handler(request)
-                except Exception as error:
-                    response = await self._rendered(request, error)
-                await response(scope, receive, send)
-                return
+            for route, handler in self.routes:
+                match, child_scope = route.matches(scope)
+                if match is Match.FULL:
+                    scope.update(child_scope)  # route, endpoint, path_params: as routing sets
+                    request = Request(scope, receive)
+                    try:
+                        response = await handler(request)
+                    except Exception as error:
+                        response = await self._rendered(request, error)
+                    await response(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
 
     async def _rendered(self, request: Request, error: Exception) -> Response:
