@@ -10,6 +10,10 @@
 // with a stale-session error (errors.Is(err, sessionary.ErrStaleSession)) when the session was
 // written elsewhere since it was loaded: the append carries the version it was loaded at as
 // If-Match.
+//
+// A runner loads the whole session at the start of every turn; the service keeps the events
+// of the sessions it read whole (WithCachedEvents bounds them), so that such a load asks the
+// server only for the newest events and costs what is new, not the session's length.
 package adk
 
 import (
@@ -20,6 +24,7 @@ import (
 	"iter"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,13 +40,27 @@ import (
 // Service is a session.Service over a Sessionary client; safe for concurrent use.
 type Service struct {
 	client *sessionary.Client
+	loaded *loaded
 }
 
 var _ session.Service = (*Service)(nil)
 
+// Option configures a Service.
+type Option func(*Service)
+
+// WithCachedEvents bounds the events the service keeps from whole reads of sessions, the least
+// recently read session's dropped first (default 100,000; 0: every read is whole).
+func WithCachedEvents(n int) Option {
+	return func(s *Service) { s.loaded.limit = max(n, 0) }
+}
+
 // NewService is a session service that keeps its sessions where client points.
-func NewService(client *sessionary.Client) *Service {
-	return &Service{client: client}
+func NewService(client *sessionary.Client, options ...Option) *Service {
+	s := &Service{client: client, loaded: newLoaded(100_000)}
+	for _, option := range options {
+		option(s)
+	}
+	return s
 }
 
 func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (*session.CreateResponse, error) {
@@ -65,16 +84,65 @@ func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.Ge
 		return nil, fmt.Errorf("app_name, user_id, session_id are required, got app_name: %q, user_id: %q, session_id: %q",
 			req.AppName, req.UserID, req.SessionID)
 	}
-	read := sessionary.SessionRead{NumRecentEvents: req.NumRecentEvents}
-	if !req.After.IsZero() {
-		read.AfterTimestamp = seconds(req.After)
+	key := sessionKey{req.AppName, req.UserID, req.SessionID}
+	var found *sessionary.Session
+	var events []*session.Event
+	var err error
+	if req.NumRecentEvents == 0 && req.After.IsZero() {
+		found, events, err = s.whole(ctx, key)
+	} else {
+		read := sessionary.SessionRead{NumRecentEvents: req.NumRecentEvents}
+		if !req.After.IsZero() {
+			read.AfterTimestamp = seconds(req.After)
+		}
+		found, events, err = s.read(ctx, key, read)
 	}
-	found, err := s.client.GetSession(ctx, req.AppName, req.UserID, req.SessionID, read)
+	if errors.Is(err, sessionary.ErrSessionNotFound) {
+		s.loaded.drop(key)
+	}
 	if err != nil {
 		return nil, err
 	}
-	stored, err := fromWire(found)
-	return &session.GetResponse{Session: stored}, err
+	// Clipped, the session's own appends go to an array of its own, never to the kept one.
+	return &session.GetResponse{Session: newSession(found, slices.Clip(events))}, nil
+}
+
+// The newest events a load of a session asks for when the service kept the rest.
+const recent = 32
+
+// whole is the session with all its events. When the service kept them from an earlier read,
+// it asks only for the newest, and reads the session whole again unless appends alone came
+// since.
+func (s *Service) whole(ctx context.Context, key sessionKey) (*sessionary.Session, []*session.Event, error) {
+	if kept, ok := s.loaded.get(key); ok {
+		found, err := s.client.GetSession(ctx, key.app, key.user, key.id, sessionary.SessionRead{NumRecentEvents: recent})
+		if err != nil {
+			return nil, nil, err
+		}
+		if added, ok := kept.appended(found); ok {
+			decoded, err := decode(found.ID, added)
+			if err != nil {
+				return nil, nil, err
+			}
+			events := slices.Concat(kept.events, decoded)
+			s.loaded.put(key, found, events)
+			return found, events, nil
+		}
+	}
+	found, events, err := s.read(ctx, key, sessionary.SessionRead{})
+	if err == nil {
+		s.loaded.put(key, found, events)
+	}
+	return found, events, err
+}
+
+func (s *Service) read(ctx context.Context, key sessionKey, read sessionary.SessionRead) (*sessionary.Session, []*session.Event, error) {
+	found, err := s.client.GetSession(ctx, key.app, key.user, key.id, read)
+	if err != nil {
+		return nil, nil, err
+	}
+	events, err := decode(found.ID, found.Events)
+	return found, events, err
 }
 
 // List is the user's sessions, or with no UserID every user's of the app, without events.
@@ -107,6 +175,7 @@ func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error 
 		return fmt.Errorf("app_name, user_id, session_id are required, got app_name: %q, user_id: %q, session_id: %q",
 			req.AppName, req.UserID, req.SessionID)
 	}
+	s.loaded.drop(sessionKey{req.AppName, req.UserID, req.SessionID})
 	err := s.client.DeleteSession(ctx, req.AppName, req.UserID, req.SessionID)
 	if errors.Is(err, sessionary.ErrSessionNotFound) {
 		return nil
@@ -271,19 +340,33 @@ func (e events) At(i int) *session.Event {
 }
 
 func fromWire(read *sessionary.Session) (*Session, error) {
+	events, err := decode(read.ID, read.Events)
+	if err != nil {
+		return nil, err
+	}
+	return newSession(read, events), nil
+}
+
+// newSession is the session read, with events its events.
+func newSession(read *sessionary.Session, events []*session.Event) *Session {
 	s := &Session{id: read.ID, appName: read.AppName, userID: read.UserID, state: read.State,
-		updatedAt: fromSeconds(read.LastUpdateTime), version: read.Version}
+		events: events, updatedAt: fromSeconds(read.LastUpdateTime), version: read.Version}
 	if s.state == nil {
 		s.state = map[string]any{}
 	}
-	for _, sent := range read.Events {
+	return s
+}
+
+func decode(sessionID string, stored []sessionary.Event) ([]*session.Event, error) {
+	events := make([]*session.Event, 0, len(stored))
+	for _, sent := range stored {
 		event, err := fromWireEvent(sent)
 		if err != nil {
-			return nil, fmt.Errorf("session %s, event %s: %w", read.ID, sent.ID, err)
+			return nil, fmt.Errorf("session %s, event %s: %w", sessionID, sent.ID, err)
 		}
-		s.events = append(s.events, event)
+		events = append(events, event)
 	}
-	return s, nil
+	return events, nil
 }
 
 // wireEvent is an ADK-Go event in the camelCase JSON that ADK's Python events are stored in,
