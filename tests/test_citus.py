@@ -19,6 +19,7 @@ from app import db
 from app.config import Settings
 from app.main import create_app
 from app.models import Base
+from app.repositories.events import APPEND, APPEND_ROUTED, ROUTED_FUNCTION
 from app.sharding import CO_LOCATED, REFERENCE, SHARD_KEY
 from bench.citus import Cluster, citus_cluster, run
 from tests.fixtures import client_of, sessionary, start_server, stop_server
@@ -82,13 +83,14 @@ def tasks(plan: Any) -> Iterator[dict[str, Any]]:
 
 
 async def workers_of(database_url: str, statements: list[Statement]) -> list[list[str]]:
-    """For each statement on a sharded table, the node of each task of its plan."""
+    """For each statement on a sharded table (or a call of the append routed to a worker),
+    the node of each task of its plan."""
     connection = await asyncpg.connect(database_url)
     try:
         await connection.execute("SET citus.explain_all_tasks = on")
         placed = []
         for sql, args in statements:
-            if not any(table in sql for table in (*CO_LOCATED, *REFERENCE)):
+            if not any(name in sql for name in (*CO_LOCATED, *REFERENCE, ROUTED_FUNCTION)):
                 continue
             if (
                 not sql.lstrip()
@@ -210,6 +212,30 @@ async def test_per_session_work_runs_on_the_workers_holding_the_users_shard(
             assert len(remote) <= 1 and all(home in node for node in remote), (name, nodes)
         if response.request.method == "GET":  # a read: one task per statement
             assert all(len(nodes) == 1 for nodes in placed), (name, placed)
+
+
+async def test_an_append_is_one_call_citus_hands_whole_to_the_users_worker(
+    logged: tuple[httpx.AsyncClient, list[Statement]], database_url: str
+) -> None:
+    """Its session, user state and events written there, in one call the coordinator only
+    passes on; one that writes app state, a copy on every node, is the one statement."""
+    client, statements = logged
+    await create_session(client, sessionId="s1")
+    home = await worker_of_user(database_url, USER)
+    delta = {"user:name": "Ada", "topic": "t"}
+    statements.clear()
+    event = {"author": "user", "actions": {"stateDelta": delta}}
+    assert (await append(client, "s1", event)).status_code == 201
+    assert [sql for sql, _ in statements] == [APPEND_ROUTED.sql]
+    [[node]] = await workers_of(database_url, statements)  # one task: the call, delegated
+    assert home in node
+    statements.clear()
+    event = {"author": "user", "actions": {"stateDelta": {"app:motd": "hi"}}}
+    assert (await append(client, "s1", event)).status_code == 201
+    assert [sql for sql, _ in statements] == [APPEND.sql]
+    session = (await client.get(S)).json()
+    assert session["state"] == {**delta, "app:motd": "hi"}
+    assert [event["seq"] for event in session["events"]] == [1, 2]
 
 
 async def test_appends_to_different_users_never_share_a_statement(app: FastAPI) -> None:

@@ -63,7 +63,7 @@ class Services:
             settings,
             live.announce_later,
             Reads(pool, replica),
-            GroupCommit(pool, settings, lanes),
+            GroupCommit(pool, settings, lanes, routed=sharded),
         )
         sessions = SessionService(pool, settings, events)
         return cls(
