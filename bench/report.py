@@ -123,7 +123,8 @@ def _ratio(numerator: float, denominator: float) -> str:
     return f"{numerator / denominator:.2f}x"
 
 
-def table(results: Results) -> str:
+def table(results: Results, scenario: str | None = None) -> str:
+    """Every row; `scenario`'s alone when it is given."""
     lines = [
         "| Scenario | Metric | "
         + " | ".join(SYSTEMS)
@@ -133,6 +134,8 @@ def table(results: Results) -> str:
         "|---|---|" + "--:|" * (2 * len(SYSTEMS) - 1),
     ]
     for row in ROWS:
+        if scenario is not None and not row.scenario.startswith(scenario):
+            continue
         values = [results.get(row.key, system) for system in SYSTEMS]
         lines.append(
             f"| {row.scenario} | {row.metric} | "
@@ -352,7 +355,7 @@ def cpu_split(splits: dict[str, CpuSplit], cores: int) -> str:
 
 def render(results: Results, header: str, scenario: str | None = None) -> str:
     """The report; of `scenario`'s targets alone when it is given (a scenario run alone)."""
-    lines = [header, "", table(results), ""]
+    lines = [header, "", table(results, scenario), ""]
     if results.s1_cpu:
         lines += [cpu_split(results.s1_cpu, results.cores), ""]
     if results.sustained:

@@ -21,9 +21,10 @@ from app.main import create_app
 from app.models import Base
 from app.repositories.events import APPEND, APPEND_ROUTED, ROUTED_FUNCTION
 from app.sharding import CO_LOCATED, REFERENCE, SHARD_KEY
-from bench.citus import Cluster, citus_cluster, run
+from bench.citus import PG_BIN, TEST_OPTIONS, Cluster, citus_cluster, run
 from tests.fixtures import client_of, sessionary, start_server, stop_server
 from tests.helpers import APP, USER, append, create_session, session_url
+from tests.replication import Standby, write_until
 
 S = session_url("s1")
 
@@ -400,3 +401,63 @@ async def test_a_rebalance_onto_a_new_worker_under_load_loses_nothing() -> None:
                     assert [event["seq"] for event in stored] == list(range(1, len(ids) + 1))
         finally:
             stop_server(server)
+
+
+# --- a worker's failover ----------------------------------------------------------------------
+
+
+async def test_a_worker_fails_over_to_its_standby_under_load_and_loses_nothing() -> None:
+    """The worker holding the user's shards, with a synchronous streaming standby, dies under 8
+    writers; the standby is promoted and put in its place (`citus_update_node`). Meanwhile the
+    API answers 503, never 500 (`write_until`), and then goes on by itself: every acknowledged
+    event is stored once, seqs without a gap."""
+    with citus_cluster(workers=2) as cluster:
+        url = await asyncio.to_thread(cluster.create_database)
+        await asyncio.to_thread(db.upgrade, url)
+        home = await worker_of_user(url, USER)
+        [worker] = [w for w in cluster.workers if f"port={w.port} " == home]
+        assert worker.port is not None
+        await asyncio.to_thread(
+            run,
+            worker.dsn(),
+            "ALTER SYSTEM SET synchronous_standby_names = '*'",
+            "SELECT pg_reload_conf()",
+        )
+        standby = Standby(
+            cluster.folder / "standby", worker.port, bin_dir=PG_BIN, options=TEST_OPTIONS
+        )
+        await asyncio.to_thread(standby.start)
+        server, base_url = await asyncio.to_thread(start_server, url, "--workers", "2")
+        try:
+            async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+                await create_session(http, sessionId="s")
+                acknowledged: set[str] = set()
+                stop = asyncio.Event()
+                writing = asyncio.create_task(write_until(base_url, stop, acknowledged))
+                await asyncio.sleep(1.5)
+                before = len(acknowledged)
+
+                def fail_over() -> None:
+                    worker.stop("immediate")  # the worker dies
+                    standby.promote()
+                    run(
+                        url,
+                        "SELECT citus_update_node(nodeid, '127.0.0.1', "
+                        f"{standby.port}) FROM pg_dist_node WHERE nodeport = {worker.port}",
+                    )
+
+                await asyncio.to_thread(fail_over)
+                promoted = len(acknowledged)
+                await asyncio.sleep(3)
+                stop.set()
+                assert await writing > 0  # the switch was seen: 503s, never a 500
+                assert before > 50  # appends ran before the failover
+                assert len(acknowledged) > promoted + 50  # and after it, through the same server
+                events = (await http.get(session_url("s"))).json()["events"]
+                stored = [event["id"] for event in events]
+                assert acknowledged <= set(stored), acknowledged - set(stored)
+                assert len(stored) == len(set(stored))
+                assert [event["seq"] for event in events] == list(range(1, len(stored) + 1))
+        finally:
+            await asyncio.to_thread(stop_server, server)
+            await asyncio.to_thread(standby.stop, "immediate")
