@@ -72,6 +72,10 @@ ROWS = (
         "S15 S1 on Citus: PostgreSQL CPU, coordinator",
         "µs/append",
     ),
+    Row("s15_single_s11_common_ms", "S15 S11 on one node, two common words", "ms"),
+    Row("s15_cluster_s11_common_ms", "S15 S11 on Citus, two common words", "ms"),
+    Row("s15_single_s11_rare_ms", "S15 S11 on one node, two rarer words", "ms"),
+    Row("s15_cluster_s11_rare_ms", "S15 S11 on Citus, two rarer words", "ms"),
     Row("s15_ungrouped_s1_eps", "S15 S1 on one node, appends not grouped", "events/s"),
     Row(
         "s15_ungrouped_pg_cpu",

@@ -449,21 +449,9 @@ async def run_live(
         results.put("s10_watched_eps", "Sessionary", watched_burst.events_per_second)
 
 
-async def run_search(
-    dbs: Databases, sessionary: Sessionary, sizes: Sizes, results: Results
-) -> None:
-    """S11: two-word searches of one app's events (`GET /apps/{app}/search`)."""
-    log(f"S11: loading {sizes.search_events:,} events of words to search")
-    sessions = max(1, sizes.search_events // 100)
-    await databases.seed_search(
-        dbs.sessionary,
-        SEARCH_APP,
-        sessions=sessions,
-        events_per_session=sizes.search_events // sessions,
-        vocabulary=sizes.search_vocabulary,
-        config=Settings().search_config,
-    )
-    async with loadgen.Connection(sessionary.host, sessionary.port) as connection:
+async def search_medians(system: Sessionary, sizes: Sizes, results: Results, label: str) -> None:
+    """S11's searches of `SEARCH_APP`: the median time of each, as `{label}_{name}_ms`."""
+    async with loadgen.Connection(system.host, system.port) as connection:
         for name, words in SEARCH_QUERIES.items():
             path = f"/apps/{SEARCH_APP}/search?{urlencode({'q': words, 'pageSize': 20})}"
 
@@ -471,7 +459,29 @@ async def run_search(
                 await connection.call("GET", path)
 
             median = await scenarios.median_call(sizes.read_repeat, search)
-            results.put(f"s11_{name}_ms", "Sessionary", median)
+            results.put(f"{label}_{name}_ms", "Sessionary", median)
+
+
+async def seed_search(dsn: str, sizes: Sizes, events: int) -> None:
+    """S11's events of words to search, `events` of them, 100 a session."""
+    sessions = max(1, events // 100)
+    await databases.seed_search(
+        dsn,
+        SEARCH_APP,
+        sessions=sessions,
+        events_per_session=events // sessions,
+        vocabulary=sizes.search_vocabulary,
+        config=Settings().search_config,
+    )
+
+
+async def run_search(
+    dbs: Databases, sessionary: Sessionary, sizes: Sizes, results: Results
+) -> None:
+    """S11: two-word searches of one app's events (`GET /apps/{app}/search`)."""
+    log(f"S11: loading {sizes.search_events:,} events of words to search")
+    await seed_search(dbs.sessionary, sizes, sizes.search_events)
+    await search_medians(sessionary, sizes, results, "s11")
     index = await databases.search_index_bytes(dbs.sessionary)
     results.notes.append(
         f"S11: {sizes.search_events:,} events of 12 words from {sizes.search_vocabulary:,}; "
@@ -530,14 +540,15 @@ async def _s15_server(
     *,
     read: bool = True,
 ) -> None:
-    """S1 on a server of `dsn`, after S3 if `read`; with `cluster`, where its PostgreSQL CPU
-    went, node by node."""
+    """S1 on a server of `dsn`, after S3 and S11's searches if `read`; with `cluster`, where
+    its PostgreSQL CPU went, node by node."""
     with server.Server(dsn, workers, server_env) as serve:
         system = Sessionary(serve.host, serve.port, worker_pids=serve.worker_pids)
         log(f"S15: {label}")
         if read:
             found = await scenarios.read(system, sizes, READ_KEY, None)
             results.put(f"{label}_s3_ms", "Sessionary", found)
+            await search_medians(system, sizes, results, f"{label}_s11")
         before = cpu.postgres_by_server()
         burst = await append(system, sizes, label)
         spent = {
@@ -560,13 +571,20 @@ async def _s15_server(
         results.notes.append(f"S15: {label}, PostgreSQL µs per append: {split}.")
 
 
+def s15_searched(sizes: Sizes) -> int:
+    """The events S15 searches on each kind of server: a tenth of S11's, for the time it takes
+    to load them into a cluster on this host."""
+    return max(1_000, sizes.search_events // 10)
+
+
 async def run_sharded(
     sizes: Sizes, workers: int, results: Results, server_env: dict[str, str]
 ) -> None:
     """S15: S3 and S1 on a Citus cluster started on this host (a coordinator and two workers,
     the tables sharded by `sessionary migrate`), next to one PostgreSQL started the same way
     without Citus (S1 with appends grouped, as served, and not), in this run; where the
-    cluster's PostgreSQL CPU went, node by node; and S1 again on a cluster of one worker."""
+    cluster's PostgreSQL CPU went, node by node; S11's searches over a tenth of its events on
+    each; and S1 again on a cluster of one worker."""
     missing = citus.citus_missing()
     if missing is not None:
         results.notes.append(f"S15 not run: {missing}.")
@@ -576,6 +594,7 @@ async def run_sharded(
         dsn = await asyncio.to_thread(single.create_database, sharded=False)
         await asyncio.to_thread(databases.migrate, dsn)
         await seed_read(dsn, "sessionary", sizes)
+        await seed_search(dsn, sizes, s15_searched(sizes))
         await _s15_server(dsn, sizes, workers, server_env, "s15_single", results)
         ungrouped = {**server_env, "SESSIONARY_APPEND_LANES": "0"}
         await _s15_server(dsn, sizes, workers, ungrouped, "s15_ungrouped", results, read=False)
@@ -584,6 +603,8 @@ async def run_sharded(
             dsn = await asyncio.to_thread(cluster.create_database)
             await asyncio.to_thread(databases.migrate, dsn)
             await seed_read(dsn, "sessionary", sizes)
+            if nodes == 2:
+                await seed_search(dsn, sizes, s15_searched(sizes))
             await _s15_server(
                 dsn, sizes, workers, server_env, label, results, cluster, read=nodes == 2
             )
@@ -591,6 +612,7 @@ async def run_sharded(
     reads = results.get("s15_cluster_s3_ms") / results.get("s15_single_s3_ms")
     cost = results.get("s15_cluster_pg_cpu") / results.get("s15_ungrouped_pg_cpu")
     coordinator = results.get("s15_cluster_pg_cpu_coordinator") / results.get("s15_cluster_pg_cpu")
+    results.notes.append(f"S15: S11's searches over {s15_searched(sizes):,} events.")
     results.notes.append(
         f"S15: on a Citus coordinator and two workers, all on this host's {os.cpu_count()} "
         f"cores, S1 at {appends:.0%} of one node's events/s, S3 in {reads:.2f}x its time; "
