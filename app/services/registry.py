@@ -78,7 +78,7 @@ class Services:
             portability=PortabilityService(pool, settings),
             usage=UsageService(pool),
             retention=RetentionService(pool, settings),
-            search=SearchService(pool, settings),
+            search=SearchService(pool, settings, sharded=sharded),
             live=live,
             shared_state=SharedStateService(pool, settings),
         )
