@@ -45,6 +45,15 @@ async def on_citus(connection: asyncpg.Connection) -> bool:
     return bool(await connection.fetchval(HAS_CITUS))
 
 
+async def routes_appends(connection: asyncpg.Connection) -> bool:
+    """Whether this Citus database has the append routed to the user's worker that this code
+    calls (`events.APPEND_ROUTED`): `sessionary migrate` makes it, and a cluster it has not
+    run on since an upgrade has another or none."""
+    return bool(
+        await connection.fetchval("SELECT to_regprocedure($1) IS NOT NULL", events.ROUTED_SIGNATURE)
+    )
+
+
 def distribute(connection: Connection) -> list[str]:
     """Distribute the tables that are not yet; returns their names (none without Citus).
     Rows already in a table move into its shards."""

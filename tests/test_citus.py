@@ -19,7 +19,7 @@ from app import db
 from app.config import Settings
 from app.main import create_app
 from app.models import Base
-from app.repositories.events import APPEND, APPEND_ROUTED, ROUTED_FUNCTION
+from app.repositories.events import APPEND, APPEND_ROUTED, ROUTED_FUNCTION, ROUTED_SIGNATURE
 from app.sharding import CO_LOCATED, REFERENCE, SHARD_KEY
 from bench.citus import PG_BIN, TEST_OPTIONS, Cluster, citus_cluster, run
 from tests.fixtures import client_of, sessionary, start_server, stop_server
@@ -237,6 +237,29 @@ async def test_an_append_is_one_call_citus_hands_whole_to_the_users_worker(
     session = (await client.get(S)).json()
     assert session["state"] == {**delta, "app:motd": "hi"}
     assert [event["seq"] for event in session["events"]] == [1, 2]
+
+
+async def test_a_cluster_not_migrated_since_the_upgrade_appends_by_the_one_statement(
+    citus: Cluster,
+) -> None:
+    """Without the routed append (`sessionary migrate` not yet run), appends take the one
+    statement the coordinator plans, and are stored all the same."""
+    url = await asyncio.to_thread(citus.create_database)
+    try:
+        await asyncio.to_thread(db.upgrade, url)
+        await asyncio.to_thread(run, url, f"DROP FUNCTION {ROUTED_SIGNATURE}")
+        application = create_app(Settings(database_url=url, auth=False, sweep_interval=86_400))
+        async with application.router.lifespan_context(application):
+            assert not application.state.services.events.group_commit.routed
+            transport = httpx.ASGITransport(application)
+            async with httpx.AsyncClient(transport=transport, base_url="http://s") as client:
+                await create_session(client, sessionId="s")
+                for _ in range(3):
+                    assert (await append(client, "s", {"author": "user"})).status_code == 201
+                events = (await client.get(session_url("s"))).json()["events"]
+                assert [event["seq"] for event in events] == [1, 2, 3]
+    finally:
+        await asyncio.to_thread(citus.drop_database, make_url(url).database or "")
 
 
 async def test_appends_to_different_users_never_share_a_statement(app: FastAPI) -> None:
