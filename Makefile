@@ -40,13 +40,14 @@ run: $(SERVE)
 	$(BIN)/sessionary serve
 
 # The cluster suite runs the tests of the service's behaviour again on a Citus coordinator and
-# two workers that it starts (bench/citus.py), with what only a cluster shows (test_citus.py);
-# not the tests of one server's own machinery (replicas, failover, PgBouncer, the embedded
-# server, set-up), nor those that reach no database, nor the clients of the API (examples, MCP).
+# two workers that it starts (bench/citus.py), with what only a cluster shows (test_citus.py)
+# and PgBouncer in front of the coordinator; not the tests of one server's own machinery
+# (replicas, failover, the embedded server, set-up), nor those that reach no database, nor the
+# clients of the API (examples, MCP).
 NOT_ON_CLUSTER := test_setup.py test_docs.py test_openapi.py test_explorer.py \
-	test_typescript_client.py test_ruby_client.py test_go_client.py test_pgbouncer.py \
-	test_replicas.py test_failover.py test_strict_json.py test_rendering.py test_group_commit.py \
-	test_examples.py test_mcp.py test_mcp_text.py test_packaging.py rules
+	test_typescript_client.py test_ruby_client.py test_go_client.py test_replicas.py \
+	test_failover.py test_strict_json.py test_rendering.py test_group_commit.py test_examples.py \
+	test_mcp.py test_mcp_text.py test_packaging.py rules
 
 ## Lint, type-check and run every test (embedded PostgreSQL unless (TEST_)DATABASE_URL is set),
 ## then the cluster suite on a Citus cluster of its own.

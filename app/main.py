@@ -129,7 +129,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.pool = pool
         async with pool.connection() as connection:
             sharded = await sharding.on_citus(connection)
-        services = Services.create(pool, settings, replica, sharded=sharded)
+            routed = sharded and await sharding.routes_appends(connection)
+        if sharded and not routed:
+            logger.warning(
+                "Appends on this Citus cluster are planned by its coordinator: run "
+                "`sessionary migrate` to have each handed whole to its user's worker."
+            )
+        services = Services.create(pool, settings, replica, sharded=sharded, routed=routed)
         app.state.services = services
         await services.live.start()
         stack.push_async_callback(services.live.close)

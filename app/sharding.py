@@ -14,6 +14,8 @@ one shard; SCALING.md says how to isolate such a hot id on a shard of its own.
 import asyncpg
 from sqlalchemy import Connection, text
 
+from app.repositories import events
+
 SHARD_KEY = "user_id"
 # Distributed by the shard key and co-located: a session, its events and its pending events,
 # and its user's state share a shard, so the statements joining them run on one worker.
@@ -43,6 +45,15 @@ async def on_citus(connection: asyncpg.Connection) -> bool:
     return bool(await connection.fetchval(HAS_CITUS))
 
 
+async def routes_appends(connection: asyncpg.Connection) -> bool:
+    """Whether this Citus database has the append routed to the user's worker that this code
+    calls (`events.APPEND_ROUTED`): `sessionary migrate` makes it, and a cluster it has not
+    run on since an upgrade has another or none."""
+    return bool(
+        await connection.fetchval("SELECT to_regprocedure($1) IS NOT NULL", events.ROUTED_SIGNATURE)
+    )
+
+
 def distribute(connection: Connection) -> list[str]:
     """Distribute the tables that are not yet; returns their names (none without Citus).
     Rows already in a table move into its shards."""
@@ -55,7 +66,9 @@ def distribute(connection: Connection) -> list[str]:
             "SELECT p.oid::regprocedure::text FROM pg_proc p"
             " JOIN pg_namespace n ON n.oid = p.pronamespace"
             " WHERE n.nspname = current_schema() AND p.proname LIKE 'sessionary\\_%'"
-        )
+            " AND p.proname <> :routed"
+        ),
+        {"routed": events.ROUTED_FUNCTION},
     ).all():
         connection.execute(text("SELECT create_distributed_function(:f)"), {"f": function})
     done = set(
@@ -74,4 +87,19 @@ def distribute(connection: Connection) -> list[str]:
                 {"table": table, "key": SHARD_KEY, "group": group},
             )
             distributed.append(table)
+    _route_appends(connection)
     return distributed
+
+
+def _route_appends(connection: Connection) -> None:
+    """The append as a function Citus delegates whole to the user's worker
+    (`events.APPEND_ROUTED`), made anew from this code's SQL on every migration, and placed
+    with the sessions: a call is routed by its user to the worker holding that user's shard."""
+    connection.exec_driver_sql(events.CREATE_ROUTED)
+    connection.execute(
+        text(
+            "SELECT create_distributed_function(CAST(:function AS regprocedure), :by,"
+            " colocate_with => :group)"
+        ),
+        {"function": events.ROUTED_SIGNATURE, "by": events.ROUTED_BY, "group": CO_LOCATED[0]},
+    )

@@ -68,6 +68,23 @@ ROWS = (
     Row("s15_cluster_s1_p99", "S15 S1 on Citus, a coordinator and 2 workers", "p99 ms"),
     Row("s15_single_pg_cpu", "S15 S1 on one PostgreSQL 15 node: PostgreSQL CPU", "µs/append"),
     Row("s15_cluster_pg_cpu", "S15 S1 on Citus: PostgreSQL CPU, every node", "µs/append"),
+    Row(
+        "s15_cluster_pg_cpu_coordinator",
+        "S15 S1 on Citus: PostgreSQL CPU, coordinator",
+        "µs/append",
+    ),
+    Row("s15_single_s11_common_ms", "S15 S11 on one node, two common words", "ms"),
+    Row("s15_cluster_s11_common_ms", "S15 S11 on Citus, two common words", "ms"),
+    Row("s15_single_s11_rare_ms", "S15 S11 on one node, two rarer words", "ms"),
+    Row("s15_cluster_s11_rare_ms", "S15 S11 on Citus, two rarer words", "ms"),
+    Row("s15_ungrouped_s1_eps", "S15 S1 on one node, appends not grouped", "events/s"),
+    Row(
+        "s15_ungrouped_pg_cpu",
+        "S15 S1 on one node, appends not grouped: PostgreSQL CPU",
+        "µs/append",
+    ),
+    Row("s15_one_worker_s1_eps", "S15 S1 on Citus, a coordinator and 1 worker", "events/s"),
+    Row("s15_one_worker_pg_cpu", "S15 S1 on Citus, 1 worker: PostgreSQL CPU", "µs/append"),
 )
 
 
@@ -112,7 +129,8 @@ def _ratio(numerator: float, denominator: float) -> str:
     return f"{numerator / denominator:.2f}x"
 
 
-def table(results: Results) -> str:
+def table(results: Results, scenario: str | None = None) -> str:
+    """Every row; `scenario`'s alone when it is given."""
     lines = [
         "| Scenario | Metric | "
         + " | ".join(SYSTEMS)
@@ -122,6 +140,8 @@ def table(results: Results) -> str:
         "|---|---|" + "--:|" * (2 * len(SYSTEMS) - 1),
     ]
     for row in ROWS:
+        if scenario is not None and not row.scenario.startswith(scenario):
+            continue
         values = [results.get(row.key, system) for system in SYSTEMS]
         lines.append(
             f"| {row.scenario} | {row.metric} | "
@@ -241,6 +261,29 @@ def targets(results: Results) -> list[Target]:
                 f"{results.mixed.lost} lost or doubled, {failed} failed",
             ),
         ]
+    if not math.isnan(r("s15_cluster_pg_cpu")):
+        cluster, ungrouped = r("s15_cluster_pg_cpu"), r("s15_ungrouped_pg_cpu")
+        coordinator = r("s15_cluster_pg_cpu_coordinator")
+        checks += [
+            Target(
+                "S15 PostgreSQL CPU per append on Citus ≤ 2x one node's (not grouped)",
+                cluster <= 2 * ungrouped,
+                f"{cluster / ungrouped:.2f}x ({cluster:,.0f} µs against {ungrouped:,.0f}; "
+                f"grouped {r('s15_single_pg_cpu'):,.0f})",
+            ),
+            Target(
+                "S15 the coordinator ≤ 15% of it",
+                coordinator <= 0.15 * cluster,
+                f"{coordinator / cluster:.0%} ({coordinator:,.0f} µs)",
+            ),
+            Target(
+                "S15 S1 on Citus ≥ 40% of one node's events/s, p99 < 100 ms",
+                r("s15_cluster_s1_eps") >= 0.4 * r("s15_single_s1_eps")
+                and r("s15_cluster_s1_p99") < 100,
+                f"{r('s15_cluster_s1_eps') / r('s15_single_s1_eps'):.0%}, "
+                f"p99 {r('s15_cluster_s1_p99'):.0f} ms",
+            ),
+        ]
     if results.sustained:
         first, last = results.sustained[0], results.sustained[-1]
         checks.append(
@@ -318,8 +361,9 @@ def cpu_split(splits: dict[str, CpuSplit], cores: int) -> str:
     return "\n".join(lines)
 
 
-def render(results: Results, header: str) -> str:
-    lines = [header, "", table(results), ""]
+def render(results: Results, header: str, scenario: str | None = None) -> str:
+    """The report; of `scenario`'s targets alone when it is given (a scenario run alone)."""
+    lines = [header, "", table(results, scenario), ""]
     if results.s1_cpu:
         lines += [cpu_split(results.s1_cpu, results.cores), ""]
     if results.sustained:
@@ -328,12 +372,15 @@ def render(results: Results, header: str) -> str:
         lines += [mixed.report(results.mixed), ""]
     if results.clients is not None:
         lines += [*results.clients.lines(), ""]
-    lines.append(
-        f"Load generator: {results.generator}; its ceiling (GET /healthz, same clients): "
-        f"{results.ceiling_rps:,.0f} req/s."
-    )
+    if not math.isnan(results.ceiling_rps):
+        lines.append(
+            f"Load generator: {results.generator}; its ceiling (GET /healthz, same clients): "
+            f"{results.ceiling_rps:,.0f} req/s."
+        )
     lines.extend(f"- {note}" for note in results.notes)
     lines += ["", "| Target | Met | Measured |", "|---|---|---|"]
     for target in targets(results):
+        if scenario is not None and not target.name.startswith(scenario):
+            continue
         lines.append(f"| {target.name} | {'yes' if target.met else '**no**'} | {target.detail} |")
     return "\n".join(lines)

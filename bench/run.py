@@ -91,6 +91,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skip-growth", action="store_true", help="no S6")
     parser.add_argument("--skip-clients", action="store_true", help="no S17")
     parser.add_argument("--output", type=Path, help="also write the report to this file")
+    parser.add_argument(
+        "--only", choices=["s15"], help="this scenario alone (S15 needs no DATABASE_URL)"
+    )
     for sizing in dataclasses.fields(Sizes):
         parser.add_argument(
             "--" + sizing.name.replace("_", "-"),
@@ -282,7 +285,18 @@ async def phase(
             await system.close()
 
 
+def pool_share(args: argparse.Namespace) -> int:
+    """Each worker's pool: its share of the clients, so that Sessionary's idle connections
+    and ADK's pool fit under PostgreSQL's default max_connections (100)."""
+    return -(-sizes_from(args).clients // args.workers)
+
+
 async def bench(args: argparse.Namespace) -> str:
+    if args.only == "s15":
+        results = Results(cores=os.cpu_count() or 1)
+        env = {"SESSIONARY_AUTH": "false", "SESSIONARY_DB_POOL_SIZE": str(pool_share(args))}
+        await run_sharded(sizes_from(args), args.workers, results, env)
+        return render(results, header(), "S15")
     database_url = os.environ.get("DATABASE_URL")
     if not database_url:
         raise SystemExit("Set DATABASE_URL to a PostgreSQL server (see bench/README.md).")
@@ -303,13 +317,7 @@ async def bench(args: argparse.Namespace) -> str:
     await seed_small(dbs, sizes, with_adk=adk is not None)
     await databases.checkpoint(dbs.sessionary)
 
-    # Each worker's pool sized to its share of the clients, so that Sessionary's idle
-    # connections and ADK's pool fit under PostgreSQL's default max_connections (100).
-    per_worker = -(-sizes.clients // args.workers)
-    server_env = {
-        "SESSIONARY_AUTH": "false",
-        "SESSIONARY_DB_POOL_SIZE": str(per_worker),
-    }
+    server_env = {"SESSIONARY_AUTH": "false", "SESSIONARY_DB_POOL_SIZE": str(pool_share(args))}
     with server.Server(dbs.sessionary, args.workers, server_env) as serve:
         log(f"sessionary serve --workers {args.workers} on port {serve.port}")
         sessionary = Sessionary(serve.host, serve.port, worker_pids=serve.worker_pids)
@@ -447,21 +455,9 @@ async def run_live(
         results.put("s10_watched_eps", "Sessionary", watched_burst.events_per_second)
 
 
-async def run_search(
-    dbs: Databases, sessionary: Sessionary, sizes: Sizes, results: Results
-) -> None:
-    """S11: two-word searches of one app's events (`GET /apps/{app}/search`)."""
-    log(f"S11: loading {sizes.search_events:,} events of words to search")
-    sessions = max(1, sizes.search_events // 100)
-    await databases.seed_search(
-        dbs.sessionary,
-        SEARCH_APP,
-        sessions=sessions,
-        events_per_session=sizes.search_events // sessions,
-        vocabulary=sizes.search_vocabulary,
-        config=Settings().search_config,
-    )
-    async with loadgen.Connection(sessionary.host, sessionary.port) as connection:
+async def search_medians(system: Sessionary, sizes: Sizes, results: Results, label: str) -> None:
+    """S11's searches of `SEARCH_APP`: the median time of each, as `{label}_{name}_ms`."""
+    async with loadgen.Connection(system.host, system.port) as connection:
         for name, words in SEARCH_QUERIES.items():
             path = f"/apps/{SEARCH_APP}/search?{urlencode({'q': words, 'pageSize': 20})}"
 
@@ -469,7 +465,29 @@ async def run_search(
                 await connection.call("GET", path)
 
             median = await scenarios.median_call(sizes.read_repeat, search)
-            results.put(f"s11_{name}_ms", "Sessionary", median)
+            results.put(f"{label}_{name}_ms", "Sessionary", median)
+
+
+async def seed_search(dsn: str, sizes: Sizes, events: int) -> None:
+    """S11's events of words to search, `events` of them, 100 a session."""
+    sessions = max(1, events // 100)
+    await databases.seed_search(
+        dsn,
+        SEARCH_APP,
+        sessions=sessions,
+        events_per_session=events // sessions,
+        vocabulary=sizes.search_vocabulary,
+        config=Settings().search_config,
+    )
+
+
+async def run_search(
+    dbs: Databases, sessionary: Sessionary, sizes: Sizes, results: Results
+) -> None:
+    """S11: two-word searches of one app's events (`GET /apps/{app}/search`)."""
+    log(f"S11: loading {sizes.search_events:,} events of words to search")
+    await seed_search(dbs.sessionary, sizes, sizes.search_events)
+    await search_medians(sessionary, sizes, results, "s11")
     index = await databases.search_index_bytes(dbs.sessionary)
     results.notes.append(
         f"S11: {sizes.search_events:,} events of 12 words from {sizes.search_vocabulary:,}; "
@@ -517,53 +535,95 @@ async def run_pooled(
     )
 
 
+async def _s15_server(
+    dsn: str,
+    sizes: Sizes,
+    workers: int,
+    server_env: dict[str, str],
+    label: str,
+    results: Results,
+    cluster: citus.Cluster | None = None,
+    *,
+    read: bool = True,
+) -> None:
+    """S1 on a server of `dsn`, after S3 and S11's searches if `read`; with `cluster`, where
+    its PostgreSQL CPU went, node by node."""
+    with server.Server(dsn, workers, server_env) as serve:
+        system = Sessionary(serve.host, serve.port, worker_pids=serve.worker_pids)
+        log(f"S15: {label}")
+        if read:
+            found = await scenarios.read(system, sizes, READ_KEY, None)
+            results.put(f"{label}_s3_ms", "Sessionary", found)
+            await search_medians(system, sizes, results, f"{label}_s11")
+        before = cpu.postgres_by_server()
+        burst = await append(system, sizes, label)
+        spent = {
+            pid: seconds - before.get(pid, 0.0) for pid, seconds in cpu.postgres_by_server().items()
+        }
+    put_burst(results, f"{label}_s1", "Sessionary", burst)
+    if burst.cpu is None:
+        return
+    results.put(f"{label}_pg_cpu", "Sessionary", burst.cpu.postgres)
+    if cluster is not None:
+        nodes = cluster.postmasters()
+        on_nodes = sum(spent.get(pid, 0.0) for pid in nodes)
+        for pid, name in nodes.items():
+            share = spent.get(pid, 0.0) / on_nodes * burst.cpu.postgres
+            results.put(f"{label}_pg_cpu_{name.replace(' ', '')}", "Sessionary", share)
+        split = ", ".join(
+            f"{name} {spent.get(pid, 0.0) / on_nodes * burst.cpu.postgres:.0f}"
+            for pid, name in nodes.items()
+        )
+        results.notes.append(f"S15: {label}, PostgreSQL µs per append: {split}.")
+
+
+def s15_searched(sizes: Sizes) -> int:
+    """The events S15 searches on each kind of server: a tenth of S11's, for the time it takes
+    to load them into a cluster on this host."""
+    return max(1_000, sizes.search_events // 10)
+
+
 async def run_sharded(
     sizes: Sizes, workers: int, results: Results, server_env: dict[str, str]
 ) -> None:
     """S15: S3 and S1 on a Citus cluster started on this host (a coordinator and two workers,
     the tables sharded by `sessionary migrate`), next to one PostgreSQL started the same way
-    without Citus, in this run; and where the cluster's PostgreSQL CPU went, node by node."""
+    without Citus (S1 with appends grouped, as served, and not), in this run; where the
+    cluster's PostgreSQL CPU went, node by node; S11's searches over a tenth of its events on
+    each; and S1 again on a cluster of one worker."""
     missing = citus.citus_missing()
     if missing is not None:
         results.notes.append(f"S15 not run: {missing}.")
         return
     single_options = {"max_connections": citus.NODE_OPTIONS["max_connections"]}
-    with (
-        citus.citus_cluster(workers=0, options=single_options) as single,
-        citus.citus_cluster(workers=2, options=citus.NODE_OPTIONS) as cluster,
-    ):
-        for label, owner in (("s15_single", single), ("s15_cluster", cluster)):
-            sharded = owner is cluster
-            dsn = await asyncio.to_thread(owner.create_database, sharded=sharded)
+    with citus.citus_cluster(workers=0, options=single_options) as single:
+        dsn = await asyncio.to_thread(single.create_database, sharded=False)
+        await asyncio.to_thread(databases.migrate, dsn)
+        await seed_read(dsn, "sessionary", sizes)
+        await seed_search(dsn, sizes, s15_searched(sizes))
+        await _s15_server(dsn, sizes, workers, server_env, "s15_single", results)
+        ungrouped = {**server_env, "SESSIONARY_APPEND_LANES": "0"}
+        await _s15_server(dsn, sizes, workers, ungrouped, "s15_ungrouped", results, read=False)
+    for nodes, label in ((2, "s15_cluster"), (1, "s15_one_worker")):
+        with citus.citus_cluster(workers=nodes, options=citus.NODE_OPTIONS) as cluster:
+            dsn = await asyncio.to_thread(cluster.create_database)
             await asyncio.to_thread(databases.migrate, dsn)
             await seed_read(dsn, "sessionary", sizes)
-            with server.Server(dsn, workers, server_env) as serve:
-                system = Sessionary(serve.host, serve.port, worker_pids=serve.worker_pids)
-                log(f"S15: S3 and S1 on {'the Citus cluster' if sharded else 'one node'}")
-                read = await scenarios.read(system, sizes, READ_KEY, None)
-                results.put(f"{label}_s3_ms", "Sessionary", read)
-                before = cpu.postgres_by_server()
-                burst = await append(system, sizes, label)
-                spent = {
-                    pid: seconds - before.get(pid, 0.0)
-                    for pid, seconds in cpu.postgres_by_server().items()
-                }
-            put_burst(results, f"{label}_s1", "Sessionary", burst)
-            if burst.cpu is not None:
-                results.put(f"{label}_pg_cpu", "Sessionary", burst.cpu.postgres)
-            if sharded and burst.cpu is not None:
-                nodes = cluster.postmasters()
-                on_nodes = sum(spent.get(pid, 0.0) for pid in nodes)
-                split = ", ".join(
-                    f"{name} {spent.get(pid, 0.0) / on_nodes * burst.cpu.postgres:.0f}"
-                    for pid, name in nodes.items()
-                )
-                results.notes.append(f"S15: the cluster's PostgreSQL µs per append: {split}.")
+            if nodes == 2:
+                await seed_search(dsn, sizes, s15_searched(sizes))
+            await _s15_server(
+                dsn, sizes, workers, server_env, label, results, cluster, read=nodes == 2
+            )
     appends = results.get("s15_cluster_s1_eps") / results.get("s15_single_s1_eps")
     reads = results.get("s15_cluster_s3_ms") / results.get("s15_single_s3_ms")
+    cost = results.get("s15_cluster_pg_cpu") / results.get("s15_ungrouped_pg_cpu")
+    coordinator = results.get("s15_cluster_pg_cpu_coordinator") / results.get("s15_cluster_pg_cpu")
+    results.notes.append(f"S15: S11's searches over {s15_searched(sizes):,} events.")
     results.notes.append(
         f"S15: on a Citus coordinator and two workers, all on this host's {os.cpu_count()} "
-        f"cores, S1 at {appends:.0%} of one node's events/s, S3 in {reads:.2f}x its time."
+        f"cores, S1 at {appends:.0%} of one node's events/s, S3 in {reads:.2f}x its time; "
+        f"PostgreSQL CPU per append {cost:.2f}x one node's ungrouped, the coordinator "
+        f"{coordinator:.0%} of it."
     )
 
 

@@ -1,6 +1,7 @@
 """Real PostgreSQL replication for the tests: a primary of their own and a streaming standby
 made from it with `pg_basebackup`, both from the embedded PostgreSQL's binaries."""
 
+import asyncio
 import shutil
 import tempfile
 import time
@@ -8,16 +9,26 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
+
 from app.embedded import EmbeddedPostgres
 from bench.citus import run
+from tests.helpers import session_url
 
 
 class Standby(EmbeddedPostgres):
     """A server whose data folder starts as a base backup of `primary_port`'s, following it
-    (`-R`: `standby.signal` and `primary_conninfo` written)."""
+    (`-R`: `standby.signal` and `primary_conninfo` written); `bin_dir` and `options` as the
+    primary's, when it is not the embedded server (a Citus worker's)."""
 
-    def __init__(self, data_dir: Path, primary_port: int) -> None:
-        super().__init__(data_dir)
+    def __init__(
+        self,
+        data_dir: Path,
+        primary_port: int,
+        bin_dir: Path | None = None,
+        options: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(data_dir, bin_dir, options)
         self.primary_port = primary_port
 
     def _init(self) -> None:
@@ -81,3 +92,35 @@ def wait_caught_up(primary_dsn: str, standby_dsn: str, timeout: float = 30) -> N
             return
         time.sleep(0.05)
     raise TimeoutError("the standby did not catch up")
+
+
+WRITERS = 8
+
+
+async def write_until(base_url: str, stop: asyncio.Event, acknowledged: set[str]) -> int:
+    """Each writer appends events with ids of its own, resending one until it is stored (a
+    resend of a stored event is answered 200), as a client does through a failover; any other
+    answer must be a 503. Returns how many 503s there were."""
+    refused = 0
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+
+        async def writer(number: int) -> None:
+            nonlocal refused
+            for count in range(1_000_000):
+                if stop.is_set():
+                    return
+                event = {"id": f"w{number}-{count}", "author": "user"}
+                while True:
+                    try:
+                        response = await http.post(f"{session_url('s')}/events", json=event)
+                    except httpx.TransportError:
+                        response = None
+                    if response is not None and response.status_code in (200, 201):
+                        acknowledged.add(event["id"])
+                        break
+                    assert response is None or response.status_code == 503, response.text
+                    refused += response is not None
+                    await asyncio.sleep(0.05)
+
+        await asyncio.gather(*(writer(number) for number in range(WRITERS)))
+    return refused

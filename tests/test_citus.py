@@ -19,10 +19,12 @@ from app import db
 from app.config import Settings
 from app.main import create_app
 from app.models import Base
+from app.repositories.events import APPEND, APPEND_ROUTED, ROUTED_FUNCTION, ROUTED_SIGNATURE
 from app.sharding import CO_LOCATED, REFERENCE, SHARD_KEY
-from bench.citus import Cluster, citus_cluster, run
+from bench.citus import PG_BIN, TEST_OPTIONS, Cluster, citus_cluster, run
 from tests.fixtures import client_of, sessionary, start_server, stop_server
 from tests.helpers import APP, USER, append, create_session, session_url
+from tests.replication import Standby, write_until
 
 S = session_url("s1")
 
@@ -82,13 +84,14 @@ def tasks(plan: Any) -> Iterator[dict[str, Any]]:
 
 
 async def workers_of(database_url: str, statements: list[Statement]) -> list[list[str]]:
-    """For each statement on a sharded table, the node of each task of its plan."""
+    """For each statement on a sharded table (or a call of the append routed to a worker),
+    the node of each task of its plan."""
     connection = await asyncpg.connect(database_url)
     try:
         await connection.execute("SET citus.explain_all_tasks = on")
         placed = []
         for sql, args in statements:
-            if not any(table in sql for table in (*CO_LOCATED, *REFERENCE)):
+            if not any(name in sql for name in (*CO_LOCATED, *REFERENCE, ROUTED_FUNCTION)):
                 continue
             if (
                 not sql.lstrip()
@@ -210,6 +213,53 @@ async def test_per_session_work_runs_on_the_workers_holding_the_users_shard(
             assert len(remote) <= 1 and all(home in node for node in remote), (name, nodes)
         if response.request.method == "GET":  # a read: one task per statement
             assert all(len(nodes) == 1 for nodes in placed), (name, placed)
+
+
+async def test_an_append_is_one_call_citus_hands_whole_to_the_users_worker(
+    logged: tuple[httpx.AsyncClient, list[Statement]], database_url: str
+) -> None:
+    """Its session, user state and events written there, in one call the coordinator only
+    passes on; one that writes app state, a copy on every node, is the one statement."""
+    client, statements = logged
+    await create_session(client, sessionId="s1")
+    home = await worker_of_user(database_url, USER)
+    delta = {"user:name": "Ada", "topic": "t"}
+    statements.clear()
+    event = {"author": "user", "actions": {"stateDelta": delta}}
+    assert (await append(client, "s1", event)).status_code == 201
+    assert [sql for sql, _ in statements] == [APPEND_ROUTED.sql]
+    [[node]] = await workers_of(database_url, statements)  # one task: the call, delegated
+    assert home in node
+    statements.clear()
+    event = {"author": "user", "actions": {"stateDelta": {"app:motd": "hi"}}}
+    assert (await append(client, "s1", event)).status_code == 201
+    assert [sql for sql, _ in statements] == [APPEND.sql]
+    session = (await client.get(S)).json()
+    assert session["state"] == {**delta, "app:motd": "hi"}
+    assert [event["seq"] for event in session["events"]] == [1, 2]
+
+
+async def test_a_cluster_not_migrated_since_the_upgrade_appends_by_the_one_statement(
+    citus: Cluster,
+) -> None:
+    """Without the routed append (`sessionary migrate` not yet run), appends take the one
+    statement the coordinator plans, and are stored all the same."""
+    url = await asyncio.to_thread(citus.create_database)
+    try:
+        await asyncio.to_thread(db.upgrade, url)
+        await asyncio.to_thread(run, url, f"DROP FUNCTION {ROUTED_SIGNATURE}")
+        application = create_app(Settings(database_url=url, auth=False, sweep_interval=86_400))
+        async with application.router.lifespan_context(application):
+            assert not application.state.services.events.group_commit.routed
+            transport = httpx.ASGITransport(application)
+            async with httpx.AsyncClient(transport=transport, base_url="http://s") as client:
+                await create_session(client, sessionId="s")
+                for _ in range(3):
+                    assert (await append(client, "s", {"author": "user"})).status_code == 201
+                events = (await client.get(session_url("s"))).json()["events"]
+                assert [event["seq"] for event in events] == [1, 2, 3]
+    finally:
+        await asyncio.to_thread(citus.drop_database, make_url(url).database or "")
 
 
 async def test_appends_to_different_users_never_share_a_statement(app: FastAPI) -> None:
@@ -374,3 +424,63 @@ async def test_a_rebalance_onto_a_new_worker_under_load_loses_nothing() -> None:
                     assert [event["seq"] for event in stored] == list(range(1, len(ids) + 1))
         finally:
             stop_server(server)
+
+
+# --- a worker's failover ----------------------------------------------------------------------
+
+
+async def test_a_worker_fails_over_to_its_standby_under_load_and_loses_nothing() -> None:
+    """The worker holding the user's shards, with a synchronous streaming standby, dies under 8
+    writers; the standby is promoted and put in its place (`citus_update_node`). Meanwhile the
+    API answers 503, never 500 (`write_until`), and then goes on by itself: every acknowledged
+    event is stored once, seqs without a gap."""
+    with citus_cluster(workers=2) as cluster:
+        url = await asyncio.to_thread(cluster.create_database)
+        await asyncio.to_thread(db.upgrade, url)
+        home = await worker_of_user(url, USER)
+        [worker] = [w for w in cluster.workers if f"port={w.port} " == home]
+        assert worker.port is not None
+        await asyncio.to_thread(
+            run,
+            worker.dsn(),
+            "ALTER SYSTEM SET synchronous_standby_names = '*'",
+            "SELECT pg_reload_conf()",
+        )
+        standby = Standby(
+            cluster.folder / "standby", worker.port, bin_dir=PG_BIN, options=TEST_OPTIONS
+        )
+        await asyncio.to_thread(standby.start)
+        server, base_url = await asyncio.to_thread(start_server, url, "--workers", "2")
+        try:
+            async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+                await create_session(http, sessionId="s")
+                acknowledged: set[str] = set()
+                stop = asyncio.Event()
+                writing = asyncio.create_task(write_until(base_url, stop, acknowledged))
+                await asyncio.sleep(1.5)
+                before = len(acknowledged)
+
+                def fail_over() -> None:
+                    worker.stop("immediate")  # the worker dies
+                    standby.promote()
+                    run(
+                        url,
+                        "SELECT citus_update_node(nodeid, '127.0.0.1', "
+                        f"{standby.port}) FROM pg_dist_node WHERE nodeport = {worker.port}",
+                    )
+
+                await asyncio.to_thread(fail_over)
+                promoted = len(acknowledged)
+                await asyncio.sleep(3)
+                stop.set()
+                assert await writing > 0  # the switch was seen: 503s, never a 500
+                assert before > 50  # appends ran before the failover
+                assert len(acknowledged) > promoted + 50  # and after it, through the same server
+                events = (await http.get(session_url("s"))).json()["events"]
+                stored = [event["id"] for event in events]
+                assert acknowledged <= set(stored), acknowledged - set(stored)
+                assert len(stored) == len(set(stored))
+                assert [event["seq"] for event in events] == list(range(1, len(stored) + 1))
+        finally:
+            await asyncio.to_thread(stop_server, server)
+            await asyncio.to_thread(standby.stop, "immediate")

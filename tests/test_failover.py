@@ -12,33 +12,7 @@ import httpx
 
 from tests.fixtures import start_server, stop_server
 from tests.helpers import APP, USER, session_url
-from tests.replication import primary_and_standby
-
-WRITERS = 8
-
-
-async def write_until(base_url: str, stop: asyncio.Event, acknowledged: set[str]) -> None:
-    """Each writer appends events with ids of its own, resending one until it is stored (a
-    resend of a stored event is answered 200), as a client does through a failover."""
-    async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
-
-        async def writer(number: int) -> None:
-            for count in range(1_000_000):
-                if stop.is_set():
-                    return
-                event = {"id": f"w{number}-{count}", "author": "user"}
-                while True:
-                    try:
-                        response = await http.post(f"{session_url('s')}/events", json=event)
-                    except httpx.TransportError:
-                        response = None
-                    if response is not None and response.status_code in (200, 201):
-                        acknowledged.add(event["id"])
-                        break
-                    assert response is None or response.status_code == 503, response.text
-                    await asyncio.sleep(0.05)
-
-        await asyncio.gather(*(writer(number) for number in range(WRITERS)))
+from tests.replication import primary_and_standby, write_until
 
 
 def test_promoting_the_standby_under_load_loses_no_acknowledged_event():

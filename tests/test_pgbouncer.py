@@ -1,5 +1,6 @@
 """Behind a real PgBouncer in transaction pooling mode: the migrations, the key commands, the
-server's appends and reads with their concurrency guarantees, and live streams."""
+server's appends and reads with their concurrency guarantees, and live streams; in the cluster
+suite, PgBouncer in front of a Citus coordinator."""
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator

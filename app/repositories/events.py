@@ -1,5 +1,6 @@
 """SQL for the event log: the one-statement append, lookups by id, and pages."""
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,20 +73,32 @@ RECORD = (
 )
 
 
-def insert_events(seq: str, source: str, session: str = ":app_name, :user_id, :session_id") -> str:
-    """SQL inserting the events of `source` (rows of `RECORD` as `new`), each at the seq that
-    the expression `seq` gives it, with the columns derived from it, into the session whose
-    key the expressions `session` give."""
-    return f"""
-    INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
+_EVENT_COLUMNS = """app_name, user_id, session_id, seq, id, invocation_id, author,
                         timestamp, request_hash, event, tokens, calls, responses,
-                        prompt_tokens, candidates_tokens, total_tokens, search)
-    SELECT {session}, {seq},
+                        prompt_tokens, candidates_tokens, total_tokens, search"""
+
+
+def _event_values(seq: str, session: str) -> str:
+    """The values of `_EVENT_COLUMNS` for the event `new` (a row of `RECORD`) at the seq that
+    the expression `seq` gives it, in the session whose key the expressions `session` give."""
+    return f"""{session}, {seq},
            new.event ->> 'id', new.event ->> 'invocationId', new.event ->> 'author',
            CAST(new.event -> 'timestamp' AS double precision), decode(new.hash, 'hex'),
            new.event || jsonb_build_object('seq', {seq}),
            new.tokens, new.calls, new.responses, new.prompt, new.candidates, new.total,
-           to_tsvector(CAST(:search_config AS regconfig), new.text)
+           to_tsvector(CAST(:search_config AS regconfig), new.text)"""
+
+
+_SESSION = ":app_name, :user_id, :session_id"
+
+
+def insert_events(seq: str, source: str, session: str = _SESSION) -> str:
+    """SQL inserting the events of `source` (rows of `RECORD` as `new`), each at the seq that
+    the expression `seq` gives it, with the columns derived from it, into the session whose
+    key the expressions `session` give."""
+    return f"""
+    INSERT INTO events ({_EVENT_COLUMNS})
+    SELECT {_event_values(seq, session)}
     FROM {source}"""
 
 
@@ -107,18 +120,8 @@ def event_records(events: Sequence[NewEvent]) -> list[dict[str, Any]]:
     ]
 
 
-# One statement: one round trip, and its own transaction when no other is open. The UPDATE
-# hands out the seqs and, through its row lock, serialises appends to one session across every
-# API worker. App and user state merge with `||` (atomic: concurrent writers of different keys
-# never lose each other's writes), only once the UPDATE has found the session at the version
-# asked for. `sessionary_checked_state` aborts the whole statement when a state would outgrow
-# the limit. Events are stored as readers get them, seq included, so reads return them as is.
-# `APPEND_ANNOUNCED`, run inside a larger transaction, also tells every worker at commit
-# (`app.repositories.live`); a lone append's worker tells them once it has committed
-# (`Broker.announce_later`): a NOTIFY in the append's own commit would serialise it with every
-# other notifying commit, fsync included (bench/README.md: S1).
-_APPEND = """
-WITH bump AS (
+# The session's part of an append: its seqs (the version before them is returned) and sums.
+_BUMP = """
     UPDATE sessions
     SET version = version + :count,
         state = CASE WHEN :session_delta = '{}' THEN state
@@ -131,7 +134,28 @@ WITH bump AS (
         total_tokens = total_tokens + :total_tokens
     WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id AND status = 'open'
       AND LIVE AND (CAST(:expected_version AS bigint) IS NULL OR version = :expected_version)
-    RETURNING version - :count AS base_seq
+    RETURNING version - :count""".replace("LIVE", LIVE_SQL)
+# The user state's part, its new row given by `SOURCE`.
+_USER_MERGE = """
+    INSERT INTO user_states AS shared (app_name, user_id, state, update_time)
+    SOURCE
+    ON CONFLICT (app_name, user_id) DO UPDATE
+    SET state = sessionary_checked_state(shared.state || excluded.state, 'user', :max_state),
+        update_time = excluded.update_time"""
+_USER_ROW = ":app_name, :user_id, sessionary_checked_state(:user_delta, 'user', :max_state), now()"
+
+# One statement: one round trip, and its own transaction when no other is open. The UPDATE
+# hands out the seqs and, through its row lock, serialises appends to one session across every
+# API worker. App and user state merge with `||` (atomic: concurrent writers of different keys
+# never lose each other's writes), only once the UPDATE has found the session at the version
+# asked for. `sessionary_checked_state` aborts the whole statement when a state would outgrow
+# the limit. Events are stored as readers get them, seq included, so reads return them as is.
+# `APPEND_ANNOUNCED`, run inside a larger transaction, also tells every worker at commit
+# (`app.repositories.live`); a lone append's worker tells them once it has committed
+# (`Broker.announce_later`): a NOTIFY in the append's own commit would serialise it with every
+# other notifying commit, fsync included (bench/README.md: S1).
+_APPEND = """
+WITH bump AS (BUMP AS base_seq
 ), app_merge AS (
     INSERT INTO app_states AS shared (app_name, state, update_time)
     SELECT :app_name, sessionary_checked_state(:app_delta, 'app', :max_state), now()
@@ -139,19 +163,16 @@ WITH bump AS (
     ON CONFLICT (app_name) DO UPDATE
     SET state = sessionary_checked_state(shared.state || excluded.state, 'app', :max_state),
         update_time = excluded.update_time
-), user_merge AS (
-    INSERT INTO user_states AS shared (app_name, user_id, state, update_time)
-    SELECT :app_name, :user_id, sessionary_checked_state(:user_delta, 'user', :max_state), now()
-    FROM bump WHERE :user_delta <> '{}'
-    ON CONFLICT (app_name, user_id) DO UPDATE
-    SET state = sessionary_checked_state(shared.state || excluded.state, 'user', :max_state),
-        update_time = excluded.update_time
+), user_merge AS (USER_MERGE
 ), inserted AS (
     INSERT_EVENTS
 )
 SELECT base_seq ANNOUNCE
 FROM bump
-""".replace("LIVE", LIVE_SQL)
+""".replace("BUMP", _BUMP).replace(
+    "USER_MERGE",
+    _USER_MERGE.replace("SOURCE", f"SELECT {_USER_ROW} FROM bump WHERE :user_delta <> '{{}}'"),
+)
 _ANNOUNCE = f""",
        pg_notify('{CHANNEL}', json_build_object('k', 'appended', 'a', CAST(:app_name AS text),
                                                 'u', CAST(:user_id AS text),
@@ -185,6 +206,77 @@ def _append_statement(announce: str) -> DriverStatement:
 APPEND = _append_statement("")
 APPEND_ANNOUNCED = _append_statement(_ANNOUNCE)
 
+# On Citus, the one statement above is planned by the coordinator in four parts, each a task on
+# the user's worker, their results held by the coordinator between them. `sessionary_append`
+# is the same append as a function, distributed by its user (`app.sharding`): Citus hands a
+# call outside a transaction whole to the worker holding that user's shard, which runs its
+# statements there, each on local shards, and commits alone. The coordinator only passes the
+# call on. It writes no app state: `app_states` is on every node, and a delegated call may not
+# write past its shard (such an append runs `APPEND`). Made on Citus by `sessionary migrate`
+# from the parts `APPEND` is made of, so the two stay the same append.
+_ROUTED_PARAMETERS = (
+    ("app_name", "text"),
+    ("user_id", "text"),
+    ("session_id", "text"),
+    ("count", "integer"),
+    ("expected_version", "bigint"),
+    ("last_timestamp", "double precision"),
+    ("session_delta", "jsonb"),
+    ("user_delta", "jsonb"),
+    ("prompt_tokens", "bigint"),
+    ("candidates_tokens", "bigint"),
+    ("total_tokens", "bigint"),
+    ("events", "jsonb"),
+    ("max_state", "integer"),
+    ("search_config", "regconfig"),
+)
+ROUTED_FUNCTION = "sessionary_append"
+ROUTED_SIGNATURE = f"{ROUTED_FUNCTION}({', '.join(kind for _, kind in _ROUTED_PARAMETERS)})"
+# The parameter Citus routes a call by: the user.
+ROUTED_BY = f"${[name for name, _ in _ROUTED_PARAMETERS].index('user_id') + 1}"
+_ROUTED_BODY = f"""
+DECLARE
+    base_seq bigint;
+    new record;
+BEGIN
+    {_BUMP} INTO base_seq;
+    IF base_seq IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF :user_delta <> '{{}}' THEN
+        {_USER_MERGE.replace("SOURCE", f"VALUES ({_USER_ROW})")};
+    END IF;
+    FOR new IN SELECT * FROM ROWS FROM (jsonb_to_recordset(:events) AS ({RECORD}))
+                   WITH ORDINALITY AS new(event, hash, tokens, calls, responses,
+                                          prompt, candidates, total, text, position) LOOP
+        INSERT INTO events ({_EVENT_COLUMNS})
+        VALUES ({_event_values("base_seq + new.position", _SESSION)});
+    END LOOP;
+    RETURN base_seq;
+END"""
+
+
+def _positional(sql: str) -> str:
+    """`sql` with each `:name` of `_ROUTED_PARAMETERS` as the function's `$n`."""
+    for number, (name, _) in enumerate(_ROUTED_PARAMETERS, start=1):
+        sql = re.sub(rf"(?<!:):{name}\b", f"${number}", sql)
+    if re.search(r"(?<!:):[a-z]", sql):
+        raise ValueError(f"a parameter the function lacks: {sql}")
+    return sql
+
+
+# One INSERT per event, `VALUES`: Citus's fast path takes it whole to the local shard, where
+# an `INSERT … SELECT` would be collected first and then inserted.
+CREATE_ROUTED = f"""
+CREATE OR REPLACE FUNCTION {ROUTED_SIGNATURE} RETURNS bigint LANGUAGE plpgsql AS $append$
+{_positional(_ROUTED_BODY)}
+$append$"""
+APPEND_ROUTED = DriverStatement.compile(
+    text(
+        f"SELECT {ROUTED_FUNCTION}(" + ", ".join(f":{name}" for name, _ in _ROUTED_PARAMETERS) + ")"
+    )
+)
+
 
 def search_vector(config: str, text: str | None) -> ColumnElement[Any]:
     """An event's words (`rules.search.event_text`) for search in the text-search
@@ -210,17 +302,22 @@ async def append(
     search_config: str,
     *,
     announced: bool,
+    routed: bool = False,
 ) -> int | None:
     """Append events in one statement; returns the seq before the first of them, or None when
     the session is absent, closed or not at the version asked for. Their words are indexed for
     search in the text-search configuration `search_config`; with `announced`, every worker
-    hears of the append when its transaction commits.
+    hears of the append when its transaction commits. `routed`, on Citus and outside a
+    transaction: by `sessionary_append` on the user's worker, unless it writes app state.
 
     Raises DuplicateEventId when an event id is already stored in the session, StateTooLarge
     when a state would outgrow `max_state_bytes`.
     """
     delta, used = _sums(request)
-    statement = APPEND_ANNOUNCED if announced else APPEND
+    if routed and not announced and not delta.app:
+        statement = APPEND_ROUTED
+    else:
+        statement = APPEND_ANNOUNCED if announced else APPEND
     arguments = statement.arguments(
         {
             **request.key.columns(),

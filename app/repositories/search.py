@@ -64,6 +64,7 @@ async def search(
     candidates: int,
     limit: int,
     time_limit: float,
+    sharded: bool = False,
 ) -> tuple[list[tuple[SearchHit, bool]], Window | None]:
     """Up to `limit` matches of one window, best first, from just past `after`, each with
     whether its session is live (only those are hits), and the window (None when no event
@@ -76,7 +77,12 @@ async def search(
     all, through whichever index PostgreSQL finds cheaper for these words (the search index,
     for rare words). Runs in the connection's transaction (one snapshot: the two statements
     must agree on which events are newest), which it stops after `time_limit` seconds
-    (SearchTimeout)."""
+    (SearchTimeout).
+
+    `sharded`, on Citus: the window is taken among all at once, each shard asked for its
+    newest `candidates` matches alone. The first look among the newest events would have
+    every shard hand the coordinator its newest `candidates * SCANNED` events, whole, to
+    filter there (bench/README.md: S15)."""
     # The configuration written into the statement (`Settings.search_config` allows only a
     # name): a constant, so that PostgreSQL parses the words once, not once for every row.
     regconfig = literal_column(f"'{config}'::regconfig", REGCONFIG)
@@ -137,9 +143,11 @@ async def search(
         "SET LOCAL jit = off"
     )
     try:
-        common = await fetchval(
-            connection, select(func.count()).select_from(among_recent.subquery())
-        )
+        common = 0
+        if not sharded:
+            common = await fetchval(
+                connection, select(func.count()).select_from(among_recent.subquery())
+            )
         if common < candidates:
             await connection.execute("SET LOCAL enable_sort = on")
         window = (

@@ -42,12 +42,16 @@ class _Waiting:
 
 class GroupCommit:
     """`lanes`: how many append statements this worker runs at once; None runs every append
-    alone, at once (on Citus, where a group's sessions lie on different nodes)."""
+    alone, at once (on Citus, where a group's sessions lie on different nodes). `routed`: on
+    Citus, each append goes whole to its user's worker (`events.APPEND_ROUTED`)."""
 
-    def __init__(self, pool: DriverPool, settings: Settings, lanes: int | None) -> None:
+    def __init__(
+        self, pool: DriverPool, settings: Settings, lanes: int | None, *, routed: bool = False
+    ) -> None:
         self.pool = pool
         self.settings = settings
         self.lanes = lanes
+        self.routed = routed
         self.busy = 0
         self.waiting: deque[_Waiting] = deque()
         self.running: set[asyncio.Task[None]] = set()
@@ -74,6 +78,7 @@ class GroupCommit:
             self.settings.max_state_bytes,
             self.settings.search_config,
             announced=False,
+            routed=self.routed,
         )
 
     def _release(self) -> None:

@@ -52,10 +52,12 @@ class Services:
         replica: DriverPool | None = None,
         *,
         sharded: bool = False,
+        routed: bool = False,
     ) -> Self:
         """`pool`: the one pool every unit of work takes its connection from; `replica`: the
         read replica's pool (DATABASE_READ_URL), if there is one; `sharded`: the database is
-        a Citus cluster, where appends to several sessions cannot share a statement."""
+        a Citus cluster, where appends to several sessions cannot share a statement;
+        `routed`: there, each append goes whole to its user's worker (`sharding`)."""
         live = Broker(pool, settings)
         lanes = None if sharded or not settings.append_lanes else settings.append_lanes
         events = EventService(
@@ -63,7 +65,7 @@ class Services:
             settings,
             live.announce_later,
             Reads(pool, replica),
-            GroupCommit(pool, settings, lanes),
+            GroupCommit(pool, settings, lanes, routed=routed),
         )
         sessions = SessionService(pool, settings, events)
         return cls(
@@ -78,7 +80,7 @@ class Services:
             portability=PortabilityService(pool, settings),
             usage=UsageService(pool),
             retention=RetentionService(pool, settings),
-            search=SearchService(pool, settings),
+            search=SearchService(pool, settings, sharded=sharded),
             live=live,
             shared_state=SharedStateService(pool, settings),
         )

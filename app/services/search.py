@@ -16,9 +16,10 @@ class SearchService:
     `SESSIONARY_SEARCH_CONCURRENCY` at once, refusing the next rather than queueing it, and
     each for at most `SESSIONARY_SEARCH_TIMEOUT`, so searches cannot starve appends."""
 
-    def __init__(self, pool: DriverPool, settings: Settings) -> None:
+    def __init__(self, pool: DriverPool, settings: Settings, *, sharded: bool = False) -> None:
         self.pool = pool
         self.settings = settings
+        self.sharded = sharded  # on Citus (`search_rows.search`)
         self.running = 0
 
     async def search(self, query: SearchQuery, page: PageRequest) -> Page[SearchHit]:
@@ -53,6 +54,7 @@ class SearchService:
                     candidates=self.settings.search_candidates,
                     limit=page.size + 1,
                     time_limit=self.settings.search_timeout,
+                    sharded=self.sharded,
                 )
         finally:
             self.running -= 1
