@@ -380,7 +380,10 @@ async def run(database_url: str, prefix: str, appends: int, read_events: int) ->
     adk = DatabaseSessionService(adk_url, pool_size=TASKS, max_overflow=0)
     sdk_engine = create_async_engine(adk_url, pool_size=TASKS, max_overflow=0)
     rows: list[Row] = []
-    with Server(ours, workers=2, extra_env={"SESSIONARY_AUTH": "false"}) as server:
+    # Each worker's pool its share of the tasks: with ADK's pool, or the SDK's, the connections
+    # fit under PostgreSQL's default max_connections (100).
+    env = {"SESSIONARY_AUTH": "false", "SESSIONARY_DB_POOL_SIZE": str(TASKS // 2)}
+    with Server(ours, workers=2, extra_env=env) as server:
         meters = Meters(server.worker_pids(), await postmaster_of(ours))
         base_url = f"http://{server.host}:{server.port}"
         async with AsyncSessionaryClient(base_url) as shared:
@@ -427,6 +430,7 @@ async def run(database_url: str, prefix: str, appends: int, read_events: int) ->
         }
         await whole.close()
         await service.close()
+        await adk.close()
 
         async with AsyncSessionaryClient(base_url) as shared:
 
@@ -448,7 +452,6 @@ async def run(database_url: str, prefix: str, appends: int, read_events: int) ->
                 )
             }
         node = await asyncio.to_thread(node_rows, base_url, appends, read_events)
-    await adk.close()
     await sdk_engine.dispose()
     return S17(appends, read_events, rows, adk_rows, reads, turns, openai_rows, items_ms, node)
 
