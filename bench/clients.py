@@ -316,7 +316,8 @@ async def items_read_ms(
     session_of: Callable[[str], OpenAISession], items: int
 ) -> tuple[float, float]:
     """`get_items` of a session of `items` items: the median ms of a read by a session object
-    that has read it before (as a Runner's turns do), and of one by a new object each time."""
+    that has read it before (a Runner's next turn), and by a new one each time on the same
+    client (a worker's next request)."""
     session_id = f"read-{uuid.uuid4().hex[:6]}"
     session = session_of(session_id)
     for _ in range(items // len(TURN)):
@@ -509,7 +510,8 @@ class S17:
             f"{sdk.total_ms / sent.total_ms:.2f}x less).",
             "",
             f"| `get_items` of {self.read_events:,} items (median ms) | by a session object that "
-            "read them before (a Runner's next turn) | by a new one |",
+            "read them before (a Runner's next turn) | by a new one on the same client (a "
+            "worker's next request) |",
             "|---|--:|--:|",
             *(f"| {name} | {warm:.1f} | {cold:.1f} |" for name, (warm, cold) in items_ms.items()),
             "",

@@ -9,10 +9,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sessionary_client import AsyncSessionaryClient, ToolPairViolationError
+from sessionary_client._transport import AsyncPoolTransport
 from sessionary_client.openai_agents import ITEM_KEY, REST_KEY, SessionarySession
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "openai_agents_session.py"
@@ -380,3 +382,40 @@ async def test_a_read_after_a_read_sees_every_change_from_elsewhere(
     assert await mine.get_items() == said[5:6]
     await client.delete_session(app_name, USER, "kept")
     assert await mine.get_items() == []
+
+
+class Recording(httpx.AsyncBaseTransport):
+    """httpx's transport, and the query of every read it sent."""
+
+    def __init__(self) -> None:
+        self.sent = AsyncPoolTransport()
+        self.queries: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            self.queries.append(request.url.query.decode())
+        return await self.sent.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.sent.aclose()
+
+
+async def test_session_objects_on_one_client_read_what_is_new(
+    live_server: str, app_name: str
+) -> None:
+    """A worker that makes a session object per request, on one shared client: after the
+    first read of a session, a new object's read asks only for its newest events."""
+    recording = Recording()
+    async with AsyncSessionaryClient(live_server, transport=recording) as shared:
+
+        def session() -> SessionarySession:
+            return SessionarySession("turns", app_name=app_name, user_id=USER, client=shared)
+
+        said = [message("user", f"m{n}") for n in range(6)]
+        await session().add_items(said[:4])
+        recording.queries.clear()
+        assert await session().get_items() == said[:4]
+        await session().add_items(said[4:])
+        assert await session().get_items() == said
+        first, *_, last = recording.queries
+        assert "numRecentEvents" not in first and "numRecentEvents=32" in last

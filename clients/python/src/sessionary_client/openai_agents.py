@@ -12,10 +12,12 @@ docs/openai-agents.md.
 
 import json
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
+from weakref import WeakKeyDictionary
 
 import httpx
 
@@ -210,6 +212,41 @@ def _dumped(items: Iterable[TResponseInputItem]) -> tuple[str, ...]:
     return tuple(json.dumps(item, ensure_ascii=False) for item in items)
 
 
+class _Kept:
+    """The items of the sessions read through one client, up to `limit` items in all, the
+    least recently read dropped first: every session object on that client reads from them,
+    so a worker that makes one per request still reads what is new alone."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._sessions: OrderedDict[tuple[str, str, str], _Items] = OrderedDict()
+        self._count = 0
+
+    def get(self, key: tuple[str, str, str]) -> _Items | None:
+        found = self._sessions.get(key)
+        if found is not None:
+            self._sessions.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, str, str], items: _Items | None) -> None:
+        """Keep `items` for the session (None: keep nothing of it)."""
+        dropped = self._sessions.pop(key, None)
+        self._count -= len(dropped.texts) if dropped is not None else 0
+        if items is None or len(items.texts) > self.limit:
+            return
+        self._sessions[key] = items
+        self._count += len(items.texts)
+        while self._count > self.limit:
+            _, evicted = self._sessions.popitem(last=False)
+            self._count -= len(evicted.texts)
+
+
+KEPT_ITEMS = 100_000
+"""How many items, in all, the session objects on one client keep between reads."""
+
+_KEPT: "WeakKeyDictionary[AsyncSessionaryClient, _Kept]" = WeakKeyDictionary()
+
+
 class SessionarySession:
     """A conversation of the OpenAI Agents SDK kept in Sessionary: any number of processes
     may share it. The session is created by its first `add_items`."""
@@ -234,40 +271,41 @@ class SessionarySession:
         self.user_id = user_id
         self._owns_client = client is None
         self._invocation_id: str | None = None
-        self._items: _Items | None = None
         self.client = client or AsyncSessionaryClient(base_url, api_key=api_key, timeout=timeout)
+        self._kept = _KEPT.setdefault(self.client, _Kept(KEPT_ITEMS))
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Every item in order; with `limit`, the latest `limit` of them, in order.
 
-        The items read are kept (as text), and a later call asks the server only for the
-        newest events, checked by the session's version: a turn's read costs what is new."""
+        The items read are kept (as text, for every session object on the same client), and
+        a later call asks the server only for the newest events, checked by the session's
+        version: a turn's read costs what is new."""
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         if limit is not None and limit <= 0:
             return []
+        key = (self.app_name, self.user_id, self.session_id)
         try:
-            if limit is not None and self._items is None:
+            if limit is not None and self._kept.get(key) is None:
                 return await self._latest(limit)
-            return await self._read(limit)
+            return await self._read(key, limit)
         except SessionNotFoundError:
-            self._items = None
+            self._kept.put(key, None)
             return []
 
-    async def _read(self, limit: int | None) -> list[TResponseInputItem]:
+    async def _read(self, key: tuple[str, str, str], limit: int | None) -> list[TResponseInputItem]:
         """The latest `limit` items (all without one), decoded afresh: from those kept and
         what was appended since, else from the session read whole (then kept)."""
-        key = (self.app_name, self.user_id, self.session_id)
-        if self._items is not None:
+        if (earlier := self._kept.get(key)) is not None:
             newest = await self.client.get_session(*key, num_recent_events=_RECENT)
-            if (kept := self._items.since(newest)) is not None:
-                self._items = kept
+            if (kept := earlier.since(newest)) is not None:
+                self._kept.put(key, kept)
                 texts = kept.texts if limit is None else kept.texts[-limit:]
                 return [json.loads(text) for text in texts]
         read = await self.client.get_session(*key)
         found = [event_item(event) for event in read["events"]]
         items = [item for item in found if item is not None]
-        self._items = _Items(read["version"], read["createTime"], _dumped(items))
+        self._kept.put(key, _Items(read["version"], read["createTime"], _dumped(items)))
         return items if limit is None else items[-limit:]
 
     async def _latest(self, limit: int) -> list[TResponseInputItem]:
