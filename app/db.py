@@ -121,6 +121,14 @@ def translated(error: BaseException) -> SessionaryError | None:
     return None
 
 
+# Each connection's session (`Connector`): one round trip, the same statements everywhere.
+_SESSION_SETTINGS = """
+SET jit = off;
+SELECT set_config('plan_cache_mode', 'force_custom_plan', false)
+FROM pg_extension WHERE extname = 'citus'
+"""
+
+
 @dataclass(frozen=True)
 class Connector:
     """How to open a connection to one PostgreSQL; every connection, the engine's too, is
@@ -135,9 +143,12 @@ class Connector:
 
     Each connection turns PostgreSQL's JIT compilation off for its session: planned for
     analytics, it compiled every statement over a long session's events (a fork's copy of
-    10,000 events: 300 ms with it, 140 ms without; bench/README.md). Not behind a transaction
-    pooler, where a session's settings do not follow the client: there `jit = off` belongs to
-    the database role (`ALTER ROLE … SET jit = off`).
+    10,000 events: 300 ms with it, 140 ms without; bench/README.md). On Citus it also plans
+    every statement for its own values (`plan_cache_mode = force_custom_plan`): in Citus 13.2
+    a prepared statement run again on a node that holds its shard is planned again each time
+    and the plan kept, so the connection's memory grows by ~250 kB an append (SCALING.md).
+    Not behind a transaction pooler, where a session's settings do not follow the client:
+    there both belong to the database role (`ALTER ROLE … SET jit = off`).
     """
 
     dsn: str
@@ -172,9 +183,9 @@ class Connector:
             server_settings=server_settings or None,
         )
         if not self.transaction_pooling:
-            # A SET, not a startup parameter: poolers in session mode refuse unknown ones.
+            # SETs, not startup parameters: poolers in session mode refuse unknown ones.
             try:
-                await connection.execute("SET jit = off")
+                await connection.execute(_SESSION_SETTINGS)
             except BaseException:
                 connection.terminate()
                 raise

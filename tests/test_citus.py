@@ -357,6 +357,54 @@ async def test_migrate_shards_a_single_node_database_with_its_data(citus: Cluste
         await asyncio.to_thread(citus.drop_database, make_url(url).database or "")
 
 
+# --- a node holding shards itself --------------------------------------------------------------
+
+
+async def test_a_connection_to_a_node_holding_shards_keeps_its_memory(citus: Cluster) -> None:
+    """Citus on one node, its coordinator holding the shards (as a deployment starts out): the
+    one connection of a server that appends and reads again and again keeps its memory. Citus
+    13.2 plans a prepared statement on a node holding its shard anew on every run and keeps
+    every such plan, ~250 kB an append and its read, unless each run is planned for its values."""
+    url = await asyncio.to_thread(citus.create_database, sharded=False)
+    port = citus.coordinator.port
+    try:
+        await asyncio.to_thread(
+            run,
+            url,
+            "CREATE EXTENSION citus",
+            f"SELECT citus_set_coordinator_host('127.0.0.1', {port})",
+            f"SELECT citus_set_node_property('127.0.0.1', {port}, 'shouldhaveshards', true)",
+        )
+        migrated = await asyncio.to_thread(sessionary, url, "migrate")
+        assert migrated.returncode == 0, migrated.stderr
+        settings = Settings(database_url=url, auth=False, sweep_interval=86_400, db_pool_size=1)
+        application = create_app(settings)
+        async with application.router.lifespan_context(application):
+            transport = httpx.ASGITransport(application)
+            async with httpx.AsyncClient(transport=transport, base_url="http://s") as client:
+
+                async def turns(count: int) -> None:
+                    for _ in range(count):
+                        assert (await append(client, "s1", {"author": "user"})).status_code == 201
+                        assert (await client.get(S)).status_code == 200
+
+                async def memory() -> int:
+                    async with application.state.pool.connection() as connection:
+                        used: int = await connection.fetchval(
+                            "SELECT sum(total_bytes) FROM pg_backend_memory_contexts"
+                        )
+                        return used
+
+                await create_session(client, sessionId="s1")
+                await turns(20)  # the statements prepared, their plans made, caches filled
+                before = await memory()
+                await turns(200)
+                grown = await memory() - before
+        assert grown < 5_000_000, f"{grown:,} bytes more after 200 appends and reads"
+    finally:
+        await asyncio.to_thread(citus.drop_database, make_url(url).database or "")
+
+
 # --- rebalancing under load -------------------------------------------------------------------
 
 
