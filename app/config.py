@@ -64,6 +64,23 @@ class Settings(BaseSettings):
         "or nothing and answered on its own (group commit): PostgreSQL's cost per append "
         "falls as load rises. 0: every append is written on its own, at once (as on Citus).",
     )
+    citus_direct_appends: bool = Field(
+        default=True,
+        description="On Citus, send each append straight to the worker holding its user's "
+        "shard, over connections of its own (SESSIONARY_DB_POOL_SIZE to each worker), rather "
+        "than through the coordinator. The workers must accept the service's connections at "
+        "the addresses Citus's metadata gives them; one that cannot be reached gets its "
+        "appends through the coordinator. Off behind a transaction pooler.",
+    )
+    citus_custom_plans: bool = Field(
+        default=True,
+        description="On Citus, plan every statement for its own values "
+        "(`plan_cache_mode = force_custom_plan`). Citus 13.2.2, and any release without "
+        "citusdata/citus#8824, plans a statement prepared on a node holding its shard anew on "
+        "each run and keeps every plan: without this, the service's connections to such a "
+        "node grow by ~230 kB per append. `false` only on a Citus with that fix, where an "
+        "append then costs its worker about half the CPU.",
+    )
     db_connect_timeout: float = Field(
         default=5.0, gt=0, description="Seconds to wait for a database connection."
     )

@@ -8,7 +8,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -121,8 +121,9 @@ def translated(error: BaseException) -> SessionaryError | None:
     return None
 
 
-# Each connection's session (`Connector`): one round trip, the same statements everywhere.
-_SESSION_SETTINGS = """
+# Each connection's session (`Connector`), in one round trip.
+_NO_JIT = "SET jit = off"
+_NO_JIT_CUSTOM_PLANS_ON_CITUS = """
 SET jit = off;
 SELECT set_config('plan_cache_mode', 'force_custom_plan', false)
 FROM pg_extension WHERE extname = 'citus'
@@ -143,18 +144,20 @@ class Connector:
 
     Each connection turns PostgreSQL's JIT compilation off for its session: planned for
     analytics, it compiled every statement over a long session's events (a fork's copy of
-    10,000 events: 300 ms with it, 140 ms without; bench/README.md). On Citus it also plans
-    every statement for its own values (`plan_cache_mode = force_custom_plan`): in Citus 13.2
-    a prepared statement run again on a node that holds its shard is planned again each time
-    and the plan kept, so the connection's memory grows by ~250 kB an append (SCALING.md).
-    Not behind a transaction pooler, where a session's settings do not follow the client:
-    there both belong to the database role (`ALTER ROLE … SET jit = off`).
+    10,000 events: 300 ms with it, 140 ms without; bench/README.md). With
+    `custom_plans_on_citus`, on Citus it also plans every statement for its own values
+    (`plan_cache_mode = force_custom_plan`): Citus 13.2.2 plans a prepared statement run
+    again on a node that holds its shard anew each time and keeps every plan, so such a
+    connection's memory grew by ~230 kB an append (SCALING.md). Not behind a transaction
+    pooler, where a session's settings do not follow the client: there they belong to the
+    database role (`ALTER ROLE … SET jit = off`).
     """
 
     dsn: str
     transaction_pooling: bool = False
     connect_timeout: float = 5.0
     command_timeout: float = 30.0
+    custom_plans_on_citus: bool = True
 
     @classmethod
     def of(cls, url: str, **options: Any) -> "Connector":
@@ -185,11 +188,21 @@ class Connector:
         if not self.transaction_pooling:
             # SETs, not startup parameters: poolers in session mode refuse unknown ones.
             try:
-                await connection.execute(_SESSION_SETTINGS)
+                await connection.execute(
+                    _NO_JIT_CUSTOM_PLANS_ON_CITUS if self.custom_plans_on_citus else _NO_JIT
+                )
             except BaseException:
                 connection.terminate()
                 raise
         return connection
+
+    def at(self, host: str, port: int) -> "Connector":
+        """This connector's database, role and options on another server (a Citus worker)."""
+        scheme, _, rest = self.dsn.partition("://")
+        server, slash, database = rest.partition("/")
+        role, at, _ = server.rpartition("@")
+        host = f"[{host}]" if ":" in host else host  # an IPv6 address
+        return replace(self, dsn=f"{scheme}://{role}{at}{host}:{port}{slash}{database}")
 
     def where(self) -> str:
         return redacted(self.dsn)
@@ -207,6 +220,7 @@ def connector(url: str, settings: Settings) -> Connector:
         transaction_pooling=settings.db_transaction_pooling,
         connect_timeout=settings.db_connect_timeout,
         command_timeout=settings.db_command_timeout,
+        custom_plans_on_citus=settings.citus_custom_plans,
     )
 
 

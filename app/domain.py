@@ -195,6 +195,10 @@ class Append:
         """Whether it writes app or user state, which other sessions share."""
         return any(event.delta.app or event.delta.user for event in self.events)
 
+    @property
+    def writes_app_state(self) -> bool:
+        return any(event.delta.app for event in self.events)
+
 
 @dataclass(frozen=True)
 class ParentLink:

@@ -135,7 +135,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                 "Appends on this Citus cluster are planned by its coordinator: run "
                 "`sessionary migrate` to have each handed whole to its user's worker."
             )
-        services = Services.create(pool, settings, replica, sharded=sharded, routed=routed)
+        workers = None
+        if routed and settings.citus_direct_appends and not connector.transaction_pooling:
+            workers = sharding.WorkerPools(pool, settings.db_pool_size)
+            stack.push_async_callback(workers.close)
+            await workers.refresh()
+            follower = asyncio.create_task(workers.follow())
+            stack.callback(follower.cancel)
+        services = Services.create(
+            pool, settings, replica, sharded=sharded, routed=routed, workers=workers
+        )
         app.state.services = services
         await services.live.start()
         stack.push_async_callback(services.live.close)

@@ -11,10 +11,21 @@ means one user id shared by many apps (a placeholder such as "user") lands every
 one shard; SCALING.md says how to isolate such a hot id on a shard of its own.
 """
 
+import asyncio
+import logging
+from bisect import bisect_right
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
 import asyncpg
 from sqlalchemy import Connection, text
 
+from app.db import DriverPool
+from app.errors import DatabaseUnavailable
 from app.repositories import events
+
+logger = logging.getLogger(__name__)
 
 SHARD_KEY = "user_id"
 # Distributed by the shard key and co-located: a session, its events and its pending events,
@@ -103,3 +114,159 @@ def _route_appends(connection: Connection) -> None:
         ),
         {"function": events.ROUTED_SIGNATURE, "by": events.ROUTED_BY, "group": CO_LOCATED[0]},
     )
+
+
+# --- appends straight to the user's worker -----------------------------------------------------
+#
+# A call of `sessionary_append` sent to the coordinator costs it a fifth of the append's CPU
+# only to pass the call on (SCALING.md). Citus plans a statement on any node, so the service
+# sends each routed append to the worker holding its user's shard itself, over a pool of its
+# own to that worker, found from Citus's metadata: the coordinator then serves reads, streams
+# and metadata only. Which worker is never a matter of correctness: a call that reaches
+# another node is passed on by it, as by the coordinator.
+
+_MASK = 0xFFFFFFFF
+
+
+def _rotated(value: int, bits: int) -> int:
+    return ((value << bits) | (value >> (32 - bits))) & _MASK
+
+
+def shard_hash(value: str) -> int:
+    """The hash Citus places a text shard key's row by (PostgreSQL's `hashtext`, Bob Jenkins's
+    lookup3 over the UTF-8 bytes, as an int4), so that finding a user's worker asks no node."""
+    key = value.encode()
+    a = b = c = (0x9E3779B9 + len(key) + 3923095) & _MASK
+    whole = len(key) - len(key) % 12
+    for at in range(0, whole, 12):
+        a = (a + int.from_bytes(key[at : at + 4], "little")) & _MASK
+        b = (b + int.from_bytes(key[at + 4 : at + 8], "little")) & _MASK
+        c = (c + int.from_bytes(key[at + 8 : at + 12], "little")) & _MASK
+        a = (a - c) & _MASK ^ _rotated(c, 4)
+        c = (c + b) & _MASK
+        b = (b - a) & _MASK ^ _rotated(a, 6)
+        a = (a + c) & _MASK
+        c = (c - b) & _MASK ^ _rotated(b, 8)
+        b = (b + a) & _MASK
+        a = (a - c) & _MASK ^ _rotated(c, 16)
+        c = (c + b) & _MASK
+        b = (b - a) & _MASK ^ _rotated(a, 19)
+        a = (a + c) & _MASK
+        c = (c - b) & _MASK ^ _rotated(b, 4)
+        b = (b + a) & _MASK
+    rest = key[whole:]
+    a = (a + int.from_bytes(rest[:4], "little")) & _MASK
+    b = (b + int.from_bytes(rest[4:8], "little")) & _MASK
+    c = (c + (int.from_bytes(rest[8:], "little") << 8)) & _MASK  # its low byte: the length's
+    c = (c ^ b) - _rotated(b, 14) & _MASK
+    a = (a ^ c) - _rotated(c, 11) & _MASK
+    b = (b ^ a) - _rotated(a, 25) & _MASK
+    c = (c ^ b) - _rotated(b, 16) & _MASK
+    a = (a ^ c) - _rotated(c, 4) & _MASK
+    b = (b ^ a) - _rotated(a, 14) & _MASK
+    c = (c ^ b) - _rotated(b, 24) & _MASK
+    return c - (1 << 32) if c >> 31 else c
+
+
+Node = tuple[str, int]  # a node's host and port, as Citus's metadata names it
+
+# Where each shard of `sessions` (and so of every table co-located with it) is: its lowest
+# hash, and its node; none for the coordinator's own shards, which the service reaches anyway.
+_PLACEMENTS = """
+SELECT DISTINCT ON (shard.shardminvalue::integer)
+       shard.shardminvalue::integer AS low, node.nodename AS host, node.nodeport AS port,
+       node.groupid = 0 AS coordinator
+FROM pg_dist_shard shard
+JOIN pg_dist_placement placement USING (shardid)
+JOIN pg_dist_node node USING (groupid)
+WHERE shard.logicalrelid = 'sessions'::regclass AND node.noderole = 'primary' AND node.isactive
+ORDER BY shard.shardminvalue::integer, node.nodeid
+"""
+
+
+@dataclass(frozen=True)
+class ShardMap:
+    """The node of each shard, by the shard's lowest hash, in order."""
+
+    lows: tuple[int, ...] = ()
+    nodes: tuple[Node | None, ...] = ()
+
+    @classmethod
+    def of(cls, rows: list[asyncpg.Record]) -> "ShardMap":
+        return cls(
+            tuple(row["low"] for row in rows),
+            tuple(None if row["coordinator"] else (row["host"], row["port"]) for row in rows),
+        )
+
+    def node_of(self, user_id: str) -> Node | None:
+        """The worker holding `user_id`'s shard, None for the coordinator or none known."""
+        index = bisect_right(self.lows, shard_hash(user_id)) - 1
+        return self.nodes[index] if index >= 0 else None
+
+
+class WorkerPools:
+    """A pool of connections to each worker holding shards, for the appends of its users.
+
+    The map of shards is read from the coordinator at start and again every `every` seconds,
+    so that a worker swapped in by a failover (`citus_update_node`) or shards moved by the
+    rebalancer are followed within that time. A worker that cannot be reached (its connection
+    refused or timed out before anything was sent) is left to the coordinator until a later
+    reading finds it answering again: nothing is lost, and every append still goes through.
+    """
+
+    def __init__(self, coordinator: DriverPool, size: int, every: float = 1.0) -> None:
+        self.coordinator = coordinator
+        self.size = size
+        self.every = every
+        self.map = ShardMap()
+        self.pools: dict[Node, DriverPool] = {}
+        self.unreachable: set[Node] = set()
+
+    async def follow(self) -> None:
+        """Read the map again every `every` seconds, for as long as the app runs."""
+        while True:
+            await asyncio.sleep(self.every)
+            try:
+                await self.refresh()
+            except Exception:  # the coordinator down: the map stays as it was
+                logger.warning("could not read where Citus's shards are", exc_info=True)
+
+    async def refresh(self) -> None:
+        async with self.coordinator.connection() as connection:
+            shards = ShardMap.of(await connection.fetch(_PLACEMENTS))
+        nodes = {node for node in shards.nodes if node is not None}
+        for node in nodes - self.pools.keys():
+            at = self.coordinator.connector.at(*node)
+            self.pools[node] = await DriverPool.open(at, size=self.size, min_size=0)
+        for node in self.pools.keys() - nodes:
+            await self.pools.pop(node).close()
+        self.unreachable &= nodes
+        for node in list(self.unreachable):
+            try:
+                async with self.pools[node].connection():
+                    self.unreachable.discard(node)
+            except DatabaseUnavailable:
+                pass
+        self.map = shards
+
+    @asynccontextmanager
+    async def connection(self, user_id: str) -> AsyncIterator[asyncpg.Connection]:
+        """A connection to the worker holding `user_id`'s shard; the coordinator's when that
+        worker is not known, or cannot be reached now (then before anything was sent)."""
+        node = self.map.node_of(user_id)
+        async with AsyncExitStack() as stack:
+            connection = None
+            if node in self.pools and node not in self.unreachable:
+                try:
+                    connection = await stack.enter_async_context(self.pools[node].connection())
+                except DatabaseUnavailable:
+                    logger.warning("worker %s:%s unreachable: appends go by the coordinator", *node)
+                    self.unreachable.add(node)
+            if connection is None:
+                connection = await stack.enter_async_context(self.coordinator.connection())
+            yield connection
+
+    async def close(self) -> None:
+        for pool in self.pools.values():
+            await pool.close()
+        self.pools.clear()

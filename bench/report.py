@@ -83,6 +83,17 @@ ROWS = (
         "S15 S1 on one node, appends not grouped: PostgreSQL CPU",
         "µs/append",
     ),
+    Row("s15_relayed_s1_eps", "S15 S1 on Citus, appends through the coordinator", "events/s"),
+    Row(
+        "s15_relayed_pg_cpu",
+        "S15 S1 on Citus, appends through the coordinator: PostgreSQL CPU",
+        "µs/append",
+    ),
+    Row(
+        "s15_relayed_pg_cpu_coordinator",
+        "S15 S1 on Citus, appends through the coordinator: coordinator",
+        "µs/append",
+    ),
     Row("s15_one_worker_s1_eps", "S15 S1 on Citus, a coordinator and 1 worker", "events/s"),
     Row("s15_one_worker_pg_cpu", "S15 S1 on Citus, 1 worker: PostgreSQL CPU", "µs/append"),
 )

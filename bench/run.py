@@ -590,7 +590,8 @@ async def run_sharded(
     the tables sharded by `sessionary migrate`), next to one PostgreSQL started the same way
     without Citus (S1 with appends grouped, as served, and not), in this run; where the
     cluster's PostgreSQL CPU went, node by node; S11's searches over a tenth of its events on
-    each; and S1 again on a cluster of one worker."""
+    each; S1 again on the cluster with every append sent through the coordinator rather than
+    straight to its worker; and S1 on a cluster of one worker."""
     missing = citus.citus_missing()
     if missing is not None:
         results.notes.append(f"S15 not run: {missing}.")
@@ -614,6 +615,11 @@ async def run_sharded(
             await _s15_server(
                 dsn, sizes, workers, server_env, label, results, cluster, read=nodes == 2
             )
+            if nodes == 2:  # the same cluster, each append passed on by the coordinator
+                relayed = {**server_env, "SESSIONARY_CITUS_DIRECT_APPENDS": "false"}
+                await _s15_server(
+                    dsn, sizes, workers, relayed, "s15_relayed", results, cluster, read=False
+                )
     appends = results.get("s15_cluster_s1_eps") / results.get("s15_single_s1_eps")
     reads = results.get("s15_cluster_s3_ms") / results.get("s15_single_s3_ms")
     cost = results.get("s15_cluster_pg_cpu") / results.get("s15_ungrouped_pg_cpu")

@@ -13,6 +13,8 @@ import asyncpg
 import httpx
 import pytest
 from fastapi import FastAPI
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy.engine import make_url
 
 from app import db
@@ -20,9 +22,9 @@ from app.config import Settings
 from app.main import create_app
 from app.models import Base
 from app.repositories.events import APPEND, APPEND_ROUTED, ROUTED_FUNCTION, ROUTED_SIGNATURE
-from app.sharding import CO_LOCATED, REFERENCE, SHARD_KEY
+from app.sharding import CO_LOCATED, REFERENCE, SHARD_KEY, WorkerPools, shard_hash
 from bench.citus import PG_BIN, TEST_OPTIONS, Cluster, citus_cluster, run
-from tests.fixtures import client_of, sessionary, start_server, stop_server
+from tests.fixtures import client_of, free_port, sessionary, start_server, stop_server
 from tests.helpers import APP, USER, append, create_session, session_url
 from tests.replication import Standby, write_until
 
@@ -107,17 +109,23 @@ async def workers_of(database_url: str, statements: list[Statement]) -> list[lis
         await connection.close()
 
 
-async def worker_of_user(database_url: str, user_id: str) -> str:
+async def worker_port(database_url: str, user_id: str) -> int:
+    """The port of the worker holding `user_id`'s shard, as Citus finds it."""
     connection = await asyncpg.connect(database_url)
     try:
-        port = await connection.fetchval(
+        port: int = await connection.fetchval(
             "SELECT nodeport FROM pg_dist_placement JOIN pg_dist_node USING (groupid)"
             " WHERE shardid = get_shard_id_for_distribution_column('sessions', $1::text)",
             user_id,
         )
-        return f"port={port} "
+        return port
     finally:
         await connection.close()
+
+
+async def worker_of_user(database_url: str, user_id: str) -> str:
+    """That worker as an `EXPLAIN` names a task's node."""
+    return f"port={await worker_port(database_url, user_id)} "
 
 
 async def reimport(client: httpx.AsyncClient, session_id: str) -> httpx.Response:
@@ -218,8 +226,9 @@ async def test_per_session_work_runs_on_the_workers_holding_the_users_shard(
 async def test_an_append_is_one_call_citus_hands_whole_to_the_users_worker(
     logged: tuple[httpx.AsyncClient, list[Statement]], database_url: str
 ) -> None:
-    """Its session, user state and events written there, in one call the coordinator only
-    passes on; one that writes app state, a copy on every node, is the one statement."""
+    """Its session, user state and events written there, in one call Citus hands whole to
+    that worker (as the coordinator plans it; the service sends it to the worker itself); one
+    that writes app state, a copy on every node, is the one statement."""
     client, statements = logged
     await create_session(client, sessionId="s1")
     home = await worker_of_user(database_url, USER)
@@ -237,6 +246,104 @@ async def test_an_append_is_one_call_citus_hands_whole_to_the_users_worker(
     session = (await client.get(S)).json()
     assert session["state"] == {**delta, "app:motd": "hi"}
     assert [event["seq"] for event in session["events"]] == [1, 2]
+
+
+async def test_an_append_is_sent_straight_to_its_users_worker(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, app: FastAPI, database_url: str
+) -> None:
+    """The service calls the routed append on the worker itself, over a connection of its own,
+    not through the coordinator; one that writes app state goes to the coordinator (and so
+    does the announcement of each, for the live streams)."""
+    sent: list[tuple[str, int]] = []
+    decode_json = db._decode_json
+
+    async def recording(connection: asyncpg.Connection) -> None:
+        await decode_json(connection)
+        def appended(query: asyncpg.connection.LoggedQuery) -> None:
+            if query.query in (APPEND.sql, APPEND_ROUTED.sql):
+                sent.append((query.query, query.conn_addr[1]))
+
+        connection.add_query_logger(appended)
+
+    monkeypatch.setattr(db, "_decode_json", recording)
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://s") as client:
+            for user in USERS:
+                await create_session(client, user=user, sessionId="s")
+                sent.clear()
+                event = {"author": "user", "actions": {"stateDelta": {"user:n": user}}}
+                assert (await append(client, "s", event, user=user)).status_code == 201
+                assert sent == [(APPEND_ROUTED.sql, await worker_port(database_url, user))]
+                sent.clear()
+                event = {"author": "user", "actions": {"stateDelta": {"app:seen": user}}}
+                assert (await append(client, "s", event, user=user)).status_code == 201
+                assert sent == [(APPEND.sql, make_url(database_url).port)]
+                events = (await client.get(session_url("s", user=user))).json()["events"]
+                assert [event["seq"] for event in events] == [1, 2]
+
+
+async def test_a_worker_that_cannot_be_reached_has_its_appends_sent_to_the_coordinator(
+    settings: Settings, database_url: str
+) -> None:
+    """Refused before anything is sent, the append goes by the coordinator instead, and the
+    worker is tried again at the next reading of the map, from then on when it answers."""
+    pool = await db.DriverPool.open(db.connector(database_url, settings), size=2)
+    workers = WorkerPools(pool, size=2)
+
+    async def port_for(user: str) -> int:
+        async with workers.connection(user) as connection:
+            port: int = await connection.fetchval("SELECT inet_server_port()")
+            return port
+
+    try:
+        await workers.refresh()
+        assert [await port_for(user) for user in USERS] == [
+            await worker_port(database_url, user) for user in USERS
+        ]
+        node = workers.map.node_of(USERS[0])
+        assert node is not None
+        await workers.pools[node].close()
+        nowhere = pool.connector.at("127.0.0.1", free_port())
+        workers.pools[node] = await db.DriverPool.open(nowhere, size=1, min_size=0)
+        assert await port_for(USERS[0]) == make_url(database_url).port
+        assert node in workers.unreachable
+        await workers.refresh()
+        assert node in workers.unreachable  # still refused
+        await workers.pools[node].close()
+        workers.pools[node] = await db.DriverPool.open(pool.connector.at(*node), size=1)
+        await workers.refresh()
+        assert node not in workers.unreachable
+        assert await port_for(USERS[0]) == node[1]
+    finally:
+        await workers.close()
+        await pool.close()
+
+
+_USER_IDS = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"))
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(values=st.lists(_USER_IDS, max_size=50))
+def test_a_users_worker_is_found_by_the_hash_citus_places_rows_by(
+    database_url: str, values: list[str]
+) -> None:
+    async def hashed() -> list[int]:
+        connection = await asyncpg.connect(database_url)
+        try:
+            rows = await connection.fetch(
+                "SELECT worker_hash(v::varchar) AS h"
+                " FROM unnest($1::text[]) WITH ORDINALITY AS u(v, n) ORDER BY n",
+                values,
+            )
+            return [row["h"] for row in rows]
+        finally:
+            await connection.close()
+
+    assert asyncio.run(hashed()) == [shard_hash(value) for value in values]
 
 
 async def test_a_cluster_not_migrated_since_the_upgrade_appends_by_the_one_statement(

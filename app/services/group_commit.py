@@ -19,6 +19,7 @@ at a time, so each gets its own answer.
 
 import asyncio
 from collections import deque
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 import asyncpg
@@ -28,6 +29,7 @@ from app.db import DriverPool, translated
 from app.domain import Append, SessionKey
 from app.observability import APPENDS_GROUPED
 from app.repositories import events as event_rows
+from app.sharding import WorkerPools
 
 # The most appends one statement takes: past a few dozen, a bigger group saves nothing more
 # per append and only makes its statement (and its row locks) last longer.
@@ -43,15 +45,23 @@ class _Waiting:
 class GroupCommit:
     """`lanes`: how many append statements this worker runs at once; None runs every append
     alone, at once (on Citus, where a group's sessions lie on different nodes). `routed`: on
-    Citus, each append goes whole to its user's worker (`events.APPEND_ROUTED`)."""
+    Citus, each append goes whole to its user's worker (`events.APPEND_ROUTED`), sent there
+    straight over `workers`' connections when there are some (`sharding.WorkerPools`)."""
 
     def __init__(
-        self, pool: DriverPool, settings: Settings, lanes: int | None, *, routed: bool = False
+        self,
+        pool: DriverPool,
+        settings: Settings,
+        lanes: int | None,
+        *,
+        routed: bool = False,
+        workers: WorkerPools | None = None,
     ) -> None:
         self.pool = pool
         self.settings = settings
         self.lanes = lanes
         self.routed = routed
+        self.workers = workers
         self.busy = 0
         self.waiting: deque[_Waiting] = deque()
         self.running: set[asyncio.Task[None]] = set()
@@ -66,10 +76,17 @@ class GroupCommit:
             return await waiting.answer
         self.busy += 1
         try:
-            async with self.pool.connection() as connection:
+            async with self._connection(request) as connection:
                 return await self._alone(connection, request)
         finally:
             self._release()
+
+    def _connection(self, request: Append) -> AbstractAsyncContextManager[asyncpg.Connection]:
+        """Where a lone append runs: its user's worker when it goes there whole (an append
+        that writes app state does not), else the pool's."""
+        if self.workers is not None and self.routed and not request.writes_app_state:
+            return self.workers.connection(request.key.user_id)
+        return self.pool.connection()
 
     async def _alone(self, connection: asyncpg.Connection, request: Append) -> int | None:
         return await event_rows.append(

@@ -25,6 +25,7 @@ from app.services.sessions import SessionService
 from app.services.shared_state import SharedStateService
 from app.services.tool_calls import ToolCallService
 from app.services.usage import UsageService
+from app.sharding import WorkerPools
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,13 @@ class Services:
         *,
         sharded: bool = False,
         routed: bool = False,
+        workers: WorkerPools | None = None,
     ) -> Self:
         """`pool`: the one pool every unit of work takes its connection from; `replica`: the
         read replica's pool (DATABASE_READ_URL), if there is one; `sharded`: the database is
         a Citus cluster, where appends to several sessions cannot share a statement;
-        `routed`: there, each append goes whole to its user's worker (`sharding`)."""
+        `routed`: there, each append goes whole to its user's worker (`sharding`), over
+        `workers`' connections when given."""
         live = Broker(pool, settings)
         lanes = None if sharded or not settings.append_lanes else settings.append_lanes
         events = EventService(
@@ -65,7 +68,7 @@ class Services:
             settings,
             live.announce_later,
             Reads(pool, replica),
-            GroupCommit(pool, settings, lanes, routed=routed),
+            GroupCommit(pool, settings, lanes, routed=routed, workers=workers),
         )
         sessions = SessionService(pool, settings, events)
         return cls(
