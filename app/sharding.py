@@ -134,7 +134,10 @@ def _rotated(value: int, bits: int) -> int:
 
 def shard_hash(value: str) -> int:
     """The hash Citus places a text shard key's row by (PostgreSQL's `hashtext`, Bob Jenkins's
-    lookup3 over the UTF-8 bytes, as an int4), so that finding a user's worker asks no node."""
+    lookup3 over the UTF-8 bytes, as an int4), so that finding a user's worker asks no node.
+
+    Each round of lookup3's mix and final steps changes one of its three words by another;
+    the next round does the same to the next word, so the loops turn the names round."""
     key = value.encode()
     a = b = c = (0x9E3779B9 + len(key) + 3923095) & _MASK
     whole = len(key) - len(key) % 12
@@ -142,30 +145,18 @@ def shard_hash(value: str) -> int:
         a = (a + int.from_bytes(key[at : at + 4], "little")) & _MASK
         b = (b + int.from_bytes(key[at + 4 : at + 8], "little")) & _MASK
         c = (c + int.from_bytes(key[at + 8 : at + 12], "little")) & _MASK
-        a = (a - c) & _MASK ^ _rotated(c, 4)
-        c = (c + b) & _MASK
-        b = (b - a) & _MASK ^ _rotated(a, 6)
-        a = (a + c) & _MASK
-        c = (c - b) & _MASK ^ _rotated(b, 8)
-        b = (b + a) & _MASK
-        a = (a - c) & _MASK ^ _rotated(c, 16)
-        c = (c + b) & _MASK
-        b = (b - a) & _MASK ^ _rotated(a, 19)
-        a = (a + c) & _MASK
-        c = (c - b) & _MASK ^ _rotated(b, 4)
-        b = (b + a) & _MASK
+        for bits in (4, 6, 8, 16, 19, 4):  # mix: six rounds, the names back where they were
+            a = (a - c) & _MASK ^ _rotated(c, bits)
+            c = (c + b) & _MASK
+            a, b, c = b, c, a
     rest = key[whole:]
     a = (a + int.from_bytes(rest[:4], "little")) & _MASK
     b = (b + int.from_bytes(rest[4:8], "little")) & _MASK
     c = (c + (int.from_bytes(rest[8:], "little") << 8)) & _MASK  # its low byte: the length's
-    c = (c ^ b) - _rotated(b, 14) & _MASK
-    a = (a ^ c) - _rotated(c, 11) & _MASK
-    b = (b ^ a) - _rotated(a, 25) & _MASK
-    c = (c ^ b) - _rotated(b, 16) & _MASK
-    a = (a ^ c) - _rotated(c, 4) & _MASK
-    b = (b ^ a) - _rotated(a, 14) & _MASK
-    c = (c ^ b) - _rotated(b, 24) & _MASK
-    return c - (1 << 32) if c >> 31 else c
+    for bits in (14, 11, 25, 16, 4, 14, 24):  # final: seven rounds, c ends named b
+        c = (c ^ b) - _rotated(b, bits) & _MASK
+        a, b, c = b, c, a
+    return b - (1 << 32) if b >> 31 else b
 
 
 Node = tuple[str, int]  # a node's host and port, as Citus's metadata names it
