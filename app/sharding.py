@@ -219,8 +219,8 @@ class WorkerPools:
             await asyncio.sleep(self.every)
             try:
                 await self.refresh()
-            except Exception:  # the coordinator down: the map stays as it was
-                logger.warning("could not read where Citus's shards are", exc_info=True)
+            except Exception as error:  # the coordinator down: the map stays as it was
+                logger.warning("could not read where Citus's shards are: %s", type(error).__name__)
 
     async def refresh(self) -> None:
         async with self.coordinator.connection() as connection:
