@@ -259,6 +259,7 @@ async def test_an_append_is_sent_straight_to_its_users_worker(
 
     async def recording(connection: asyncpg.Connection) -> None:
         await decode_json(connection)
+
         def appended(query: asyncpg.connection.LoggedQuery) -> None:
             if query.query in (APPEND.sql, APPEND_ROUTED.sql):
                 sent.append((query.query, query.conn_addr[1]))
