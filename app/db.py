@@ -77,19 +77,22 @@ def sqlstate(error: BaseException) -> str | None:
 
 
 # On Citus a unique violation comes from a shard: its constraint carries the shard's number
-# ("uq_events_…_102019"), the driver's `constraint_name` is empty, and a write Citus ran in steps
-# reports it as an internal error (XX000) with the worker's message.
-_UNIQUE_VIOLATION = re.compile(r'duplicate key value violates unique constraint "(.+?)(?:_\d+)?"')
+# ("uq_events_…_102019"). Run on the shard's own node, the driver names it so; through the
+# coordinator the driver's `constraint_name` is empty, and a write Citus ran in steps reports it
+# as an internal error (XX000) with the worker's message.
+_UNIQUE_VIOLATION = re.compile(r'duplicate key value violates unique constraint "(.+?)"')
+_SHARD_NUMBER = re.compile(r"_\d+$")  # no constraint of the schema ends in digits
 
 
 def violated_unique(error: BaseException) -> str | None:
     """The schema's name of the unique constraint a write violated; None for other errors."""
     if isinstance(error, asyncpg.UniqueViolationError) and error.constraint_name:
-        return str(error.constraint_name)
-    if sqlstate(error) not in ("23505", "XX000"):
+        name = str(error.constraint_name)
+    elif sqlstate(error) in ("23505", "XX000") and (match := _UNIQUE_VIOLATION.match(str(error))):
+        name = match[1]
+    else:
         return None
-    match = _UNIQUE_VIOLATION.match(str(error))
-    return match[1] if match else None
+    return _SHARD_NUMBER.sub("", name)
 
 
 def is_unavailable(error: BaseException) -> bool:

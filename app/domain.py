@@ -197,6 +197,7 @@ class Append:
 
     @property
     def writes_app_state(self) -> bool:
+        """Whether it writes app state, which on Citus is a copy on every node."""
         return any(event.delta.app for event in self.events)
 
 

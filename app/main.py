@@ -125,7 +125,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                 "AUTH IS OFF: anyone who can reach this port can read and write every session. "
                 "Set SESSIONARY_AUTH=true and create keys with `sessionary keys create`."
             )
-        await stack.enter_async_context(pool_gauges(pool))
         app.state.pool = pool
         async with pool.connection() as connection:
             sharded = await sharding.on_citus(connection)
@@ -142,6 +141,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             await workers.refresh()
             follower = asyncio.create_task(workers.follow())
             stack.callback(follower.cancel)
+        on_workers = workers.pools.values() if workers is not None else ()
+        await stack.enter_async_context(pool_gauges(lambda: [pool, *on_workers]))
         services = Services.create(
             pool, settings, replica, sharded=sharded, routed=routed, workers=workers
         )

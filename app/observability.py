@@ -11,7 +11,7 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -105,8 +105,11 @@ def metrics_text() -> tuple[bytes, str]:
 
 
 @asynccontextmanager
-async def pool_gauges(pool: DriverPool, every: float = 0.5) -> AsyncIterator[None]:
-    """Keeps this worker's pool gauges current while the app runs.
+async def pool_gauges(
+    pools: Callable[[], Iterable[DriverPool]], every: float = 0.5
+) -> AsyncIterator[None]:
+    """Keeps this worker's pool gauges current while the app runs, over all its `pools()`
+    (the pool, and on Citus the pools to the workers, which change as the cluster does).
 
     Sampled rather than counted at each checkout and checkin: in multiprocess mode every gauge
     change is a write to a shared file, two per request.
@@ -114,8 +117,9 @@ async def pool_gauges(pool: DriverPool, every: float = 0.5) -> AsyncIterator[Non
 
     async def sample() -> None:
         while True:
-            in_use = pool.in_use_count()
-            POOL_OPEN.set(in_use + pool.idle_count())
+            sampled = list(pools())
+            in_use = sum(pool.in_use_count() for pool in sampled)
+            POOL_OPEN.set(in_use + sum(pool.idle_count() for pool in sampled))
             POOL_IN_USE.set(in_use)
             await asyncio.sleep(every)
 
