@@ -160,6 +160,9 @@ def shard_hash(value: str) -> int:
 
 
 Node = tuple[str, int]  # a node's host and port, as Citus's metadata names it
+# A worker that will not take the service's connection: down, unreachable, or refusing it (its
+# `pg_hba.conf` or the role), which would otherwise fail every append of its users.
+_REFUSED = (DatabaseUnavailable, asyncpg.PostgresError)
 
 # Where each shard of `sessions` (and so of every table co-located with it) is: its lowest
 # hash, and its node; none for the coordinator's own shards, which the service reaches anyway.
@@ -236,7 +239,7 @@ class WorkerPools:
             try:
                 async with self.pools[node].connection():
                     self.unreachable.discard(node)
-            except DatabaseUnavailable:
+            except _REFUSED:
                 pass
         self.map = shards
 
@@ -250,7 +253,7 @@ class WorkerPools:
             if node in self.pools and node not in self.unreachable:
                 try:
                     connection = await stack.enter_async_context(self.pools[node].connection())
-                except DatabaseUnavailable:
+                except _REFUSED:
                     logger.warning("worker %s:%s unreachable: appends go by the coordinator", *node)
                     self.unreachable.add(node)
             if connection is None:

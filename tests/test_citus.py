@@ -288,8 +288,9 @@ async def test_an_append_is_sent_straight_to_its_users_worker(
 async def test_a_worker_that_cannot_be_reached_has_its_appends_sent_to_the_coordinator(
     settings: Settings, database_url: str
 ) -> None:
-    """Refused before anything is sent, the append goes by the coordinator instead, and the
-    worker is tried again at the next reading of the map, from then on when it answers."""
+    """Refused before anything is sent (nothing listening, or the service's role not let in),
+    the append goes by the coordinator instead, and the worker is tried again at the next
+    reading of the map, from then on when it answers."""
     pool = await db.DriverPool.open(db.connector(database_url, settings), size=2)
     workers = WorkerPools(pool, size=2)
 
@@ -312,6 +313,12 @@ async def test_a_worker_that_cannot_be_reached_has_its_appends_sent_to_the_coord
         assert node in workers.unreachable
         await workers.refresh()
         assert node in workers.unreachable  # still refused
+        await workers.pools[node].close()
+        refusing = db.Connector.of(f"postgresql://nobody@{node[0]}:{node[1]}/postgres")
+        workers.pools[node] = await db.DriverPool.open(refusing, size=1, min_size=0)
+        workers.unreachable.clear()
+        assert await port_for(USERS[0]) == make_url(database_url).port  # the role refused
+        assert node in workers.unreachable
         await workers.pools[node].close()
         workers.pools[node] = await db.DriverPool.open(pool.connector.at(*node), size=1)
         await workers.refresh()

@@ -46,7 +46,8 @@ class GroupCommit:
     """`lanes`: how many append statements this worker runs at once; None runs every append
     alone, at once (on Citus, where a group's sessions lie on different nodes). `routed`: on
     Citus, each append goes whole to its user's worker (`events.APPEND_ROUTED`), sent there
-    straight over `workers`' connections when there are some (`sharding.WorkerPools`)."""
+    straight over `workers`' connections when there are some (`sharding.WorkerPools`, only
+    ever given with `routed`)."""
 
     def __init__(
         self,
@@ -84,7 +85,7 @@ class GroupCommit:
     def _connection(self, request: Append) -> AbstractAsyncContextManager[asyncpg.Connection]:
         """Where a lone append runs: its user's worker when it goes there whole (an append
         that writes app state does not), else the pool's."""
-        if self.workers is not None and self.routed and not request.writes_app_state:
+        if self.workers is not None and not request.writes_app_state:
             return self.workers.connection(request.key.user_id)
         return self.pool.connection()
 
