@@ -95,6 +95,8 @@ async def workers_of(database_url: str, statements: list[Statement]) -> list[lis
         for sql, args in statements:
             if not any(name in sql for name in (*CO_LOCATED, *REFERENCE, ROUTED_FUNCTION)):
                 continue
+            if "pg_dist_" in sql:  # the service reading where the shards are (`WorkerPools`)
+                continue
             if (
                 not sql.lstrip()
                 .upper()
