@@ -367,6 +367,28 @@ async def test_a_reset_between_a_streams_start_and_its_feeds_is_never_skipped(
     ]
 
 
+async def test_a_reset_committed_before_the_streams_replay_is_told_before_the_append(app, client):
+    """The stream's replay reads the table after a reset and the append that followed it
+    (a slow start, as on a cluster): the `resync` comes at the reset's version, before the
+    append, not after it."""
+    await client.post(SESSIONS, json={"sessionId": "s", "events": [said("x")] * 2})
+    broker = app.state.services.live
+    subscription = await broker.session_stream(SessionKey(APP, USER, "s"), None)
+    try:
+        assert (await client.post(f"{session_url('s')}:reset")).status_code == 200
+        appended = await client.post(f"{session_url('s')}/events", json=said("after"))
+        assert appended.status_code == 201, appended.text
+        frames = [(await asyncio.wait_for(anext(subscription.frames), 5)).decode()]
+        while "event: appended" not in frames[-1]:
+            frames.append((await asyncio.wait_for(anext(subscription.frames), 5)).decode())
+    finally:
+        await subscription.close()
+    assert [text.split("\n")[:2] for text in frames] == [
+        ["id: 3", "event: resync"],
+        ["id: 4", "event: appended"],
+    ]
+
+
 async def test_a_reset_whose_notice_is_lost_is_never_gone_past(app, client, monkeypatch):
     """A feed that hears nothing reads the newest events itself (a worker may have died
     between a commit and its notice): a reset and an append committed unheard are not an
@@ -395,3 +417,34 @@ async def test_a_reset_whose_notice_is_lost_is_never_gone_past(app, client, monk
         ["id: 2", "event: resync"],
         ["id: 3", "event: appended"],
     ]
+
+
+# Each operation: its request (method, path after the session's, body), and its frame.
+OPERATIONS = {
+    "reset": (("POST", ":reset", None), "reset"),
+    "trim": (("POST", ":trim", {"keepLast": 1}), "trimmed"),
+    "remove": (("DELETE", "/events/a", None), "removed"),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(OPERATIONS))
+async def test_a_stream_is_told_of_every_reset_trim_and_removal_before_the_next_append(
+    live_server, http, operation
+):
+    """Many times over, across the server's two workers: a stream open before a reset (a
+    trim, a removal) hears of it, as its own frame or a `resync`, before the append after."""
+    (method, suffix, body), told = OPERATIONS[operation]
+    for attempt in range(25):
+        session_id = f"{operation}-{attempt}"
+        await new_session(http, session_id, events=[said("a", id="a"), said("b", id="b")])
+        url = session_url(session_id)
+        async with stream(live_server, f"{url}/events:stream") as response:
+            changed = await http.request(method, url + suffix, json=body)
+            assert changed.status_code in (200, 204), changed.text
+            appended = await http.post(f"{url}/events", json=said("after"))
+            assert appended.status_code == 201, appended.text
+            frames: list[Frame] = []
+            while not frames or frames[-1].event != "appended":
+                frames += await asyncio.wait_for(response.take(1), 10)
+        seen = [(frame.event, frame.id) for frame in frames]
+        assert seen in ([(told, 3), ("appended", 4)], [("resync", 3), ("appended", 4)]), attempt

@@ -423,7 +423,7 @@ class Broker:
         other writes came after it too (the client may hold an event since removed or
         rewritten, or a reset, trim or removal came after the stream opened); `closed` or
         `deleted`, ending the stream, when the session is."""
-        start, expected, gap = cursor.position, cursor.position + 1, False
+        start = cursor.position
         # Versions through it need no word: from 0, the client holds nothing, and what was
         # removed before the stream opened is no change to it. A change after that is, even
         # on a stream from version 0 (its feed, which started later, took it as seen).
@@ -439,17 +439,19 @@ class Broker:
                 return
             (version, status, outcome), events = found
             for seq, event in events:
-                gap = gap or (seq != expected and seq - 1 > floor)
-                expected = seq + 1
+                # Versions no event holds, before this one: writes other than appends (a
+                # reset, a removal), told before the event that came after them.
+                if seq - 1 > max(cursor.position, floor):
+                    cursor.position = seq - 1
+                    yield json_frame("resync", {"version": seq - 1}, seq - 1)
                 cursor.position = seq
                 yield frame("appended", event, seq)
             if len(events) < PAGE:
                 break
         closed = status == "closed"
-        # Versions no event holds: writes other than appends (a close takes the last one).
+        # And after the last event (a close takes the last version).
         last = version - 1 if closed else version
-        gap = gap or (last >= expected and last > floor)
-        if gap:
+        if last > max(cursor.position, floor):
             cursor.position = version
             yield json_frame("resync", {"version": version}, version)
         if closed:
