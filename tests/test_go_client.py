@@ -1,5 +1,6 @@
 """The Go client (`clients/go`) and its ADK-Go session service (`clients/go/adk`): each
-module's `go test` against a real server, ADK-Go's own suite of a session service included."""
+module's `go test` against a real server, ADK-Go's own suite of a session service included, and
+the README's steps as written (its Install in a new module, examples/go_agent twice)."""
 
 import os
 import re
@@ -18,7 +19,7 @@ def test_the_go_module_passes_its_tests_against_a_live_server(
     live_server: str, module: Path
 ) -> None:
     tool = go()
-    # On the PATH too: the README's test runs its programs with `go run`.
+    # On the PATH too: the README's tests run its steps (`go mod`, `go run`) in `sh`.
     path = f"{Path(tool).parent}{os.pathsep}{os.environ['PATH']}"
     tested = subprocess.run(
         [tool, "test", "-count=1", "-v", "./..."],

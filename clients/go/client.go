@@ -28,6 +28,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultURL is the server a client talks to when neither Options.BaseURL nor SESSIONARY_URL
@@ -152,6 +153,10 @@ func (c *Client) do(ctx context.Context, req call, out any) (*http.Response, err
 		}
 		req.ctype = "application/json"
 	}
+	// Raw JSON (an import's, an Extra field's) is sent as it is: it must be UTF-8 already.
+	if !utf8.Valid(body) || req.body != nil && replacedUTF8(body) {
+		return nil, refused("strings must be valid UTF-8", "body")
+	}
 	target := *c.base
 	target.Path = c.base.Path + pathOnly(req.path)
 	target.RawPath = c.base.EscapedPath() + req.path
@@ -189,6 +194,15 @@ func (c *Client) do(ctx context.Context, req call, out any) (*http.Response, err
 		}
 	}
 }
+
+// replacedUTF8 says whether encoding/json wrote U+FFFD in data in place of a byte that is not
+// UTF-8: it writes the escape `\ufffd` (and a real U+FFFD as it is), after an even number of
+// backslashes (an odd one would escape the last). Sent, ids "e\xff" and "e\xfe" would be one.
+func replacedUTF8(data []byte) bool {
+	return bytes.Contains(data, []byte(`\ufffd`)) && replacement.Match(data)
+}
+
+var replacement = regexp.MustCompile(`(?:^|[^\\])(?:\\\\)*\\ufffd`)
 
 // attempt sends the request once: an error answer is an *APIError, no answer a
 // *ConnectionError.

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -145,6 +146,65 @@ func TestErrorsCarryTheProblemsCode(t *testing.T) {
 	var conn *ConnectionError
 	if _, err = down.Health(ctx); !errors.As(err, &conn) {
 		t.Fatalf("no server: %v", err)
+	}
+}
+
+// encoding/json would send U+FFFD in place of each byte that is not UTF-8: "e\xff" and "e\xfe"
+// would be one event id, the second append taken for a resend of the first and never stored.
+func TestStringsThatAreNotUTF8AreRefusedBeforeTheyAreSent(t *testing.T) {
+	ctx := context.Background()
+	var sent atomic.Int32
+	c := client(t, Options{BaseURL: proxy(t, func(*http.Request, *http.Response) bool {
+		sent.Add(1)
+		return false
+	})})
+	app := unique("go")
+	must[*Session](t)(c.CreateSession(ctx, app, "ada", SessionCreate{SessionID: "s"}))
+	calls := map[string]func() error{
+		"path.session_id": func() error {
+			_, err := c.GetSession(ctx, app, "ada", "s\xff", SessionRead{})
+			return err
+		},
+		"path.user_id": func() error { return c.DeleteSession(ctx, app, "ada\xff", "s") },
+		"body (a new session's id)": func() error {
+			_, err := c.CreateSession(ctx, app, "ada", SessionCreate{SessionID: "t\xff"})
+			return err
+		},
+		"body (an event id)": func() error {
+			_, err := c.AppendEvent(ctx, app, "ada", "s", Event{ID: "e\xff", Author: "user"})
+			return err
+		},
+		"body (an event id of a batch)": func() error {
+			_, err := c.AppendEvents(ctx, app, "ada", "s", []Event{{ID: "e\xfe", Author: "user"}})
+			return err
+		},
+		"body (a state key)": func() error {
+			_, err := c.UpdateState(ctx, app, "ada", "s", State{"k\xff": 1})
+			return err
+		},
+		"body (an import)": func() error {
+			_, err := c.Import(ctx, app, "ada", []byte("{\"id\": \"s\xff\"}\n"))
+			return err
+		},
+	}
+	before := sent.Load()
+	for what, call := range calls {
+		err := call()
+		var refused *APIError
+		if !errors.Is(err, ErrValidation) || !errors.As(err, &refused) ||
+			!strings.HasPrefix(refused.Problem.Detail, strings.Fields(what)[0]+": ") ||
+			!strings.HasSuffix(refused.Problem.Detail, "must be valid UTF-8 (not sent)") {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	if n := sent.Load() - before; n != 0 {
+		t.Errorf("%d of the refused requests were sent", n)
+	}
+	// A real U+FFFD is valid UTF-8, and so is text that only reads like its JSON escape.
+	for _, id := range []string{"e\ufffd", `e\ufffd`, `e\\ufffd`} {
+		if got := must[*Event](t)(c.AppendEvent(ctx, app, "ada", "s", Event{ID: id, Author: "user"})); got.ID != id {
+			t.Errorf("sent %q, stored %q", id, got.ID)
+		}
 	}
 }
 

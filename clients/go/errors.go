@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Problem is an error answer's RFC 9457 body. Code names the error: "session_not_found",
@@ -113,4 +114,16 @@ func problemOf(status int, body []byte) Problem {
 	}
 	return Problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
 		Code: "http_error", Detail: detail}
+}
+
+// refused is the error of a request the client does not send, since the server would refuse it:
+// a 422 as the server's, loc naming what is wrong ("path", "session_id").
+func refused(why string, loc ...string) *APIError {
+	items := make([]any, len(loc))
+	for i, part := range loc {
+		items[i] = part
+	}
+	return &APIError{Status: 422, Problem: Problem{Type: "urn:sessionary:problem:validation_error",
+		Title: "Invalid input", Status: 422, Detail: strings.Join(loc, ".") + ": " + why + " (not sent)",
+		Code: "validation_error", Errors: []ValidationErrorItem{{Loc: items, Msg: why, Type: "value_error"}}}}
 }

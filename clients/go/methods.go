@@ -2,22 +2,24 @@ package sessionary
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // segment is an id as one escaped path segment. An id `.` or `..` is refused here, as the
-// server refuses it: URLs resolve dot segments, so it would reach another route.
+// server refuses it: URLs resolve dot segments, so it would reach another route. So is an id
+// that is not UTF-8, which the server would refuse too.
 func segment(name, id string) (string, error) {
-	if id == "." || id == ".." || id == "" {
-		detail := fmt.Sprintf("path.%s: an id must not be empty, `.` or `..` (not sent)", name)
-		return "", &APIError{Status: 422, Problem: Problem{Type: "urn:sessionary:problem:validation_error",
-			Title: "Invalid input", Status: 422, Detail: detail, Code: "validation_error"}}
+	switch {
+	case id == "." || id == ".." || id == "":
+		return "", refused("an id must not be empty, `.` or `..`", "path", name)
+	case !utf8.ValidString(id):
+		return "", refused("an id must be valid UTF-8", "path", name)
 	}
 	return url.PathEscape(id), nil
 }

@@ -1,11 +1,12 @@
 // An ADK-Go agent whose sessions live in Sessionary, with a scripted model (no Gemini key).
 //
 // Run it twice: the second run, a new process, resumes the session the first one started, its
-// history and its `app:`, `user:` and session state.
+// history and its `app:`, `user:` and session state. `-new` starts the session (go-demo, or the
+// one a second argument names) anew, so that the two can be run again.
 //
 //	cd examples/go_agent
-//	go run . Oslo     # remembered; I was given 3 messages
-//	go run . Bergen   # remembered; I was given 7 messages
+//	go run . -new Oslo   # remembered; I was given 3 messages
+//	go run . Bergen      # remembered; I was given 7 messages
 //
 // Needs Go 1.25+ and a server (SESSIONARY_URL, else http://127.0.0.1:8000). Put a real model
 // (gemini.NewModel from google.golang.org/adk/v2/model/gemini) in place of the script and
@@ -15,10 +16,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"iter"
 	"log"
-	"os"
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
@@ -69,19 +70,21 @@ func remember(ctx agent.Context, args city) (map[string]string, error) {
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		log.Fatal("usage: go run . CITY [SESSION_ID]")
+	anew := flag.Bool("new", false, "delete the session first, to start it anew")
+	flag.Parse()
+	if flag.NArg() < 1 {
+		log.Fatal("usage: go run . [-new] CITY [SESSION_ID]")
 	}
 	sessionID := "go-demo"
-	if len(os.Args) > 2 {
-		sessionID = os.Args[2]
+	if flag.NArg() > 1 {
+		sessionID = flag.Arg(1)
 	}
-	if err := turn(context.Background(), os.Args[1], sessionID); err != nil {
+	if err := turn(context.Background(), flag.Arg(0), sessionID, *anew); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func turn(ctx context.Context, cityName, sessionID string) error {
+func turn(ctx context.Context, cityName, sessionID string, anew bool) error {
 	client, err := sessionary.New(sessionary.Options{}) // SESSIONARY_URL, SESSIONARY_API_KEY
 	if err != nil {
 		return err
@@ -97,6 +100,12 @@ func turn(ctx context.Context, cityName, sessionID string) error {
 		return err
 	}
 	service := adk.NewService(client)
+	if anew {
+		err := service.Delete(ctx, &session.DeleteRequest{AppName: "examples", UserID: "ada", SessionID: sessionID})
+		if err != nil {
+			return err
+		}
+	}
 	r, err := runner.New(runner.Config{AppName: "examples", Agent: weather, SessionService: service,
 		AutoCreateSession: true})
 	if err != nil {
