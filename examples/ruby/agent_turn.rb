@@ -2,11 +2,11 @@
 
 # A Ruby agent worker's turn with a tool call, while a watcher follows the session live.
 #
-#   cd clients/ruby && gem build sessionary.gemspec && gem install --local ./sessionary-0.1.0.gem
-#   SESSIONARY_URL=http://127.0.0.1:8000 ruby examples/ruby/agent_turn.rb
+#   (cd clients/ruby && gem build sessionary.gemspec && gem install --local ./sessionary-0.1.0.gem)
+#   ruby examples/ruby/agent_turn.rb   # against SESSIONARY_URL, else http://127.0.0.1:8000
 #
-# (or, without installing the gem, `ruby -I clients/ruby/lib examples/ruby/agent_turn.rb`). It
-# prints:
+# from the repository's root (or, without installing the gem, `ruby -I clients/ruby/lib
+# examples/ruby/agent_turn.rb`). It prints:
 #
 #   pending calls: call-1
 #   context: 4 events in 22 tokens

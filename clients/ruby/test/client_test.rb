@@ -223,4 +223,30 @@ class ClientTest < Minitest::Test
     assert_equal "validation_error", error.code
     assert_kind_of Array, error.errors
   end
+
+  def test_strings_that_are_not_utf8_are_refused_before_they_are_sent
+    relay = Relay.new
+    sessionary = client(base_url: relay.url)
+    chat = new_session(sessionary)
+    refused = [
+      ["path.session_id", -> { sessionary.get_session(APP, "ada", "s\xFF") }],
+      ["path.user_id", -> { sessionary.delete_session(APP, "ada\xFF", chat.session_id) }],
+      ["body", -> { sessionary.create_session(APP, "ada", session_id: "t\xFF") }],
+      ["body", -> { chat.append_event({id: "e\xFF", author: "user"}) }],
+      ["body", -> { chat.append_events([{id: "e\xFE", author: "user"}]) }],
+      ["body", -> { chat.update_state({"k\xFF" => 1}) }],
+      ["body", -> { sessionary.import_session(APP, "ada", "{\"id\": \"s\xFF\"}\n") }]
+    ]
+    sent = relay.heads.size
+    refused.each do |where, call|
+      error = assert_raises(Sessionary::InvalidRequestError, where) { call.call }
+      assert_match(/\A#{Regexp.escape(where)}: .* must be valid UTF-8 \(not sent\)\z/, error.detail)
+      assert_equal [where.split(".")], error.errors.map { |item| item["loc"] }
+    end
+    assert_equal sent, relay.heads.size # none was sent
+    ["e\u{FFFD}", "e\\ufffd"].each { |id| assert_equal id, chat.append_event({id: id, author: "user"}).id }
+  ensure
+    sessionary&.close
+    relay&.close
+  end
 end

@@ -1,14 +1,15 @@
 # frozen_string_literal: true
 
+require "fileutils"
 require "open3"
 require "rbconfig"
 require "test_helper"
 require "tmpdir"
 
 # The README's examples run as written, in order, as one script, with the gem built and
-# installed as its Install section says (in a scratch folder): each prints what the `text`
-# block after it shows, or nothing. So do the repository README's and the agent turn in
-# examples/ruby.
+# installed by its Install steps as written: each prints what the `text` block after it shows,
+# or nothing. So do the repository README's and the agent turn in examples/ruby, by the steps
+# its comment gives. Each runs twice in a row against the server, as a reader may run it.
 class ReadmeTest < Minitest::Test
   HERE = File.expand_path("..", __dir__)
   EXAMPLE = File.expand_path("../../examples/ruby/agent_turn.rb", HERE)
@@ -17,24 +18,40 @@ class ReadmeTest < Minitest::Test
     blocks = examples
     assert_operator blocks.size, :>=, 5
     script = blocks.each_with_index.map { |(code, _), n| "#{code}$stdout.puts(#{separator(n).inspect})\n" }.join
-    out = run_installed(script)
-    printed = blocks.each_index.map do |n|
-      head, _, out = out.partition("#{separator(n)}\n")
-      head
+    install = File.read(File.join(HERE, "README.md"))[/^## Install\n.*?^```sh\n(.*?)^```$/m, 1]
+    in_a_checkout do |root, env|
+      command("sh", "-e", "-c", install, chdir: root, env: env)
+      where = command(RbConfig.ruby, "-e", 'require "sessionary"; print Gem.loaded_specs.fetch("sessionary").full_gem_path',
+                      env: env)
+      assert where.start_with?(root), where # the gem installed, not this folder's lib
+      2.times do
+        out = command(RbConfig.ruby, "-", stdin_data: script, env: env)
+        printed = blocks.each_index.map do |n|
+          head, _, out = out.partition("#{separator(n)}\n")
+          head
+        end
+        assert_equal blocks.map(&:last), printed
+      end
     end
-    assert_equal blocks.map(&:last), printed
   end
 
   def test_the_repositorys_readme_shows_the_client_as_it_is
     code, = File.read(File.expand_path("../../README.md", HERE)).scan(/^```ruby\n(.*?)^```$/m).flatten
-    assert_equal "1 user\n", command(RbConfig.ruby, "-I", File.join(HERE, "lib"), "-", stdin_data: code)
+    2.times do
+      assert_equal "1 user\n", command(RbConfig.ruby, "-I", File.join(HERE, "lib"), "-", stdin_data: code)
+    end
   end
 
-  def test_the_example_agent_turn_prints_what_it_says
-    said = File.read(EXAMPLE)[/# prints:\n#\n((?:#   .*\n)+)/, 1].gsub(/^#   /, "")
-    out, err, status = Open3.capture3(env, RbConfig.ruby, "-I", File.join(HERE, "lib"), EXAMPLE)
-    assert status.success?, err
-    assert_equal said, out
+  def test_the_example_agent_turn_runs_as_its_comment_says
+    source = File.read(EXAMPLE)
+    steps = source[/^#\n((?:#   .*\n)+)/, 1].gsub(/^#   /, "")
+    said = source[/prints:\n#\n((?:#   .*\n)+)/, 1].gsub(/^#   /, "")
+    in_a_checkout do |root, env|
+      2.times do
+        out = command("sh", "-e", "-c", steps, chdir: root, env: env)
+        assert out.end_with?(said), "#{steps}printed\n#{out}"
+      end
+    end
   end
 
   private
@@ -52,17 +69,16 @@ class ReadmeTest < Minitest::Test
 
   def env = {"SESSIONARY_URL" => BASE_URL, "RUBYLIB" => nil, "RUBYOPT" => nil}
 
-  # `script`'s output, run with the gem as `gem build` and `gem install` make it.
-  def run_installed(script)
-    Dir.mktmpdir do |dir|
-      gem = File.join(dir, "sessionary.gem")
-      command("gem", "build", "sessionary.gemspec", "--output", gem, chdir: HERE)
-      command("gem", "install", "--local", "--no-document", "--install-dir", File.join(dir, "gems"), gem)
-      installed = env.merge("GEM_HOME" => File.join(dir, "gems"), "GEM_PATH" => File.join(dir, "gems"))
-      where = command(RbConfig.ruby, "-e", 'require "sessionary"; print Gem.loaded_specs.fetch("sessionary").full_gem_path',
-                  env: installed)
-      assert where.start_with?(dir), where # the installed gem, not this folder's lib
-      command(RbConfig.ruby, "-", stdin_data: script, env: installed)
+  # A scratch copy of the repository's Ruby client and example, for steps run from its root
+  # (`cd clients/ruby && gem build …`), and an environment whose gems are installed in it.
+  def in_a_checkout
+    Dir.mktmpdir do |root|
+      FileUtils.mkdir_p([File.join(root, "clients"), File.join(root, "examples")])
+      FileUtils.cp_r(HERE, File.join(root, "clients", "ruby"))
+      FileUtils.rm_f(Dir[File.join(root, "clients", "ruby", "*.gem")])
+      FileUtils.cp_r(File.dirname(EXAMPLE), File.join(root, "examples", "ruby"))
+      gems = File.join(root, "gems")
+      yield root, env.merge("GEM_HOME" => gems, "GEM_PATH" => gems)
     end
   end
 

@@ -28,6 +28,10 @@ module Sessionary
     UNSET = Object.new.freeze
     # The path of the session a request is about (`/apps/…/users/…/sessions/{id}`), if any.
     SESSION = %r{\A/apps/[^/]+/users/[^/]+/sessions/[^/:]+}.freeze
+    # What an id of a path is, by the segment before it (`/apps/{app_name}/users/{user_id}/…`).
+    ID_NAMES = {
+      "apps" => "app_name", "users" => "user_id", "sessions" => "session_id", "events" => "event_id"
+    }.freeze
 
     def initialize(base_url: nil, api_key: nil, headers: {}, timeout: 10, retries: 2,
                    backoff: 0.25, pool_size: 16)
@@ -474,10 +478,14 @@ module Sessionary
     # `/a/b/…`, each segment percent-encoded: ids may hold `/`, `?`, `#` or spaces. A dot
     # segment is encoded too, so that it reaches the server as an id, which refuses it,
     # rather than being resolved by something in between (removing event `..` would delete
-    # the session).
+    # the session). An id that is not UTF-8 is refused here, as the server would refuse it.
     def path(*segments)
-      "/" + segments.map do |segment|
-        encoded = segment.to_s.b.gsub(/[^A-Za-z0-9\-._~]/) { |byte| format("%%%02X", byte.ord) }
+      "/" + segments.each_with_index.map do |segment, n|
+        bytes = segment.to_s.b
+        unless Sessionary.utf8?(bytes)
+          raise Sessionary.refused("an id must be valid UTF-8", "path", ID_NAMES.fetch(segments[n - 1], "id"))
+        end
+        encoded = bytes.gsub(/[^A-Za-z0-9\-._~]/) { |byte| format("%%%02X", byte.ord) }
         %w[. ..].include?(encoded) ? encoded.gsub(".", "%2E") : encoded
       end.join("/")
     end

@@ -106,6 +106,30 @@ module Sessionary
     503 => ServiceUnavailableError
   }.freeze
 
+  # The error of a request this client does not send, since the server would refuse it: a 422
+  # as the server's, `loc` naming what is wrong ("path", "session_id").
+  def self.refused(why, *loc)
+    InvalidRequestError.new(422, {
+      "type" => "urn:sessionary:problem:validation_error", "title" => "Invalid input", "status" => 422,
+      "detail" => "#{loc.join('.')}: #{why} (not sent)", "code" => "validation_error",
+      "errors" => [{"loc" => loc, "msg" => why, "type" => "value_error"}]
+    })
+  end
+
+  # Whether every string in a JSON value, its keys too, is valid UTF-8 as it will be sent: a
+  # string in another encoding is converted, a binary one is sent as its bytes.
+  def self.utf8?(value)
+    case value
+    when String
+      value = value.dup.force_encoding(Encoding::UTF_8) if value.encoding == Encoding::BINARY
+      value.valid_encoding?
+    when Symbol then utf8?(value.to_s)
+    when Hash then value.all? { |key, item| utf8?(key) && utf8?(item) }
+    when Array then value.all? { |item| utf8?(item) }
+    else true
+    end
+  end
+
   # The typed error of an error answer (a Net::HTTPResponse).
   def self.error_for(response)
     status = response.code.to_i

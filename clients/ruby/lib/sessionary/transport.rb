@@ -49,6 +49,7 @@ module Sessionary
     # too, not only when it never left.
     def request(method, path, query: nil, body: nil, headers: {}, idempotent: false)
       target = @prefix + path + (query.nil? || query.empty? ? "" : "?#{URI.encode_www_form(query)}")
+      body = Transport.encode(body) unless body.nil?
       attempt = 0
       loop do
         outcome = begin
@@ -97,6 +98,14 @@ module Sessionary
       @lock.synchronize { @idle.pop.finish while @idle.any? }
     end
 
+    # A body as it is sent: JSON, unless it is text already (an import's NDJSON). One with a
+    # string that is not valid UTF-8 is refused, as the server would refuse it.
+    def self.encode(body)
+      raise Sessionary.refused("strings must be valid UTF-8", "body") unless Sessionary.utf8?(body)
+
+      body.is_a?(String) ? body : JSON.generate(body)
+    end
+
     private
 
     def answer(outcome)
@@ -113,7 +122,7 @@ module Sessionary
       request = METHODS.fetch(method).new(target, @headers.merge(headers))
       unless body.nil?
         request["Content-Type"] ||= "application/json"
-        request.body = body.is_a?(String) ? body : JSON.generate(body)
+        request.body = body
       end
       request
     end
