@@ -1,11 +1,11 @@
 /**
  * A TypeScript agent worker's turn with a tool call, while a watcher follows the session live.
+ * With the client installed in your app as its README says (clients/typescript, Install), copy
+ * this file there and run it, on Node 20.3+:
  *
- *   cd clients/typescript && npm ci && npm pack           # sessionary-client-0.1.0.tgz
- *   cd your-app && npm install path/to/sessionary-client-0.1.0.tgz
- *   SESSIONARY_URL=http://127.0.0.1:8000 node agent_turn.ts
+ *   npx tsx agent_turn.ts   # against SESSIONARY_URL, else http://127.0.0.1:8000
  *
- * (Node 22.18+ runs TypeScript as is.) It prints:
+ * (From Node 22.18, `node agent_turn.ts` runs it too.) It prints:
  *
  *   pending calls: call-1
  *   context: 4 events in 22 tokens

@@ -13,6 +13,7 @@ import {
   type RetryPolicy,
   type SessionaryClient,
   type SessionaryOptions,
+  textBody,
 } from "./raw.js";
 import type { operations } from "./schema.js";
 import { follow, type Frame, type Open, type StreamOptions } from "./stream.js";
@@ -645,7 +646,7 @@ export class Sessionary {
         params: { path: { app_name: appName, user_id: userId } },
         // The spec types an NDJSON body as one of its lines; this body is all of them.
         body: ndjson as unknown as Schemas["SessionExport"],
-        bodySerializer: (body) => body,
+        bodySerializer: () => textBody(ndjson),
         headers: { "Content-Type": "application/x-ndjson" },
         signal: options.signal,
       }),

@@ -69,6 +69,7 @@ export function createSessionaryClient(options: SessionaryOptions = {}): Session
   const client = createClient<paths>({
     baseUrl,
     pathSerializer: pathWithIds,
+    bodySerializer: jsonBody,
     fetch: resending(options.fetch ?? ((request, init) => fetch(request, init)), routeOf, {
       ...retryPolicy(options),
       timeout: options.timeout ?? 10_000,
@@ -83,25 +84,51 @@ export function createSessionaryClient(options: SessionaryOptions = {}): Session
  * A path's `{name}`s filled in with their ids, each percent-encoded: ids may hold `/`, `?`, `#`
  * or spaces. An id `.` or `..` is refused here, as the server refuses it (422): URLs resolve dot
  * segments, encoded ones (`%2E%2E`) too, so it would reach another route (removing event `..`
- * would delete its session).
+ * would delete its session). So is an id with a lone surrogate, which UTF-8 cannot encode.
  */
 export function pathWithIds(pathname: string, ids: Record<string, unknown>): string {
   return pathname.replace(/\{(\w+)\}/g, (slot, name: string) => {
     const id = ids[name];
     if (id === undefined || id === null) return slot;
-    if (id === "." || id === "..") throw dotSegment(name, id);
+    if (id === "." || id === "..") {
+      throw refused("an id must not be `.` or `..`, which URLs resolve away", "path", name);
+    }
+    if (LONE_SURROGATE.test(String(id))) throw refused("an id must be valid UTF-8", "path", name);
     return encodeURIComponent(String(id));
   });
 }
 
-function dotSegment(name: string, id: string): InvalidRequestError {
+// A lone surrogate (with `u`, a surrogate pair is one code point): fetch would send U+FFFD in
+// its place, so that two ids would be one.
+const LONE_SURROGATE = /\p{Cs}/u;
+// One as JSON.stringify writes it, `\udXXX`, after an even number of backslashes (an odd one
+// would escape the last); it writes nothing else so.
+const ESCAPED_LONE_SURROGATE = /(?:^|[^\\])(?:\\\\)*\\ud[89a-f]/;
+
+/** A request's JSON body; one with a lone surrogate in a string, which the server would refuse,
+ * is refused here. */
+function jsonBody(body: unknown): string {
+  const json = JSON.stringify(body);
+  if (ESCAPED_LONE_SURROGATE.test(json)) throw refused("strings must be valid UTF-8", "body");
+  return json;
+}
+
+/** A body of text (an import's NDJSON), refused as `jsonBody` refuses one. */
+export function textBody(text: string): string {
+  if (LONE_SURROGATE.test(text)) throw refused("strings must be valid UTF-8", "body");
+  return text;
+}
+
+/** The error of a request this client does not send, since the server would refuse it: a 422 as
+ * the server's, `loc` naming what is wrong ("path", "session_id"). */
+function refused(why: string, ...loc: string[]): InvalidRequestError {
   const problem: Problem = {
     type: "urn:sessionary:problem:validation_error",
     title: "Invalid input",
     status: 422,
-    detail: `path.${name}: an id must not be \`.\` or \`..\`, which URLs resolve away (not sent).`,
+    detail: `${loc.join(".")}: ${why} (not sent)`,
     code: "validation_error",
-    errors: [{ loc: ["path", name], msg: `must not be ${JSON.stringify(id)}`, type: "value_error" }],
+    errors: [{ loc, msg: why, type: "value_error" }],
   };
   const answer = new Response(JSON.stringify(problem), {
     status: 422,

@@ -380,6 +380,44 @@ test("an id `.` or `..` is refused before it can reach another route", async () 
   );
 });
 
+test("a string with a lone surrogate, which UTF-8 cannot encode, is refused before it is sent", async () => {
+  let sent = 0;
+  const counted = new Sessionary({
+    fetch: async (request: Request) => {
+      sent++;
+      return fetch(request);
+    },
+  });
+  const app = freshApp();
+  await counted.createSession(app, "ada", { sessionId: "s" });
+  const refused: [string, () => Promise<unknown>][] = [
+    ["path.session_id", () => counted.getSession(app, "ada", "s\ud800")],
+    ["path.user_id", () => counted.deleteSession(app, "ada\udc00", "s")],
+    ["body", () => counted.createSession(app, "ada", { sessionId: "t\ud800" })],
+    ["body", () => counted.appendEvent(app, "ada", "s", { id: "e\ud800", author: "user" })],
+    ["body", () => counted.appendEvents(app, "ada", "s", [{ id: "e\udfff", author: "user" }])],
+    ["body", () => counted.updateState(app, "ada", "s", { "k\ud800": 1 })],
+    ["body", () => counted.import(app, "ada", '{"id": "s\ud800"}\n')],
+  ];
+  const before = sent;
+  for (const [where, attempt] of refused) {
+    await assert.rejects(attempt(), (error: unknown) => {
+      assert.ok(error instanceof InvalidRequestError, `${where}: ${error}`);
+      assert.match(error.detail, new RegExp(`^${where}: .* must be valid UTF-8 \\(not sent\\)$`));
+      assert.deepEqual(
+        error.errors.map((item) => item.loc),
+        [where.split(".")],
+      );
+      return true;
+    });
+  }
+  assert.equal(sent, before, "none was sent");
+  // A surrogate pair is one character, and text that only reads like an escape is text.
+  for (const id of ["e\ud83d\ude00", "e\\ud800", "e\\\\ud800"]) {
+    assert.equal((await counted.appendEvent(app, "ada", "s", { id, author: "user" })).id, id);
+  }
+});
+
 test("a read after a write asks for the version the write made", async () => {
   const sent: string[] = [];
   const watched = new Sessionary({
