@@ -1,6 +1,7 @@
 """The sync and async clients on a live server: every endpoint, typed errors, paging, retries."""
 
 import asyncio
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -345,6 +346,36 @@ async def test_dot_segment_ids_are_refused_and_never_reach_another_route(
             await client.get_session(app_name, dots, "s1")
     found = await client.get_session(app_name, USER, "s1")
     assert [e["id"] for e in found["events"]] == ["e1"]
+
+
+def test_strings_utf8_cannot_encode_are_refused_before_they_are_sent(
+    live_server: str, app_name: str
+) -> None:
+    """A lone surrogate (as `surrogateescape` decodes a byte that is not UTF-8) is the client's
+    own refusal, as the server's would be, not httpx's UnicodeEncodeError from deep inside."""
+    sent: list[httpx.Request] = []
+    http = httpx.Client(base_url=live_server, event_hooks={"request": [sent.append]})
+    with SessionaryClient(http=http) as client:
+        client.create_session(app_name, USER, session_id="s")
+        refused: list[tuple[str, Callable[[], object]]] = [
+            ("path.session_id", lambda: client.get_session(app_name, USER, "s\udcff")),
+            ("path.user_id", lambda: client.delete_session(app_name, "ada\ud800", "s")),
+            ("body", lambda: client.create_session(app_name, USER, session_id="t\ud800")),
+            ("body", lambda: client.append_event(app_name, USER, "s", event("e\udcff", 1.0))),
+            ("body", lambda: client.append_events(app_name, USER, "s", [event("e\udcfe", 1.0)])),
+            ("body", lambda: client.update_session_state(app_name, USER, "s", {"k\ud800": 1})),
+        ]
+        before = len(sent)
+        for where, call in refused:
+            with pytest.raises(InvalidRequestError) as refusal:
+                call()
+            assert refusal.value.detail.startswith(f"{where}: "), refusal.value.detail
+            assert refusal.value.detail.endswith(" must be valid UTF-8 (not sent)")
+            assert [error["loc"] for error in refusal.value.errors] == [where.split(".")]
+        assert len(sent) == before, "none was sent"
+        # A character beyond U+FFFF is valid, and so is text that only reads like an escape.
+        for event_id in ("e\U0001f600", "e\\ud800"):
+            assert client.append_event(app_name, USER, "s", event(event_id, 2.0))["id"] == event_id
 
 
 async def test_problems_become_exceptions_named_by_their_code(

@@ -25,6 +25,7 @@ from sessionary_client._core import (
     base_url_or_default,
     default_headers,
     if_match_header,
+    json_content,
     label_filters,
     query,
     quoted_path,
@@ -141,10 +142,13 @@ class AsyncSessionaryClient:
 
         `idempotent`: sending the request twice has the effect of sending it once.
         """
+        content = None if body is None else json_content(body)
+        if content is not None:
+            headers = {"Content-Type": "application/json", **(headers or {})}
         attempt = 0
         while True:
             request = self._http.build_request(
-                method, path, params=params, json=body, headers=headers
+                method, path, params=params, content=content, headers=headers
             )
             outcome: httpx.Response | Exception
             try:

@@ -1,5 +1,6 @@
 """What both clients share that does no I/O: paths, query strings, headers, the retry rule."""
 
+import itertools
 import json
 import os
 import random
@@ -11,6 +12,7 @@ from urllib.parse import quote, unquote
 
 import httpx
 
+from sessionary_client.errors import InvalidRequestError
 from sessionary_client.models import Event, StreamEvent
 
 DEFAULT_TIMEOUT = 10.0
@@ -41,9 +43,45 @@ def quoted_segment(segment: str) -> str:
     return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
+def refused(why: str, *loc: str) -> InvalidRequestError:
+    """The error of a request this client does not send, since the server would refuse it: a
+    422 as the server's, `loc` naming what is wrong ("path", "session_id")."""
+    problem = {
+        "type": "urn:sessionary:problem:validation_error",
+        "title": "Invalid input",
+        "status": 422,
+        "detail": f"{'.'.join(loc)}: {why} (not sent)",
+        "code": "validation_error",
+        "errors": [{"loc": list(loc), "msg": why, "type": "value_error"}],
+    }
+    return InvalidRequestError(422, problem)
+
+
+# What an id of a path is, by the segment before it (`/apps/{app_name}/users/{user_id}/…`).
+ID_NAMES = {"apps": "app_name", "users": "user_id", "sessions": "session_id", "events": "event_id"}
+
+
 def quoted_path(*segments: str) -> str:
-    """`/a/b/…`, each segment percent-encoded (`quoted_segment`)."""
-    return "/" + "/".join(quoted_segment(segment) for segment in segments)
+    """`/a/b/…`, each segment percent-encoded (`quoted_segment`). An id that UTF-8 cannot
+    encode (a lone surrogate, as `surrogateescape` decodes a byte that is not UTF-8) is
+    refused, as the server would refuse it."""
+    quoted = []
+    for before, segment in itertools.pairwise(("", *segments)):
+        try:
+            quoted.append(quoted_segment(segment))
+        except UnicodeEncodeError:
+            raise refused("an id must be valid UTF-8", "path", ID_NAMES.get(before, "id")) from None
+    return "/" + "/".join(quoted)
+
+
+def json_content(body: object) -> bytes:
+    """`body` as httpx sends `json=`, made once for all the resends; one with a str that UTF-8
+    cannot encode is refused, as the server would refuse it."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        raise refused("strings must be valid UTF-8", "body") from None
 
 
 def sessions_path(app_name: str, user_id: str, *rest: str) -> str:
