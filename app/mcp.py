@@ -14,6 +14,7 @@ import asyncio
 import functools
 import inspect
 import re
+import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -29,7 +30,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from app import mcp_text, workers
+from app import mcp_http, mcp_text, workers
 from app.limits import ID_LENGTH
 from app.rules.context import estimate_tokens
 
@@ -646,6 +647,9 @@ def serve(
     app: str | None = None,
     user: str | None = None,
 ) -> None:
+    # Ctrl-C ends it from the start, even where the shell that started it ignores SIGINT (a
+    # background job's); `sessionary` ends quietly on it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     server = build(url, key, app, user)
     if transport == "stdio":
         print(f"sessionary mcp: MCP on stdio, for the API at {url}", file=sys.stderr)
@@ -659,9 +663,10 @@ def serve(
         except workers.PortInUse as error:
             sys.exit(f"sessionary mcp: {error}; stop it or choose another --port.")
         where = f"[{host}]" if ":" in host else host
-        print(
+        mcp_http.serve(
+            server.streamable_http_app(host=host),
+            host,
+            port,
             f"sessionary mcp: MCP on http://{where}:{port}/mcp (streamable HTTP), "
             f"for the API at {url}",
-            file=sys.stderr,
         )
-        server.run("streamable-http", host=host, port=port)

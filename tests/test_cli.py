@@ -254,8 +254,14 @@ def test_a_serve_that_fails_after_starting_its_postgres_stops_it_and_frees_the_f
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def ignoring_ctrl_c() -> None:
+    """As a shell starts a background job (`make test > log &`): SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_mcp_ends_quietly_on_ctrl_c(transport: str) -> None:
+@pytest.mark.parametrize("job", ["foreground", "background"])
+def test_mcp_ends_quietly_on_ctrl_c_once_it_says_it_serves(transport: str, job: str) -> None:
     port = str(free_port())
     mcp = subprocess.Popen(
         [SESSIONARY, "mcp", "--transport", transport, "--port", port],
@@ -263,10 +269,16 @@ def test_mcp_ends_quietly_on_ctrl_c(transport: str) -> None:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=ignoring_ctrl_c if job == "background" else None,
     )
-    assert mcp.stderr is not None
-    assert b"sessionary mcp: MCP on" in mcp.stderr.readline()  # serving
-    mcp.send_signal(signal.SIGINT)
-    _, said = mcp.communicate(timeout=60)
-    assert mcp.returncode in (0, 128 + signal.SIGINT)
+    try:
+        assert mcp.stderr is not None
+        assert b"sessionary mcp: MCP on" in mcp.stderr.readline()  # serving
+        mcp.send_signal(signal.SIGINT)
+        # stdin stays open: over stdio, its end would end the server without the Ctrl-C.
+        said = mcp.stderr.read() if mcp.wait(timeout=60) is not None else b""
+    finally:
+        mcp.kill()
+        mcp.communicate()
+    assert mcp.returncode in (0, 128 + signal.SIGINT), said.decode()
     assert b"Traceback" not in said, said.decode()

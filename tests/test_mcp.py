@@ -388,6 +388,41 @@ async def over_http(url: str, key: str | None) -> AsyncIterator[ClientSession]:
         yield session
 
 
+async def test_a_session_ended_with_a_notification_in_flight_leaves_no_trace(api: Api) -> None:
+    """A client that initializes and leaves at once: its `notifications/initialized` and
+    its `DELETE` of the session race (the SDK alone printed two tracebacks for a third of
+    them). Checked by `mcp_over_http` on the server's stderr."""
+    headers = {"Accept": "application/json, text/event-stream"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "leaver", "version": "1"},
+        },
+    }
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    with mcp_over_http("--url", api.url, "--api-key", api.app) as url:
+        async with (
+            httpx.AsyncClient(headers=headers) as one,
+            httpx.AsyncClient(headers=headers) as two,
+        ):
+            for _ in range(50):
+                started = await one.post(url, json=initialize)
+                assert started.status_code == 200, started.text
+                session = {
+                    "Mcp-Session-Id": started.headers["Mcp-Session-Id"],
+                    "Mcp-Protocol-Version": "2025-06-18",
+                }
+                noticed, ended = await asyncio.gather(
+                    two.post(url, json=initialized, headers=session),
+                    one.delete(url, headers=session),
+                )
+                assert noticed.status_code in (202, 404) and ended.status_code == 200
+
+
 async def test_over_streamable_http_each_client_acts_with_its_own_key(api: Api) -> None:
     # Started with the app's key, which reads every user of the app.
     with mcp_over_http("--url", api.url, "--api-key", api.app) as url:
