@@ -57,6 +57,26 @@ async def test_rewind_appends_adks_rewind_event_restoring_the_state_before(clien
     assert state == {"kept": "yes", "step": 1, "a": 1, "b": None, "app:x": 1}
 
 
+async def test_a_rewind_restores_the_state_the_held_events_make_as_adks_runner_does(client):
+    """The invocation's first event removed: its change is undone with the rest of it, as
+    ADK's `Runner.rewind_async` undoes it from the events the session holds."""
+    await create_session(client, sessionId="s", state={"a": "created"})
+    batch = {
+        "events": [
+            delta_event({"a": 1}, id="j1", invocationId="inv-1"),
+            delta_event({"a": 2}, id="j2", invocationId="inv-2"),
+            delta_event({"b": 3}, id="j3", invocationId="inv-2"),
+        ]
+    }
+    assert (await client.post(f"{S}/events:batch", json=batch)).status_code == 201
+    assert (await client.delete(f"{S}/events/j2")).status_code == 200
+    assert (await session(client))["state"] == {"a": 2, "b": 3}  # the removal keeps its change
+    response = await client.post(f"{S}:rewind", json={"beforeInvocationId": "inv-2"})
+    assert response.status_code == 201, response.text
+    assert response.json()["actions"]["stateDelta"] == {"a": 1, "b": None}
+    assert (await session(client))["state"] == {"a": 1, "b": None}
+
+
 async def test_rewind_of_an_unknown_invocation_is_422_and_honours_if_match(client):
     await create_session(client, sessionId="s")
     await add(client, delta_event({"a": 1}, invocationId="inv-1"))

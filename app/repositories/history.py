@@ -25,7 +25,13 @@ from app.db import execute, fetch, fetchrow, fetchval
 from app.domain import NO_USAGE, Facts, SessionKey, Usage
 from app.models import StorageEvent, StorageSession
 from app.repositories.events import USAGE_COLUMNS, event_filter, search_vector
-from app.repositories.sessions import EMPTY_LIST, EMPTY_STATE, key_filter, state_as_of
+from app.repositories.sessions import (
+    EMPTY_LIST,
+    EMPTY_STATE,
+    held_state_as_of,
+    key_filter,
+    state_as_of,
+)
 from app.rules.scopes import split_delta
 from app.rules.tool_calls import ToolLinks
 
@@ -62,6 +68,17 @@ async def find_event(
     )
     row = await fetchrow(connection, statement)
     return None if row is None else (row["seq"], row["event"])
+
+
+async def held_state_at(
+    connection: asyncpg.Connection, key: SessionKey, seq: int
+) -> dict[str, Any]:
+    """The session's own state at `seq`, which lies within its kept history, as the events it
+    still holds make it (`sessions.held_state_as_of`): what a rewind restores."""
+    statement = select(held_state_as_of(literal(seq, BigInteger), key.user_id)).where(
+        key_filter(key)
+    )
+    return dict(await fetchval(connection, statement) or {})
 
 
 async def newest_trimmed_seq(

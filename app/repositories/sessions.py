@@ -337,10 +337,10 @@ def _own_keys(key: ColumnElement[str]) -> list[ColumnElement[bool]]:
 
 
 def _replayed(
-    until_seq: ColumnElement[int], user_id: ColumnElement[str] | str
+    until_seq: ColumnElement[int], user_id: ColumnElement[str] | str, *, with_removed: bool = True
 ) -> ColumnElement[Any]:
     """The base state, then each delta of the history up to `until_seq` in seq order: the
-    kept events' and the removed ones'."""
+    kept events' and (`with_removed`) the removed ones'."""
     past = aliased(StorageEvent, name="past")
     removed = (
         func.jsonb_array_elements(StorageSession.removed_deltas)
@@ -348,23 +348,30 @@ def _replayed(
         .render_derived(name="removed")
     )
     removed_seq = cast(removed.c.value.op("->>")(_quoted("seq")), BigInteger)
-    # A removed delta comes after an event of the same seq (only an import's made-up one at
-    # the version can share it: `app.rules.portability.Replay`).
-    deltas = union_all(
+    # A removed delta comes after an event of the same seq (only one that migration 0019 made
+    # up at the version can share it: an import refuses any, `app.rules.portability.Replay`).
+    kept = (
         select(
             past.seq.label("seq"),
             literal_column("0").label("removed"),
             _state_delta(past).label("delta"),
         )
         .where(*_own_events(past, user_id), past.seq <= until_seq)
-        .correlate(StorageSession),
-        select(
-            removed_seq,
-            literal_column("1"),
-            removed.c.value.op("->", return_type=JSONB)(_quoted("stateDelta")),
+        .correlate(StorageSession)
+    )
+    deltas = (
+        union_all(
+            kept,
+            select(
+                removed_seq,
+                literal_column("1"),
+                removed.c.value.op("->", return_type=JSONB)(_quoted("stateDelta")),
+            )
+            .where(removed_seq <= until_seq)
+            .correlate(StorageSession),
         )
-        .where(removed_seq <= until_seq)
-        .correlate(StorageSession),
+        if with_removed
+        else kept
     ).subquery("deltas")
     delta = (
         func.jsonb_each(deltas.c.delta).table_valued("key", "value").render_derived(name="delta")
@@ -463,6 +470,19 @@ def state_as_of(
         else_=func.coalesce(
             case((near, _undone(until_seq, user_id))), _replayed(until_seq, user_id)
         ),
+    )
+
+
+def held_state_as_of(
+    until_seq: ColumnElement[int], user_id: ColumnElement[str] | str
+) -> ColumnElement[Any]:
+    """The session's own state at `until_seq` as the events it still holds make it: its base
+    state with their deltas up to that seq applied in order, those of events since removed
+    left out (what ADK's runner rebuilds from the events it is given). With none removed,
+    that is `state_as_of`."""
+    return case(
+        (StorageSession.removed_deltas == EMPTY_LIST, state_as_of(until_seq, user_id)),
+        else_=_replayed(until_seq, user_id, with_removed=False),
     )
 
 

@@ -15,7 +15,6 @@ from app.db import DriverPool
 from app.domain import Change, SessionKey
 from app.errors import EventNotFound, ToolPairViolation
 from app.repositories import history as history_rows
-from app.repositories import lineage as lineage_rows
 from app.repositories.live import announce
 from app.rules import tool_calls
 from app.rules.events import prepare
@@ -37,13 +36,16 @@ class HistoryService:
     ) -> dict[str, Any]:
         """Append ADK's rewind event: `actions.rewindBeforeInvocationId`, and the state delta
         that takes the session's own state back to what it was before the invocation's first
-        event. Nothing is removed; readers drop the rewound events (`rules.rewinds`)."""
+        event, as the events the session still holds make it: the changes of removed events
+        are undone too, as ADK's `Runner.rewind_async` undoes them, rebuilding that state from
+        the events it is given. Nothing is removed; readers drop the rewound events
+        (`rules.rewinds`)."""
         async with self.pool.transaction() as connection:
             held = await hold_for_write(connection, key, expected_version)
             before = await seq_before_invocation(
                 connection, key, before_invocation_id, held.base_seq
             )
-            then = await lineage_rows.state_at(connection, key, before)
+            then = await history_rows.held_state_at(connection, key, before)
             event = {
                 "author": "user",
                 "invocationId": f"e-{uuid.uuid4()}",
