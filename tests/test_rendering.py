@@ -38,7 +38,7 @@ EXPORT = {
                 **{"kind": "root", "parent": None, "status": "open", "outcome": None},
                 "usage": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
                 **{"displayName": None, "labels": {}, "expireTime": None},
-                **{"baseSeq": 0, "baseState": {}, "eventCount": 1},
+                **{"baseSeq": 0, "baseState": {"k": 1}, "eventCount": 1},
             },
             {"id": "i1", "author": "user", "timestamp": 1700000000.5, "seq": 1},
         )

@@ -81,10 +81,20 @@ class Replay:
         self.state = dict(history.base_state)
         self.removed = list(history.removed_deltas)
         self.next_removed = 0
+        self.last_event: tuple[int, int] | None = None  # the last event's seq and line
 
-    def event(self, seq: int, document: dict[str, Any]) -> None:
-        """Apply the stored event at `seq` (events come in seq order)."""
+    def event(self, seq: int, document: dict[str, Any], line: int) -> None:
+        """Apply the stored event at `seq`, given on line `line` (events come in seq order).
+        422 when a removed delta is at its seq: the delta of an event no longer there, at the
+        seq of one that is."""
         self._removed_before(seq)
+        if self.next_removed < len(self.removed) and self.removed[self.next_removed]["seq"] == seq:
+            raise InvalidInput(
+                f"Line {line}: the event at seq {seq} is stored, yet the header's removedDeltas "
+                f"hold the delta of an event removed from seq {seq}.",
+                field=f"line {line}",
+            )
+        self.last_event = seq, line
         delta = (document.get("actions") or {}).get("stateDelta")
         if seq > self.history.base_seq and isinstance(delta, dict):
             self.state.update(split_delta(delta).session)
@@ -116,6 +126,14 @@ class Replay:
                 "Line 1: the header's state is not what its baseState, removedDeltas and the "
                 "events' deltas give.",
                 field="state",
+            )
+        if self.last_event is not None and self.last_event[0] == version:
+            seq, line = self.last_event
+            raise InvalidInput(
+                f"Line {line}: the header's state is not what its baseState and the events' "
+                f"deltas give, and the event at seq {seq}, the version, leaves the difference "
+                "no seq of its own (the delta of a removed event).",
+                field=f"line {line}",
             )
         return [*self.removed, {"seq": version, "stateDelta": difference}]
 

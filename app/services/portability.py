@@ -282,8 +282,8 @@ class PortabilityService:
             previous = format.check_seqs(
                 header.version, previous, [seq for seq, _ in prepared], batch[0][0]
             )
-            for seq, new in prepared:
-                replay.event(seq, new.document)
+            for (seq, new), (line, _) in zip(prepared, batch, strict=True):
+                replay.event(seq, new.document, line)
             await rows.store_events(connection, key, prepared, self.settings.search_config)
             count += len(batch)
             used = sum((new.usage for _, new in prepared), used)
@@ -324,8 +324,8 @@ class PortabilityService:
                 (seq, canonical_json({**new.document, "seq": seq})) for seq, new in given
             ]:
                 raise _different(key)
-            for seq, new in given:
-                replay.event(seq, new.document)
+            for (seq, new), (line, _) in zip(given, batch, strict=True):
+                replay.event(seq, new.document, line)
             count += len(batch)
             used = sum((new.usage for _, new in given), used)
         removed = replay.removed_deltas(state, header.version)
