@@ -27,7 +27,9 @@ from sqlalchemy.sql.compiler import SQLCompiler
 
 from app import strict_json
 from app.config import Settings
-from app.errors import DatabaseUnavailable, InvalidInput, SessionaryError
+from app.errors import DatabaseUnavailable, InvalidInput, SessionaryError, VersionExhausted
+from app.limits import MAX_VERSION
+from app.models import VERSION_CONSTRAINT
 
 logger = logging.getLogger("sessionary")
 
@@ -95,6 +97,22 @@ def violated_unique(error: BaseException) -> str | None:
     return _SHARD_NUMBER.sub("", name)
 
 
+_CHECK_VIOLATION = re.compile(r'violates check constraint "(.+?)"')
+
+
+def violated_check(error: BaseException) -> str | None:
+    """The schema's name of the check constraint a write violated; None for other errors. As
+    for `violated_unique`, on Citus the name may carry a shard's number, or come only in the
+    message."""
+    if isinstance(error, asyncpg.CheckViolationError) and error.constraint_name:
+        name = str(error.constraint_name)
+    elif sqlstate(error) in ("23514", "XX000") and (match := _CHECK_VIOLATION.search(str(error))):
+        name = match[1]
+    else:
+        return None
+    return _SHARD_NUMBER.sub("", name)
+
+
 def is_unavailable(error: BaseException) -> bool:
     """The database cannot serve right now (a 503 worth retrying), not a fault of the request."""
     code = sqlstate(error)
@@ -110,11 +128,14 @@ def refused_value(error: BaseException) -> bool:
 
 
 def translated(error: BaseException) -> SessionaryError | None:
-    """Sessionary's own error for a driver's where the database, not the code, is why: a value
-    it cannot store (422), a database that cannot serve now (503); None for the rest (a bug,
-    for the 500 handler). Logged by kind and SQLSTATE only: PostgreSQL's messages may quote
-    the values refused."""
+    """Sessionary's own error for a driver's where the database, not the code, is why: a
+    write past the last version (409: the check of migration 0021, whichever statement took
+    the version), a value it cannot store (422), a database that cannot serve now (503); None
+    for the rest (a bug, for the 500 handler). Logged by kind and SQLSTATE only: PostgreSQL's
+    messages may quote the values refused."""
     code = sqlstate(error)
+    if violated_check(error) == VERSION_CONSTRAINT:
+        return VersionExhausted(MAX_VERSION)
     if refused_value(error):
         logger.warning("database refused a value (SQLSTATE %s)", code)
         return InvalidInput("PostgreSQL cannot store a value of this request.")

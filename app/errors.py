@@ -15,7 +15,9 @@
     │   ├── SessionAlreadyExists         (409 session_already_exists)
     │   ├── SessionClosed                (409 session_closed)
     │   ├── EventConflict                (409 event_conflict)
-    │   └── ToolPairViolation            (409 tool_pair_violation)
+    │   ├── ToolPairViolation            (409 tool_pair_violation)
+    │   ├── ToolCallsPending             (409 tool_calls_pending)
+    │   └── VersionExhausted             (409 version_exhausted)
     ├── StaleSession                     (412 stale_session)
     ├── PayloadTooLarge                  (413 payload_too_large)
     │   └── StateTooLarge                (413 payload_too_large)
@@ -191,6 +193,18 @@ class ToolCallsPending(Conflict):
             "queued input would come between a call and its response. Answer them (or heal "
             "them), or promote with force.",
             callIds=call_ids,
+        )
+
+
+class VersionExhausted(Conflict):
+    code = "version_exhausted"
+    title = "Session has no versions left"
+
+    def __init__(self, max_version: int) -> None:
+        super().__init__(
+            f"This write would take the session's version past {max_version} (2^53 - 1), the "
+            "largest seq every JSON reader holds exactly; nothing was written. The session can "
+            "still be read, exported, forked or deleted: go on in a new session."
         )
 
 

@@ -9,6 +9,10 @@ _ID_CHAR_NOT_DOT = r"[^/.\x00-\x1f\x7f-\x9f]"
 # dot, or two dots and then anything.
 ID_PATTERN = rf"^(?:{_ID_CHAR_NOT_DOT}{_ID_CHAR}*|\.{_ID_CHAR_NOT_DOT}{_ID_CHAR}*|\.\.{_ID_CHAR}+)$"
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# The highest version (and so seq) a session may reach: past 2^53 - 1 a JSON reader that reads
+# numbers as doubles (JavaScript's) takes two seqs for one. A check on `sessions.version`
+# (migration 0021) refuses any write that would pass it.
+MAX_VERSION = 2**53 - 1
 # Epoch seconds of years 1 to 9999: what PostgreSQL timestamps and Python datetimes both hold.
 MIN_TIMESTAMP, MAX_TIMESTAMP = -62135596800.0, 253402300799.0
 # The `:verb` suffixes of session paths (Google AIP-136), matched before an id: a session id

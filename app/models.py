@@ -24,7 +24,7 @@ from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.limits import DISPLAY_NAME_LENGTH, ID_LENGTH
+from app.limits import DISPLAY_NAME_LENGTH, ID_LENGTH, MAX_VERSION
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -154,7 +154,13 @@ class StorageSession(Base):
         CheckConstraint("kind IN ('root', 'fork', 'child')", name="kind"),
         CheckConstraint("status IN ('open', 'closed')", name="status"),
         CheckConstraint("outcome IN ('completed', 'failed', 'canceled')", name="outcome"),
+        # Every write that takes a version, whichever statement makes it (migration 0021).
+        CheckConstraint(f"version <= {MAX_VERSION}", name="version_max"),
     )
+
+
+# The name of that check, as a write past `MAX_VERSION` reports it (`app.db.translated`).
+VERSION_CONSTRAINT = "ck_sessions_version_max"
 
 
 # A session is live until its `expire_time`: past it, every read and write takes it for absent

@@ -25,8 +25,9 @@ from app.repositories.events import APPEND, APPEND_ROUTED, ROUTED_FUNCTION, ROUT
 from app.sharding import CO_LOCATED, REFERENCE, SHARD_KEY, WorkerPools, shard_hash
 from bench.citus import PG_BIN, TEST_OPTIONS, Cluster, citus_cluster, run
 from tests.fixtures import client_of, free_port, sessionary, start_server, stop_server
-from tests.helpers import APP, USER, append, create_session, session_url
+from tests.helpers import APP, USER, append, assert_problem, create_session, session_url
 from tests.replication import Standby, write_until
+from tests.test_version_limit import full_session, snapshot
 
 S = session_url("s1")
 
@@ -375,6 +376,40 @@ async def test_a_cluster_not_migrated_since_the_upgrade_appends_by_the_one_state
                     assert (await append(client, "s", {"author": "user"})).status_code == 201
                 events = (await client.get(session_url("s"))).json()["events"]
                 assert [event["seq"] for event in events] == [1, 2, 3]
+    finally:
+        await asyncio.to_thread(citus.drop_database, make_url(url).database or "")
+
+
+async def test_a_cluster_sharded_before_the_version_check_refuses_writes_past_it(
+    citus: Cluster,
+) -> None:
+    """Migration 0021 on a cluster already sharded puts the check on every shard of
+    `sessions`: a session at the last version refuses the append routed whole to its user's
+    worker (`sessionary_append`) and the one statement alike, and writes nothing."""
+    url = await asyncio.to_thread(citus.create_database)
+    try:
+        await asyncio.to_thread(db.upgrade, url, "0020")
+        await asyncio.to_thread(db.upgrade, url)
+        checked = await asyncio.to_thread(
+            run,
+            url,
+            "SELECT result FROM run_command_on_placements('sessions', $$SELECT count(*) FROM"
+            " pg_constraint WHERE conrelid = '%s'::regclass AND convalidated"
+            " AND conname LIKE 'ck_sessions_version_max%%'$$)",
+        )
+        assert checked and {row["result"] for row in checked} == {"1"}
+        application = create_app(Settings(database_url=url, auth=False, sweep_interval=86_400))
+        async with application.router.lifespan_context(application):
+            assert application.state.services.events.group_commit.routed
+            transport = httpx.ASGITransport(application)
+            async with httpx.AsyncClient(transport=transport, base_url="http://s") as client:
+                await full_session(client)
+                before = await snapshot(client)
+                for delta in ({"k": 1}, {"app:k": 1}):  # routed; the one statement
+                    event = {"author": "user", "actions": {"stateDelta": delta}}
+                    refused = await append(client, "full", event)
+                    assert_problem(refused, 409, "version_exhausted")
+                assert await snapshot(client) == before
     finally:
         await asyncio.to_thread(citus.drop_database, make_url(url).database or "")
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import asyncpg
+import pytest
 from sqlalchemy import inspect
 
 from app import db
@@ -86,3 +87,39 @@ def test_0019_keeps_every_read_of_a_session_an_event_was_removed_from(
     db.upgrade(url)
     removed = asyncio.run(run("SELECT removed_deltas FROM sessions"))
     assert json.loads(removed) == [{"seq": 3, "stateDelta": {"x": 1}}]
+
+
+def test_0021_refuses_the_next_write_of_a_session_past_the_last_version(
+    new_database: Callable[[], str],
+) -> None:
+    """A session already past 2^53 - 1 does not stop the migration: the check is then left
+    unvalidated, and that session refuses its next write; elsewhere it is validated."""
+    past, fresh = new_database(), new_database()
+    db.upgrade(past, "0020")
+    db.upgrade(fresh)
+
+    async def run(url: str, *statements: str) -> Any:
+        connection = await asyncpg.connect(url)
+        try:
+            for statement in statements:
+                result = await connection.fetchval(statement)
+            return result
+        finally:
+            await connection.close()
+
+    over = 2**53
+    asyncio.run(
+        run(
+            past,
+            "INSERT INTO sessions (app_name, user_id, id, version, update_second) "
+            f"VALUES ('a', 'u', 'over', {over}, 0), ('a', 'u', 'under', 1, 0)",
+        )
+    )
+    db.upgrade(past)
+    validated = "SELECT convalidated FROM pg_constraint WHERE conname = 'ck_sessions_version_max'"
+    assert asyncio.run(run(past, validated)) is False
+    assert asyncio.run(run(fresh, validated)) is True
+    bump = "UPDATE sessions SET version = version + 1 WHERE id = '{}' RETURNING version"
+    assert asyncio.run(run(past, bump.format("under"))) == 2
+    with pytest.raises(asyncpg.CheckViolationError):
+        asyncio.run(run(past, bump.format("over")))

@@ -49,7 +49,8 @@ DESCRIPTIONS = {
     403: "The API key's scope (app, user, read-only) does not cover this (`forbidden`).",
     404: "The session does not exist (`session_not_found`).",
     409: "Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session "
-    "is closed to writes), `tool_pair_violation` or `tool_calls_pending`.",
+    "is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` "
+    "(the write would take the session's version past 2^53 - 1).",
     412: "If-Match named another version (`stale_session`); nothing was written. "
     "`currentVersion` is the session's version now.",
     413: "Too large (`payload_too_large`): body, event, batch or resulting state.",

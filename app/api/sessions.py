@@ -218,7 +218,7 @@ async def delete_session(
     SESSION_PATH.removeprefix("/apps/{app_name}"),
     dependencies=USER,
     response_model=Session,
-    responses=problem_responses(404, 412, 413, 415, 422, 503) | etag(200),
+    responses=problem_responses(404, 409, 412, 413, 415, 422, 503) | etag(200),
 )
 async def update_session_state(
     key: Key,

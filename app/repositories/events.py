@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG
 from sqlalchemy.sql.elements import ColumnElement
 
 from app import strict_json
-from app.db import DriverStatement, fetch, refused_value, violated_unique
+from app.db import DriverStatement, fetch, refused_value, violated_check, violated_unique
 from app.domain import (
     NO_USAGE,
     Append,
@@ -420,8 +420,8 @@ async def append_group(
     or absent, closed or expired): nothing of it was written, and it is for `append` alone.
 
     Raises GroupRefused when one of them fails the statement for a reason of its own (an event
-    id already stored, a state over the limit, a value PostgreSQL cannot store): then none is
-    written."""
+    id already stored, a state over the limit, a session at its last version, a value
+    PostgreSQL cannot store): then none is written."""
     appends, records = [], []
     for number, request in enumerate(requests):
         delta, used = _sums(request)
@@ -453,7 +453,12 @@ async def append_group(
     try:
         rows = await connection.fetch(APPEND_GROUP.sql, *arguments)
     except asyncpg.PostgresError as error:
-        if is_state_too_large(error) or violated_unique(error) or refused_value(error):
+        if (
+            is_state_too_large(error)
+            or violated_unique(error)
+            or violated_check(error)
+            or refused_value(error)
+        ):
             raise GroupRefused from error
         raise
     return {number: base_seq for number, base_seq in rows}

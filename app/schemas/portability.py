@@ -4,12 +4,13 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from app.limits import MAX_VERSION
 from app.schemas.base import ControlBody, EpochSeconds, Id, Seq, SessionId, State
 from app.schemas.sessions import DisplayName, Kind, Labels, Outcome, Parent, Status, Usage
 
-# Seqs an import may set: past 2^53 a JavaScript client (or any JSON reader that reads numbers
-# as doubles) misreads them, and at 2^63 - 1 no write would be left to the session.
-MAX_IMPORTED_VERSION = 2**53 - 1
+# The highest version an import may set, which no later write passes either: past 2^53 - 1 a
+# JavaScript client (or any JSON reader that reads numbers as doubles) misreads seqs.
+MAX_IMPORTED_VERSION = MAX_VERSION
 
 
 class RemovedDelta(ControlBody):
@@ -64,7 +65,7 @@ class SessionExport(ControlBody):
         if self.version > MAX_IMPORTED_VERSION:
             raise ValueError(
                 f"version is past {MAX_IMPORTED_VERSION} (2^53 - 1), the largest seq every "
-                "JSON reader holds exactly, which leaves room for the session's later writes"
+                "JSON reader holds exactly"
             )
         if self.base_seq > self.version:
             raise ValueError("baseSeq is past version")

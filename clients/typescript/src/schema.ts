@@ -1708,7 +1708,7 @@ export interface components {
              * @description Stable, machine-readable: what went wrong, for code to act on.
              * @enum {string}
              */
-            code: "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error";
+            code: "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error" | "version_exhausted";
             /**
              * Instance
              * @description The request path; absent when the request was refused before its path was read (`headers_too_large`, `bad_request`).
@@ -2001,7 +2001,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2147,7 +2147,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2423,7 +2423,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2723,6 +2723,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
             412: {
                 headers: {
@@ -2916,7 +2925,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3107,7 +3116,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3224,7 +3233,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3422,7 +3431,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3539,7 +3548,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3656,7 +3665,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3771,7 +3780,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3881,7 +3890,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4093,7 +4102,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4307,7 +4316,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4500,7 +4509,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4705,7 +4714,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5072,7 +5081,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation` or `tool_calls_pending`. */
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
             409: {
                 headers: {
                     [name: string]: unknown;
