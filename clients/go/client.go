@@ -4,8 +4,10 @@
 // Error answers are *APIError values that errors.Is matches against the Err* kinds by their
 // problem's code; a request that got no answer is a *ConnectionError. Reads, appends (each
 // event is given an id when it has none, so that a resend stores it once) and the other
-// idempotent writes are sent again after a lost answer or a 502-504; any request is sent
-// again when its connection was refused. Every method takes a context, which cancels it.
+// idempotent writes are sent again after a lost answer, a 429 or a 502-504 (after the server's
+// Retry-After, when it gives one); any request is sent again when its connection was refused.
+// Every method takes a context, which cancels it, and RequestOptions last, which change how
+// that one call is sent (WithTimeout, WithHeader, WithMaxRetries).
 package sessionary
 
 import (
@@ -31,6 +33,11 @@ import (
 	"unicode/utf8"
 )
 
+// Version is this client's, named in the User-Agent of every request (`sessionary-go/0.1.0`).
+const Version = "0.1.0"
+
+const userAgent = "sessionary-go/" + Version
+
 // DefaultURL is the server a client talks to when neither Options.BaseURL nor SESSIONARY_URL
 // names one.
 const DefaultURL = "http://127.0.0.1:8000"
@@ -41,7 +48,7 @@ type Options struct {
 	BaseURL string
 	// APIKey is sent as `Authorization: Bearer …`.
 	APIKey string
-	// Header is sent with every request.
+	// Header is sent with every request (a User-Agent in it replaces the client's).
 	Header http.Header
 	// Retries is how many times a request is sent again when that is safe (default 2; -1: none).
 	Retries int
@@ -124,27 +131,93 @@ type call struct {
 	raw     []byte // sent as it is, with contentType
 	ctype   string
 	ifMatch string
-	header  http.Header
-	stream  bool // the answer is read by the caller, without Timeout
+	header  http.Header // over the client's
+	stream  bool        // the answer is read by the caller, without a timeout
+	// The call's options, applied by settle over the client's timeout and retries.
+	options []func(*call)
+	timeout time.Duration
+	retries int
 }
 
-// WriteOption sets how a write to a session is made.
-type WriteOption func(*call)
+// RequestOption changes how one call is sent: WithTimeout, WithHeader, WithMaxRetries. Every
+// method takes them last.
+type RequestOption func(*call)
+
+// WriteOption changes how a write to a session is made: IfMatch or IfExists, which only such
+// writes take, or any RequestOption.
+type WriteOption interface{ apply(*call) }
+
+func (o RequestOption) apply(c *call) { o(c) }
+
+// precondition is a WriteOption that is not a RequestOption: reads take none.
+type precondition func(*call)
+
+func (p precondition) apply(c *call) { p(c) }
 
 // IfMatch makes the write happen only if the session is still at this version (the Version
 // of a Session read, or a stored event's Seq); else it fails with ErrStaleSession and writes
 // nothing.
 func IfMatch(version int64) WriteOption {
-	return func(c *call) { c.ifMatch = `"` + strconv.FormatInt(version, 10) + `"` }
+	return precondition(func(c *call) { c.ifMatch = `"` + strconv.FormatInt(version, 10) + `"` })
 }
 
 // IfExists makes the write fail with ErrSessionNotFound, rather than anything else, if the
 // session is gone (`If-Match: *`).
-func IfExists() WriteOption { return func(c *call) { c.ifMatch = "*" } }
+func IfExists() WriteOption { return precondition(func(c *call) { c.ifMatch = "*" }) }
+
+// WithTimeout bounds each attempt of this call in place of Options.Timeout (0 or less: no
+// bound); as that one, not a stream's.
+func WithTimeout(timeout time.Duration) RequestOption {
+	return func(c *call) { c.timeout = max(timeout, 0) }
+}
+
+// WithHeader sends this header with this call, in place of the client's of that name: an
+// `X-Request-ID`, say, which the server takes as the request's id, in its logs and on errors.
+func WithHeader(name, value string) RequestOption {
+	return func(c *call) {
+		if c.header == nil {
+			c.header = http.Header{}
+		}
+		c.header.Set(name, value)
+	}
+}
+
+// WithMaxRetries is how many times this call may be sent again when that is safe, in place of
+// Options.Retries (0: sent once); a stream's, how many times in a row it may be opened again.
+func WithMaxRetries(retries int) RequestOption {
+	return func(c *call) { c.retries = max(retries, 0) }
+}
+
+// with is req with options, applied when it is sent (settle).
+func with[O WriteOption](req call, options []O) call {
+	for _, option := range options {
+		req.options = append(req.options, option.apply)
+	}
+	return req
+}
+
+// requestID is the X-Request-ID a settled call is sent with: its own, else the client's.
+func (c *Client) requestID(req call) string {
+	if id := req.header.Get("X-Request-ID"); id != "" {
+		return id
+	}
+	return c.header.Get("X-Request-ID")
+}
+
+// settle is req with the client's timeout and retries, then its options over them.
+func (c *Client) settle(req call) call {
+	req.timeout, req.retries = c.timeout, c.retries
+	for _, option := range req.options {
+		option(&req)
+	}
+	req.options = nil
+	return req
+}
 
 // do sends the call, resending it when that is safe, and decodes a success's JSON into out
 // (when out is not nil). The answer's body is closed, but for a stream's, which is returned.
 func (c *Client) do(ctx context.Context, req call, out any) (*http.Response, error) {
+	req = c.settle(req)
 	body := req.raw
 	if req.body != nil {
 		var err error
@@ -168,7 +241,7 @@ func (c *Client) do(ctx context.Context, req call, out any) (*http.Response, err
 	safe := idempotent(req)
 	for attempt := 0; ; attempt++ {
 		resp, err := c.attempt(ctx, req, target.String(), body, out)
-		retry := attempt < c.retries
+		retry := attempt < req.retries
 		switch {
 		case err == nil:
 			c.written.note(req, resp)
@@ -178,15 +251,18 @@ func (c *Client) do(ctx context.Context, req call, out any) (*http.Response, err
 		case !retry:
 			return nil, err
 		}
+		wait := c.backoffWait(attempt)
 		var apiErr *APIError
 		var conn *ConnectionError
 		switch {
 		case errors.As(err, &apiErr) && safe && transient(apiErr):
+			if after, ok := retryAfter(apiErr.Header); ok {
+				wait = after
+			}
 		case errors.As(err, &conn) && (safe || errors.Is(err, syscall.ECONNREFUSED)):
 		default:
 			return nil, err
 		}
-		wait := time.Duration(rand.Int64N(int64(min(5*time.Second, c.backoff<<attempt)) + 1))
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -204,12 +280,39 @@ func replacedUTF8(data []byte) bool {
 
 var replacement = regexp.MustCompile(`(?:^|[^\\])(?:\\\\)*\\ufffd`)
 
+// backoffWait is the client's wait before resending after attempt (from 0): full jitter, so
+// that clients that failed together do not come back together.
+func (c *Client) backoffWait(attempt int) time.Duration {
+	return time.Duration(rand.Int64N(int64(min(5*time.Second, c.backoff<<attempt)) + 1))
+}
+
+// maxRetryAfter caps the wait a Retry-After asks for: a longer one is cut to it, and the call
+// sent again then, rather than a caller kept waiting for an hour that a proxy asked for.
+const maxRetryAfter = time.Minute
+
+// retryAfter is the wait an answer's Retry-After asks for (seconds, or an HTTP date), at most
+// maxRetryAfter; false when it asks none that can be read, and the client's backoff is waited.
+func retryAfter(header http.Header) (time.Duration, bool) {
+	value := header.Get("Retry-After")
+	if seconds, err := strconv.ParseFloat(value, 64); err == nil {
+		if !(seconds >= 0) { // negative, or NaN
+			return 0, false
+		}
+		return time.Duration(min(seconds, maxRetryAfter.Seconds()) * float64(time.Second)), true
+	}
+	date, err := http.ParseTime(value)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(time.Until(date), 0), maxRetryAfter), true
+}
+
 // attempt sends the request once: an error answer is an *APIError, no answer a
 // *ConnectionError.
 func (c *Client) attempt(ctx context.Context, req call, target string, body []byte, out any) (*http.Response, error) {
-	if c.timeout > 0 && !req.stream {
+	if req.timeout > 0 && !req.stream {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout) // the answer is read whole within
+		ctx, cancel = context.WithTimeout(ctx, req.timeout) // the answer is read whole within
 		defer cancel()
 	}
 	r, err := http.NewRequestWithContext(ctx, req.method, target, bytes.NewReader(body))
@@ -219,13 +322,14 @@ func (c *Client) attempt(ctx context.Context, req call, target string, body []by
 	if body == nil {
 		r.Body = nil
 	}
+	r.Header.Set("Accept", "application/json")
+	r.Header.Set("User-Agent", userAgent)
 	for name, values := range c.header {
 		r.Header[name] = values
 	}
 	for name, values := range req.header {
 		r.Header[name] = values
 	}
-	r.Header.Set("Accept", "application/json")
 	if req.ctype != "" {
 		r.Header.Set("Content-Type", req.ctype)
 	}
@@ -242,11 +346,11 @@ func (c *Client) attempt(ctx context.Context, req call, target string, body []by
 		resp.Body.Close()
 	}
 	if err != nil {
-		return nil, &ConnectionError{Method: req.method, URL: target, Err: err}
+		return nil, &ConnectionError{Method: req.method, URL: target, Err: err, RequestID: c.requestID(req)}
 	}
 	if resp.StatusCode >= 300 {
 		return nil, &APIError{Status: resp.StatusCode, Problem: problemOf(resp.StatusCode, data),
-			Header: resp.Header}
+			Header: resp.Header, RequestID: resp.Header.Get("X-Request-ID")}
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	if out != nil && len(data) > 0 {
@@ -257,11 +361,10 @@ func (c *Client) attempt(ctx context.Context, req call, target string, body []by
 	return resp, nil
 }
 
-// A 502, 503 or 504 that the same request may not meet again (a search past the server's time
-// limit would).
+// A 429, 502, 503 or 504 that the same request may not meet again (a search past the server's
+// time limit would).
 func transient(err *APIError) bool {
-	return (err.Status == 502 || err.Status == 503 || err.Status == 504) &&
-		err.Problem.Code != "search_timeout"
+	return slices.Contains([]int{429, 502, 503, 504}, err.Status) && err.Problem.Code != "search_timeout"
 }
 
 const sessionPath = `^/apps/[^/]+/users/[^/]+/sessions/[^/:]+`

@@ -31,10 +31,14 @@ type ValidationErrorItem struct {
 // APIError is an error answer: the server said no. Compare it with errors.Is against the
 // Err* values (by the problem's code, or by status for the generic ones), or take it with
 // errors.As for its Problem (CurrentVersion of a stale session, CallIDs of pending calls).
+// RequestID is the answer's X-Request-ID, the id the server logged the request under (the
+// caller's, when it sent one); an error of a request refused before it was sent has none, nor
+// a Header.
 type APIError struct {
-	Status  int
-	Problem Problem
-	Header  http.Header
+	Status    int
+	Problem   Problem
+	Header    http.Header
+	RequestID string
 }
 
 func (e *APIError) Error() string {
@@ -91,9 +95,11 @@ var (
 // ConnectionError is a request that got no answer (refused, reset, DNS, or no answer within
 // Options.Timeout), after the resends allowed. Err is net/http's error; a cancellation of the
 // caller's context is returned as it is (context.Canceled), never as a ConnectionError.
+// RequestID is the X-Request-ID the request was sent with, if the caller gave one.
 type ConnectionError struct {
 	Method, URL string
 	Err         error
+	RequestID   string
 }
 
 func (e *ConnectionError) Error() string {

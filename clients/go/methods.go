@@ -55,14 +55,6 @@ func (c *Client) send(ctx context.Context, req call, out any, ids ...string) err
 	return err
 }
 
-func write(method, rest string, body any, options []WriteOption) call {
-	req := call{method: method, path: rest, body: body}
-	for _, option := range options {
-		option(&req)
-	}
-	return req
-}
-
 // query is a call's query string of the values that are set (not zero).
 type query url.Values
 
@@ -127,10 +119,11 @@ func pages[P any, T any](ctx context.Context, first Page, fetch func(context.Con
 // --- Sessions -------------------------------------------------------------------------------
 
 // CreateSession makes a session; ErrSessionAlreadyExists if create.SessionID is taken.
-func (c *Client) CreateSession(ctx context.Context, app, user string, create SessionCreate) (*Session, error) {
+func (c *Client) CreateSession(ctx context.Context, app, user string, create SessionCreate,
+	options ...RequestOption) (*Session, error) {
 	var session Session
 	withIDs(create.Events)
-	err := c.send(ctx, call{method: http.MethodPost, path: "/sessions", body: create}, &session, app, user)
+	err := c.send(ctx, with(call{method: http.MethodPost, path: "/sessions", body: create}, options), &session, app, user)
 	return &session, err
 }
 
@@ -145,11 +138,12 @@ type SessionRead struct {
 }
 
 // GetSession is the session with its events.
-func (c *Client) GetSession(ctx context.Context, app, user, id string, read SessionRead) (*Session, error) {
+func (c *Client) GetSession(ctx context.Context, app, user, id string, read SessionRead,
+	options ...RequestOption) (*Session, error) {
 	q := query{}.int("numRecentEvents", int64(read.NumRecentEvents)).num("afterTimestamp", read.AfterTimestamp).
 		int("untilSeq", read.UntilSeq).int("minVersion", read.MinVersion)
 	var session Session
-	err := c.send(ctx, call{method: http.MethodGet, query: url.Values(q)}, &session, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodGet, query: url.Values(q)}, options), &session, app, user, id)
 	return &session, err
 }
 
@@ -171,50 +165,57 @@ func (f SessionFilter) query() url.Values {
 }
 
 // ListSessions is a page of a user's sessions, without their events.
-func (c *Client) ListSessions(ctx context.Context, app, user string, filter SessionFilter) (*SessionPage, error) {
+func (c *Client) ListSessions(ctx context.Context, app, user string, filter SessionFilter,
+	options ...RequestOption) (*SessionPage, error) {
 	var page SessionPage
-	err := c.send(ctx, call{method: http.MethodGet, path: "/sessions", query: filter.query()}, &page, app, user)
+	req := with(call{method: http.MethodGet, path: "/sessions", query: filter.query()}, options)
+	err := c.send(ctx, req, &page, app, user)
 	return &page, err
 }
 
 // Sessions is every session of a user, page by page.
-func (c *Client) Sessions(ctx context.Context, app, user string, filter SessionFilter) iter.Seq2[Session, error] {
+func (c *Client) Sessions(ctx context.Context, app, user string, filter SessionFilter,
+	options ...RequestOption) iter.Seq2[Session, error] {
 	return pages(ctx, filter.Page, func(ctx context.Context, page Page) (*SessionPage, error) {
 		filter.Page = page
-		return c.ListSessions(ctx, app, user, filter)
+		return c.ListSessions(ctx, app, user, filter, options...)
 	}, func(p *SessionPage) ([]Session, *string) { return p.Sessions, p.NextPageToken })
 }
 
 // ListAppSessions is a page of the sessions of every user of the app.
-func (c *Client) ListAppSessions(ctx context.Context, app string, filter SessionFilter) (*SessionPage, error) {
+func (c *Client) ListAppSessions(ctx context.Context, app string, filter SessionFilter,
+	options ...RequestOption) (*SessionPage, error) {
 	var page SessionPage
-	err := c.send(ctx, call{method: http.MethodGet, path: "/sessions", query: filter.query()}, &page, app)
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/sessions", query: filter.query()}, options), &page, app)
 	return &page, err
 }
 
 // AppSessions is every session of every user of the app, page by page.
-func (c *Client) AppSessions(ctx context.Context, app string, filter SessionFilter) iter.Seq2[Session, error] {
+func (c *Client) AppSessions(ctx context.Context, app string, filter SessionFilter,
+	options ...RequestOption) iter.Seq2[Session, error] {
 	return pages(ctx, filter.Page, func(ctx context.Context, page Page) (*SessionPage, error) {
 		filter.Page = page
-		return c.ListAppSessions(ctx, app, filter)
+		return c.ListAppSessions(ctx, app, filter, options...)
 	}, func(p *SessionPage) ([]Session, *string) { return p.Sessions, p.NextPageToken })
 }
 
 // UpdateSession changes what update sets, in one write.
-func (c *Client) UpdateSession(ctx context.Context, app, user, id string, update SessionUpdate, options ...WriteOption) (*Session, error) {
+func (c *Client) UpdateSession(ctx context.Context, app, user, id string, update SessionUpdate,
+	options ...WriteOption) (*Session, error) {
 	var session Session
-	err := c.send(ctx, write(http.MethodPatch, "", update, options), &session, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodPatch, body: update}, options), &session, app, user, id)
 	return &session, err
 }
 
 // UpdateState records stateDelta as an event by `user`.
-func (c *Client) UpdateState(ctx context.Context, app, user, id string, stateDelta State, options ...WriteOption) (*Session, error) {
+func (c *Client) UpdateState(ctx context.Context, app, user, id string, stateDelta State,
+	options ...WriteOption) (*Session, error) {
 	return c.UpdateSession(ctx, app, user, id, SessionUpdate{StateDelta: stateDelta}, options...)
 }
 
 // DeleteSession deletes the session and its events (app and user state stay).
 func (c *Client) DeleteSession(ctx context.Context, app, user, id string, options ...WriteOption) error {
-	return c.send(ctx, write(http.MethodDelete, "", nil, options), nil, app, user, id)
+	return c.send(ctx, with(call{method: http.MethodDelete}, options), nil, app, user, id)
 }
 
 // --- Events ---------------------------------------------------------------------------------
@@ -231,22 +232,25 @@ func withIDs(events []Event) {
 // AppendEvent stores event (given an id when it has none) and is the event as stored, with its
 // Seq. A resend after a lost answer gets the stored event back. A partial event is
 // acknowledged, not stored: it comes back as sent, without a Seq.
-func (c *Client) AppendEvent(ctx context.Context, app, user, id string, event Event, options ...WriteOption) (*Event, error) {
+func (c *Client) AppendEvent(ctx context.Context, app, user, id string, event Event,
+	options ...WriteOption) (*Event, error) {
 	if event.ID == "" {
 		event.ID = newID()
 	}
 	var stored Event
-	err := c.send(ctx, write(http.MethodPost, "/events", event, options), &stored, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodPost, path: "/events", body: event}, options), &stored, app, user, id)
 	return &stored, err
 }
 
 // AppendEvents stores events at consecutive seqs, all or none (partial ones skipped).
-func (c *Client) AppendEvents(ctx context.Context, app, user, id string, events []Event, options ...WriteOption) ([]Event, error) {
+func (c *Client) AppendEvents(ctx context.Context, app, user, id string, events []Event,
+	options ...WriteOption) ([]Event, error) {
 	events = append([]Event(nil), events...)
 	withIDs(events)
 	var stored struct{ Events []Event }
 	body := map[string][]Event{"events": events}
-	err := c.send(ctx, write(http.MethodPost, "/events:batch", body, options), &stored, app, user, id)
+	req := with(call{method: http.MethodPost, path: "/events:batch", body: body}, options)
+	err := c.send(ctx, req, &stored, app, user, id)
 	return stored.Events, err
 }
 
@@ -262,113 +266,128 @@ type EventFilter struct {
 }
 
 // ListEvents is a page of the session's events.
-func (c *Client) ListEvents(ctx context.Context, app, user, id string, filter EventFilter) (*EventPage, error) {
+func (c *Client) ListEvents(ctx context.Context, app, user, id string, filter EventFilter,
+	options ...RequestOption) (*EventPage, error) {
 	q := filter.Page.query().int("afterSeq", filter.AfterSeq).num("afterTimestamp", filter.AfterTimestamp).
 		num("beforeTimestamp", filter.BeforeTimestamp).str("order", filter.Order).int("minVersion", filter.MinVersion)
 	var page EventPage
-	err := c.send(ctx, call{method: http.MethodGet, path: "/events", query: url.Values(q)}, &page, app, user, id)
+	req := with(call{method: http.MethodGet, path: "/events", query: url.Values(q)}, options)
+	err := c.send(ctx, req, &page, app, user, id)
 	return &page, err
 }
 
 // Events is every event of the session, page by page.
-func (c *Client) Events(ctx context.Context, app, user, id string, filter EventFilter) iter.Seq2[Event, error] {
+func (c *Client) Events(ctx context.Context, app, user, id string, filter EventFilter,
+	options ...RequestOption) iter.Seq2[Event, error] {
 	return pages(ctx, filter.Page, func(ctx context.Context, page Page) (*EventPage, error) {
 		filter.Page = page
-		return c.ListEvents(ctx, app, user, id, filter)
+		return c.ListEvents(ctx, app, user, id, filter, options...)
 	}, func(p *EventPage) ([]Event, *string) { return p.Events, p.NextPageToken })
 }
 
 // CountEvents is how many events the session holds.
-func (c *Client) CountEvents(ctx context.Context, app, user, id string) (*EventCount, error) {
+func (c *Client) CountEvents(ctx context.Context, app, user, id string, options ...RequestOption) (*EventCount, error) {
 	var count EventCount
-	err := c.send(ctx, call{method: http.MethodGet, path: "/events:count"}, &count, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/events:count"}, options), &count, app, user, id)
 	return &count, err
 }
 
 // RemoveEvent removes an event, and the events answering its function calls.
-func (c *Client) RemoveEvent(ctx context.Context, app, user, id, eventID string, options ...WriteOption) (*EventsRemoved, error) {
+func (c *Client) RemoveEvent(ctx context.Context, app, user, id, eventID string,
+	options ...WriteOption) (*EventsRemoved, error) {
 	var removed EventsRemoved
-	err := c.send(ctx, write(http.MethodDelete, "", nil, options), &removed, app, user, id, eventID)
+	err := c.send(ctx, with(call{method: http.MethodDelete}, options), &removed, app, user, id, eventID)
 	return &removed, err
 }
 
 // RewriteEvent replaces an event's content (a redaction, say); the event as stored.
-func (c *Client) RewriteEvent(ctx context.Context, app, user, id, eventID string, content Content, options ...WriteOption) (*Event, error) {
+func (c *Client) RewriteEvent(ctx context.Context, app, user, id, eventID string, content Content,
+	options ...WriteOption) (*Event, error) {
 	var event Event
 	body := map[string]Content{"content": content}
-	err := c.send(ctx, write(http.MethodPatch, "", body, options), &event, app, user, id, eventID)
+	err := c.send(ctx, with(call{method: http.MethodPatch, body: body}, options), &event, app, user, id, eventID)
 	return &event, err
 }
 
 // --- Forks, children and history -----------------------------------------------------------
 
 // Fork is a new session with this one's events up to where fork says, and its state then.
-func (c *Client) Fork(ctx context.Context, app, user, id string, fork SessionFork) (*Session, error) {
+func (c *Client) Fork(ctx context.Context, app, user, id string, fork SessionFork,
+	options ...RequestOption) (*Session, error) {
 	var session Session
-	err := c.send(ctx, call{method: http.MethodPost, path: ":fork", body: fork}, &session, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodPost, path: ":fork", body: fork}, options), &session, app, user, id)
 	return &session, err
 }
 
 // CreateChild is a child session for a sub-agent.
-func (c *Client) CreateChild(ctx context.Context, app, user, id string, child ChildCreate) (*Session, error) {
+func (c *Client) CreateChild(ctx context.Context, app, user, id string, child ChildCreate,
+	options ...RequestOption) (*Session, error) {
 	var session Session
-	err := c.send(ctx, call{method: http.MethodPost, path: "/children", body: child}, &session, app, user, id)
+	req := with(call{method: http.MethodPost, path: "/children", body: child}, options)
+	err := c.send(ctx, req, &session, app, user, id)
 	return &session, err
 }
 
 // ListChildren is a page of the session's forks and children.
-func (c *Client) ListChildren(ctx context.Context, app, user, id string, page Page) (*SessionPage, error) {
+func (c *Client) ListChildren(ctx context.Context, app, user, id string, page Page,
+	options ...RequestOption) (*SessionPage, error) {
 	var got SessionPage
-	err := c.send(ctx, call{method: http.MethodGet, path: "/children", query: url.Values(page.query())}, &got, app, user, id)
+	req := with(call{method: http.MethodGet, path: "/children", query: url.Values(page.query())}, options)
+	err := c.send(ctx, req, &got, app, user, id)
 	return &got, err
 }
 
 // Children is every fork and child of the session, page by page.
-func (c *Client) Children(ctx context.Context, app, user, id string) iter.Seq2[Session, error] {
+func (c *Client) Children(ctx context.Context, app, user, id string,
+	options ...RequestOption) iter.Seq2[Session, error] {
 	return pages(ctx, Page{}, func(ctx context.Context, page Page) (*SessionPage, error) {
-		return c.ListChildren(ctx, app, user, id, page)
+		return c.ListChildren(ctx, app, user, id, page, options...)
 	}, func(p *SessionPage) ([]Session, *string) { return p.Sessions, p.NextPageToken })
 }
 
 // Lineage is the session's ancestors, root first.
-func (c *Client) Lineage(ctx context.Context, app, user, id string) ([]Session, error) {
+func (c *Client) Lineage(ctx context.Context, app, user, id string, options ...RequestOption) ([]Session, error) {
 	var list struct{ Sessions []Session }
-	err := c.send(ctx, call{method: http.MethodGet, path: "/lineage"}, &list, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/lineage"}, options), &list, app, user, id)
 	return list.Sessions, err
 }
 
 // Close closes the session to writes with outcome ("completed", "failed" or "canceled"); a
 // child made for a function call answers it with result.
-func (c *Client) Close(ctx context.Context, app, user, id, outcome string, result any, options ...WriteOption) (*Session, error) {
+func (c *Client) Close(ctx context.Context, app, user, id, outcome string, result any,
+	options ...WriteOption) (*Session, error) {
 	body := map[string]any{"outcome": outcome}
 	if result != nil {
 		body["result"] = result
 	}
 	var session Session
-	err := c.send(ctx, write(http.MethodPost, ":close", body, options), &session, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodPost, path: ":close", body: body}, options), &session, app, user, id)
 	return &session, err
 }
 
 // Rewind appends ADK's rewind event, undoing the invocation's events and those after it.
-func (c *Client) Rewind(ctx context.Context, app, user, id, beforeInvocationID string, options ...WriteOption) (*Event, error) {
+func (c *Client) Rewind(ctx context.Context, app, user, id, beforeInvocationID string,
+	options ...WriteOption) (*Event, error) {
 	var event Event
 	body := map[string]string{"beforeInvocationId": beforeInvocationID}
-	err := c.send(ctx, write(http.MethodPost, ":rewind", body, options), &event, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodPost, path: ":rewind", body: body}, options), &event, app, user, id)
 	return &event, err
 }
 
 // Trim removes all events but the newest keepLast.
-func (c *Client) Trim(ctx context.Context, app, user, id string, keepLast int, options ...WriteOption) (*Trimmed, error) {
+func (c *Client) Trim(ctx context.Context, app, user, id string, keepLast int,
+	options ...WriteOption) (*Trimmed, error) {
 	var trimmed Trimmed
 	body := map[string]int{"keepLast": keepLast}
-	err := c.send(ctx, write(http.MethodPost, ":trim", body, options), &trimmed, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodPost, path: ":trim", body: body}, options), &trimmed, app, user, id)
 	return &trimmed, err
 }
 
 // Reset removes every event and the session's state.
 func (c *Client) Reset(ctx context.Context, app, user, id string, options ...WriteOption) (*Trimmed, error) {
 	var trimmed Trimmed
-	err := c.send(ctx, write(http.MethodPost, ":reset", struct{}{}, options), &trimmed, app, user, id)
+	req := with(call{method: http.MethodPost, path: ":reset", body: struct{}{}}, options)
+	err := c.send(ctx, req, &trimmed, app, user, id)
 	return &trimmed, err
 }
 
@@ -376,82 +395,92 @@ func (c *Client) Reset(ctx context.Context, app, user, id string, options ...Wri
 
 // Context is what a model should see next: the live events, compactions applied, the newest
 // that fit tokenBudget (0: all), function calls never apart from their answers.
-func (c *Client) Context(ctx context.Context, app, user, id string, tokenBudget int) (*ContextView, error) {
+func (c *Client) Context(ctx context.Context, app, user, id string, tokenBudget int,
+	options ...RequestOption) (*ContextView, error) {
 	var view ContextView
 	q := query{}.int("tokenBudget", int64(tokenBudget))
-	err := c.send(ctx, call{method: http.MethodGet, path: "/context", query: url.Values(q)}, &view, app, user, id)
+	req := with(call{method: http.MethodGet, path: "/context", query: url.Values(q)}, options)
+	err := c.send(ctx, req, &view, app, user, id)
 	return &view, err
 }
 
 // Compact appends one compaction event; that event.
-func (c *Client) Compact(ctx context.Context, app, user, id string, compact SessionCompact, options ...WriteOption) (*Event, error) {
+func (c *Client) Compact(ctx context.Context, app, user, id string, compact SessionCompact,
+	options ...WriteOption) (*Event, error) {
 	var event Event
-	err := c.send(ctx, write(http.MethodPost, ":compact", compact, options), &event, app, user, id)
+	req := with(call{method: http.MethodPost, path: ":compact", body: compact}, options)
+	err := c.send(ctx, req, &event, app, user, id)
 	return &event, err
 }
 
 // ToolCalls is the session's function calls in order, with status ("" for any) and each
 // unanswered one orphaned past timeoutSeconds (0: the server's default).
-func (c *Client) ToolCalls(ctx context.Context, app, user, id, status string, timeoutSeconds float64) ([]ToolCall, error) {
+func (c *Client) ToolCalls(ctx context.Context, app, user, id, status string, timeoutSeconds float64,
+	options ...RequestOption) ([]ToolCall, error) {
 	var list struct{ ToolCalls []ToolCall }
 	q := query{}.str("status", status).num("timeoutSeconds", timeoutSeconds)
-	err := c.send(ctx, call{method: http.MethodGet, path: "/toolCalls", query: url.Values(q)}, &list, app, user, id)
+	req := with(call{method: http.MethodGet, path: "/toolCalls", query: url.Values(q)}, options)
+	err := c.send(ctx, req, &list, app, user, id)
 	return list.ToolCalls, err
 }
 
 // Heal answers each function call orphaned past timeoutSeconds (0: the server's default) with
 // an error response, in one write.
-func (c *Client) Heal(ctx context.Context, app, user, id string, timeoutSeconds float64, options ...WriteOption) (*Healed, error) {
+func (c *Client) Heal(ctx context.Context, app, user, id string, timeoutSeconds float64,
+	options ...WriteOption) (*Healed, error) {
 	body := map[string]any{}
 	if timeoutSeconds != 0 {
 		body["timeoutSeconds"] = timeoutSeconds
 	}
 	var healed Healed
-	err := c.send(ctx, write(http.MethodPost, ":heal", body, options), &healed, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodPost, path: ":heal", body: body}, options), &healed, app, user, id)
 	return &healed, err
 }
 
 // QueueEvent queues an event apart from the log (a user typing while a turn runs), given an id
 // when it has none; the event as queued.
-func (c *Client) QueueEvent(ctx context.Context, app, user, id string, event Event) (*Event, error) {
+func (c *Client) QueueEvent(ctx context.Context, app, user, id string, event Event,
+	options ...RequestOption) (*Event, error) {
 	if event.ID == "" {
 		event.ID = newID()
 	}
 	var queued Event
-	err := c.send(ctx, call{method: http.MethodPost, path: "/pending", body: event}, &queued, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodPost, path: "/pending", body: event}, options), &queued, app, user, id)
 	return &queued, err
 }
 
 // Pending is the queued events, in the order they came.
-func (c *Client) Pending(ctx context.Context, app, user, id string) ([]Event, error) {
+func (c *Client) Pending(ctx context.Context, app, user, id string, options ...RequestOption) ([]Event, error) {
 	var list struct{ Events []Event }
-	err := c.send(ctx, call{method: http.MethodGet, path: "/pending"}, &list, app, user, id)
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/pending"}, options), &list, app, user, id)
 	return list.Events, err
 }
 
 // ClearPending empties the queue without appending it.
-func (c *Client) ClearPending(ctx context.Context, app, user, id string) error {
-	return c.send(ctx, call{method: http.MethodDelete, path: "/pending"}, nil, app, user, id)
+func (c *Client) ClearPending(ctx context.Context, app, user, id string, options ...RequestOption) error {
+	return c.send(ctx, with(call{method: http.MethodDelete, path: "/pending"}, options), nil, app, user, id)
 }
 
 // PromotePending appends the queue in order, in one write; ErrToolCallsPending while a
 // function call is unanswered, unless force.
-func (c *Client) PromotePending(ctx context.Context, app, user, id string, force bool, options ...WriteOption) ([]Event, error) {
+func (c *Client) PromotePending(ctx context.Context, app, user, id string, force bool,
+	options ...WriteOption) ([]Event, error) {
 	var list struct{ Events []Event }
 	body := map[string]bool{"force": force}
-	err := c.send(ctx, write(http.MethodPost, "/pending:promote", body, options), &list, app, user, id)
+	req := with(call{method: http.MethodPost, path: "/pending:promote", body: body}, options)
+	err := c.send(ctx, req, &list, app, user, id)
 	return list.Events, err
 }
 
 // --- Export and import ---------------------------------------------------------------------
 
 // Export is the session as NDJSON, exactly: a header line, then its events as stored.
-func (c *Client) Export(ctx context.Context, app, user, id string) ([]byte, error) {
+func (c *Client) Export(ctx context.Context, app, user, id string, options ...RequestOption) ([]byte, error) {
 	path, err := pathTo(":export", app, user, id)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, call{method: http.MethodGet, path: path}, nil)
+	resp, err := c.do(ctx, with(call{method: http.MethodGet, path: path}, options), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -460,10 +489,11 @@ func (c *Client) Export(ctx context.Context, app, user, id string) ([]byte, erro
 
 // Import stores an export under this app and user exactly as it was, all or nothing; the
 // same export again writes nothing. The session, without events.
-func (c *Client) Import(ctx context.Context, app, user string, ndjson []byte) (*Session, error) {
+func (c *Client) Import(ctx context.Context, app, user string, ndjson []byte,
+	options ...RequestOption) (*Session, error) {
 	var session Session
 	req := call{method: http.MethodPost, path: "/sessions:import", raw: ndjson, ctype: "application/x-ndjson"}
-	err := c.send(ctx, req, &session, app, user)
+	err := c.send(ctx, with(req, options), &session, app, user)
 	return &session, err
 }
 
@@ -481,54 +511,59 @@ type SearchFilter struct {
 
 // Search is a page of the app's events matching q (web-search syntax: `refund order`,
 // `"full refund"`, `refund or return`, `refund -partial`), best first.
-func (c *Client) Search(ctx context.Context, app, q string, filter SearchFilter) (*SearchPage, error) {
+func (c *Client) Search(ctx context.Context, app, q string, filter SearchFilter,
+	options ...RequestOption) (*SearchPage, error) {
 	values := filter.Page.query().str("q", q).str("userId", filter.UserID).str("sessionId", filter.SessionID).
 		str("author", filter.Author).num("afterTimestamp", filter.AfterTimestamp).num("beforeTimestamp", filter.BeforeTimestamp)
 	var page SearchPage
-	err := c.send(ctx, call{method: http.MethodGet, path: "/search", query: url.Values(values)}, &page, app)
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/search", query: url.Values(values)}, options), &page, app)
 	return &page, err
 }
 
 // SearchHits is every hit of a search, page by page.
-func (c *Client) SearchHits(ctx context.Context, app, q string, filter SearchFilter) iter.Seq2[SearchHit, error] {
+func (c *Client) SearchHits(ctx context.Context, app, q string, filter SearchFilter,
+	options ...RequestOption) iter.Seq2[SearchHit, error] {
 	return pages(ctx, filter.Page, func(ctx context.Context, page Page) (*SearchPage, error) {
 		filter.Page = page
-		return c.Search(ctx, app, q, filter)
+		return c.Search(ctx, app, q, filter, options...)
 	}, func(p *SearchPage) ([]SearchHit, *string) { return p.Hits, p.NextPageToken })
 }
 
 // Usage is the token counts of the app's events (of userID's alone, if not ""), by user.
-func (c *Client) Usage(ctx context.Context, app, userID string, afterTimestamp, beforeTimestamp float64) (*AppUsage, error) {
+func (c *Client) Usage(ctx context.Context, app, userID string, afterTimestamp, beforeTimestamp float64,
+	options ...RequestOption) (*AppUsage, error) {
 	q := query{}.str("userId", userID).num("afterTimestamp", afterTimestamp).num("beforeTimestamp", beforeTimestamp)
 	var usage AppUsage
-	err := c.send(ctx, call{method: http.MethodGet, path: "/usage", query: url.Values(q)}, &usage, app)
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/usage", query: url.Values(q)}, options), &usage, app)
 	return &usage, err
 }
 
 // ListApps is a page of the apps that have sessions, by name.
-func (c *Client) ListApps(ctx context.Context, page Page) (*AppPage, error) {
+func (c *Client) ListApps(ctx context.Context, page Page, options ...RequestOption) (*AppPage, error) {
 	var got AppPage
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/apps", query: url.Values(page.query())}, &got)
+	_, err := c.do(ctx, with(call{method: http.MethodGet, path: "/apps", query: url.Values(page.query())}, options), &got)
 	return &got, err
 }
 
 // Apps is every app that has sessions.
-func (c *Client) Apps(ctx context.Context) iter.Seq2[AppSummary, error] {
-	return pages(ctx, Page{}, c.ListApps,
-		func(p *AppPage) ([]AppSummary, *string) { return p.Apps, p.NextPageToken })
+func (c *Client) Apps(ctx context.Context, options ...RequestOption) iter.Seq2[AppSummary, error] {
+	return pages(ctx, Page{}, func(ctx context.Context, page Page) (*AppPage, error) {
+		return c.ListApps(ctx, page, options...)
+	}, func(p *AppPage) ([]AppSummary, *string) { return p.Apps, p.NextPageToken })
 }
 
 // ListUsers is a page of the app's users that have sessions, by id.
-func (c *Client) ListUsers(ctx context.Context, app string, page Page) (*UserPage, error) {
+func (c *Client) ListUsers(ctx context.Context, app string, page Page, options ...RequestOption) (*UserPage, error) {
 	var got UserPage
-	err := c.send(ctx, call{method: http.MethodGet, path: "/users", query: url.Values(page.query())}, &got, app)
+	req := with(call{method: http.MethodGet, path: "/users", query: url.Values(page.query())}, options)
+	err := c.send(ctx, req, &got, app)
 	return &got, err
 }
 
 // Users is every user of the app that has sessions.
-func (c *Client) Users(ctx context.Context, app string) iter.Seq2[UserSummary, error] {
+func (c *Client) Users(ctx context.Context, app string, options ...RequestOption) iter.Seq2[UserSummary, error] {
 	return pages(ctx, Page{}, func(ctx context.Context, page Page) (*UserPage, error) {
-		return c.ListUsers(ctx, app, page)
+		return c.ListUsers(ctx, app, page, options...)
 	}, func(p *UserPage) ([]UserSummary, *string) { return p.Users, p.NextPageToken })
 }
 
@@ -539,61 +574,63 @@ type scopeState struct {
 }
 
 // AppState is the app's state, its keys without their `app:` prefix.
-func (c *Client) AppState(ctx context.Context, app string) (State, error) {
+func (c *Client) AppState(ctx context.Context, app string, options ...RequestOption) (State, error) {
 	var got scopeState
-	err := c.send(ctx, call{method: http.MethodGet, path: "/state"}, &got, app)
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/state"}, options), &got, app)
 	return got.State, err
 }
 
 // UpdateAppState merges stateDelta (keys without prefix) into the app's state; the state now.
-func (c *Client) UpdateAppState(ctx context.Context, app string, stateDelta State) (State, error) {
+func (c *Client) UpdateAppState(ctx context.Context, app string, stateDelta State,
+	options ...RequestOption) (State, error) {
 	var got scopeState
 	body := map[string]State{"stateDelta": stateDelta}
-	err := c.send(ctx, call{method: http.MethodPatch, path: "/state", body: body}, &got, app)
+	err := c.send(ctx, with(call{method: http.MethodPatch, path: "/state", body: body}, options), &got, app)
 	return got.State, err
 }
 
 // UserState is the user's state, its keys without their `user:` prefix.
-func (c *Client) UserState(ctx context.Context, app, user string) (State, error) {
+func (c *Client) UserState(ctx context.Context, app, user string, options ...RequestOption) (State, error) {
 	var got scopeState
-	err := c.send(ctx, call{method: http.MethodGet, path: "/state"}, &got, app, user)
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/state"}, options), &got, app, user)
 	return got.State, err
 }
 
 // UpdateUserState merges stateDelta (keys without prefix) into the user's state; the state now.
-func (c *Client) UpdateUserState(ctx context.Context, app, user string, stateDelta State) (State, error) {
+func (c *Client) UpdateUserState(ctx context.Context, app, user string, stateDelta State,
+	options ...RequestOption) (State, error) {
 	var got scopeState
 	body := map[string]State{"stateDelta": stateDelta}
-	err := c.send(ctx, call{method: http.MethodPatch, path: "/state", body: body}, &got, app, user)
+	err := c.send(ctx, with(call{method: http.MethodPatch, path: "/state", body: body}, options), &got, app, user)
 	return got.State, err
 }
 
 // --- Operations ------------------------------------------------------------------------------
 
 // KeyScope is what the client's API key may do.
-func (c *Client) KeyScope(ctx context.Context) (*KeyScope, error) {
+func (c *Client) KeyScope(ctx context.Context, options ...RequestOption) (*KeyScope, error) {
 	var scope KeyScope
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/auth/key"}, &scope)
+	_, err := c.do(ctx, with(call{method: http.MethodGet, path: "/auth/key"}, options), &scope)
 	return &scope, err
 }
 
 // Health is /healthz: the process answers (it says nothing of the database).
-func (c *Client) Health(ctx context.Context) (*Health, error) {
+func (c *Client) Health(ctx context.Context, options ...RequestOption) (*Health, error) {
 	var health Health
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/healthz"}, &health)
+	_, err := c.do(ctx, with(call{method: http.MethodGet, path: "/healthz"}, options), &health)
 	return &health, err
 }
 
 // Readiness is /readyz: the database answers, at the expected schema; else ErrUnavailable.
-func (c *Client) Readiness(ctx context.Context) (*Readiness, error) {
+func (c *Client) Readiness(ctx context.Context, options ...RequestOption) (*Readiness, error) {
 	var ready Readiness
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/readyz"}, &ready)
+	_, err := c.do(ctx, with(call{method: http.MethodGet, path: "/readyz"}, options), &ready)
 	return &ready, err
 }
 
 // Metrics is /metrics, in Prometheus' text format.
-func (c *Client) Metrics(ctx context.Context) (string, error) {
-	resp, err := c.do(ctx, call{method: http.MethodGet, path: "/metrics"}, nil)
+func (c *Client) Metrics(ctx context.Context, options ...RequestOption) (string, error) {
+	resp, err := c.do(ctx, with(call{method: http.MethodGet, path: "/metrics"}, options), nil)
 	if err != nil {
 		return "", err
 	}

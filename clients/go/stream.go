@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,48 +39,53 @@ type StreamOptions struct {
 
 // StreamEvents is the session's changes as they are committed, live. A lost connection is
 // opened again after the last frame received (`Last-Event-ID`), losing and repeating nothing;
-// the iteration ends after "closed" or "deleted", or with ctx's error when ctx ends.
-func (c *Client) StreamEvents(ctx context.Context, app, user, id string, options StreamOptions) iter.Seq2[Frame, error] {
+// the iteration ends after "closed" or "deleted", or with ctx's error when ctx ends. Each
+// connection is opened with the RequestOptions (WithHeader, WithMaxRetries).
+func (c *Client) StreamEvents(ctx context.Context, app, user, id string, stream StreamOptions,
+	options ...RequestOption) iter.Seq2[Frame, error] {
 	path, err := pathTo("/events:stream", app, user, id)
 	position := ""
-	if options.AfterSeq > 0 || options.FromStart {
-		position = strconv.FormatInt(options.AfterSeq, 10)
+	if stream.AfterSeq > 0 || stream.FromStart {
+		position = strconv.FormatInt(stream.AfterSeq, 10)
 	}
-	return c.follow(ctx, path, err, position, options, map[string]bool{"closed": true, "deleted": true})
+	return c.follow(ctx, path, err, position, stream, options, map[string]bool{"closed": true, "deleted": true})
 }
 
 // StreamSessions is a user's sessions as they are created, updated, closed and deleted, from
 // now, until ctx ends. A lost connection is opened again; what happened meanwhile is not sent
 // (list to catch up).
-func (c *Client) StreamSessions(ctx context.Context, app, user string, options StreamOptions) iter.Seq2[Frame, error] {
+func (c *Client) StreamSessions(ctx context.Context, app, user string, stream StreamOptions,
+	options ...RequestOption) iter.Seq2[Frame, error] {
 	path, err := pathTo("/sessions:stream", app, user)
-	return c.follow(ctx, path, err, "", options, nil)
+	return c.follow(ctx, path, err, "", stream, options, nil)
 }
 
 // StreamAppSessions is StreamSessions for every user of the app.
-func (c *Client) StreamAppSessions(ctx context.Context, app string, options StreamOptions) iter.Seq2[Frame, error] {
+func (c *Client) StreamAppSessions(ctx context.Context, app string, stream StreamOptions,
+	options ...RequestOption) iter.Seq2[Frame, error] {
 	path, err := pathTo("/sessions:stream", app)
-	return c.follow(ctx, path, err, "", options, nil)
+	return c.follow(ctx, path, err, "", stream, options, nil)
 }
 
 // follow yields the frames of a stream until one named in ends, across connections: each is
 // opened after position (`Last-Event-ID`), the last id seen; one lost (dropped, ended by the
-// server, silent past the idle timeout) is opened again, Retries times in a row at most; any
-// frame received resets that count.
-func (c *Client) follow(ctx context.Context, path string, pathErr error, position string, options StreamOptions,
-	ends map[string]bool) iter.Seq2[Frame, error] {
-	idle := options.IdleTimeout
+// server, silent past the idle timeout) is opened again, Retries times in a row at most (or
+// WithMaxRetries'); any frame received resets that count.
+func (c *Client) follow(ctx context.Context, path string, pathErr error, position string, stream StreamOptions,
+	options []RequestOption, ends map[string]bool) iter.Seq2[Frame, error] {
+	idle := stream.IdleTimeout
 	if idle <= 0 {
 		idle = 60 * time.Second
 	}
+	settings := c.settle(with(call{}, options))
 	return func(yield func(Frame, error) bool) {
 		if pathErr != nil {
 			yield(Frame{}, pathErr)
 			return
 		}
 		for losses := 0; ; {
-			req := call{method: http.MethodGet, path: path, stream: true,
-				header: http.Header{"Accept": {"text/event-stream"}}}
+			req := with(call{method: http.MethodGet, path: path, stream: true,
+				header: http.Header{"Accept": {"text/event-stream"}}}, options)
 			if position != "" {
 				req.header.Set("Last-Event-ID", position)
 			}
@@ -116,17 +120,16 @@ func (c *Client) follow(ctx context.Context, path string, pathErr error, positio
 				yield(Frame{}, lost)
 				return
 			}
-			if losses++; losses > c.retries {
-				yield(Frame{}, &ConnectionError{Method: "GET", URL: path,
+			if losses++; losses > settings.retries {
+				yield(Frame{}, &ConnectionError{Method: "GET", URL: path, RequestID: c.requestID(settings),
 					Err: fmt.Errorf("the stream was lost %d times in a row: %w", losses, lost)})
 				return
 			}
-			wait := time.Duration(rand.Int64N(int64(min(5*time.Second, c.backoff<<(losses-1))) + 1))
 			select {
 			case <-ctx.Done():
 				yield(Frame{}, ctx.Err())
 				return
-			case <-time.After(wait):
+			case <-time.After(c.backoffWait(losses - 1)):
 			}
 		}
 	}
