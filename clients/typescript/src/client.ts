@@ -4,11 +4,13 @@
  * versions. Bodies and answers are the generated schemas' types.
  */
 import {
-  createSessionaryClient,
+  connect,
   ifMatch,
   ok,
   paginate,
   retryPolicy,
+  type CallOptions,
+  type FetchFor,
   type IfMatch,
   type RetryPolicy,
   type SessionaryClient,
@@ -51,12 +53,6 @@ import type {
   UserSummary,
 } from "./types.js";
 
-/** What every method takes last, with its own options. */
-export interface CallOptions {
-  /** Aborts the call, which then rejects with the signal's reason and is not resent. */
-  signal?: AbortSignal;
-}
-
 /** A write's: with `ifMatch`, it writes only if the session is still at that version, else
  * it throws `StaleSessionError` and writes nothing. */
 export interface WriteOptions extends CallOptions {
@@ -91,6 +87,12 @@ function writeTo(appName: string, userId: string, sessionId: string, version: If
   };
 }
 
+/** An operation's own options (its query or body), without the call's. */
+function fields<Options extends CallOptions>(options: Options): Omit<Options, keyof CallOptions> {
+  const { signal, timeout, headers, maxRetries, ...rest } = options;
+  return rest;
+}
+
 function labelFilters(labels: Record<string, string> | undefined): string[] | undefined {
   return labels && Object.entries(labels).map(([key, value]) => `${key}:${value}`);
 }
@@ -113,11 +115,22 @@ async function bodyOf(answer: Promise<{ data?: ReadableStream<Uint8Array> | null
 export class Sessionary {
   /** The low-level client (openapi-fetch's, typed by the spec), for anything not wrapped. */
   readonly raw: SessionaryClient;
+  readonly #fetchFor: FetchFor;
   readonly #policy: RetryPolicy;
+  readonly #headers: Record<string, string>;
 
   constructor(options: SessionaryOptions = {}) {
-    this.raw = createSessionaryClient(options);
+    const { client, fetchFor } = connect(options);
+    this.raw = client;
+    this.#fetchFor = fetchFor;
     this.#policy = retryPolicy(options);
+    this.#headers = options.headers ?? {};
+  }
+
+  /** What openapi-fetch takes of a call's options: its signal, its headers, and a fetch that
+   * resends as its timeout and maxRetries say. */
+  #call({ signal, headers, timeout, maxRetries }: CallOptions) {
+    return { signal, headers, fetch: this.#fetchFor({ timeout, maxRetries }) };
   }
 
   /** One session's methods without its app, user and id: `chat.appendEvent(event)`. */
@@ -138,9 +151,13 @@ export class Sessionary {
     userId: string,
     options: SessionCreate & CallOptions = {},
   ): Promise<Session> {
-    const { signal, ...body } = options;
+    const body = fields(options);
     return ok(
-      this.raw.POST(SESSIONS, { params: { path: { app_name: appName, user_id: userId } }, body, signal }),
+      this.raw.POST(SESSIONS, {
+        params: { path: { app_name: appName, user_id: userId } },
+        body,
+        ...this.#call(options),
+      }),
     );
   }
 
@@ -152,8 +169,11 @@ export class Sessionary {
     sessionId: string,
     options: Query<"get_session"> & CallOptions = {},
   ): Promise<Session> {
-    const { signal, ...query } = options;
-    return ok(this.raw.GET(SESSION, { params: { path: at(appName, userId, sessionId), query }, signal }));
+    const query = fields(options);
+    return ok(this.raw.GET(SESSION, {
+      params: { path: at(appName, userId, sessionId), query },
+      ...this.#call(options),
+    }));
   }
 
   /** One page of a user's sessions, without events. */
@@ -162,10 +182,13 @@ export class Sessionary {
     userId: string,
     options: SessionFilters<"list_sessions"> = {},
   ): Promise<SessionPage> {
-    const { signal, labels, ...query } = options;
+    const { labels, ...query } = fields(options);
     const path = { app_name: appName, user_id: userId };
     return ok(
-      this.raw.GET(SESSIONS, { params: { path, query: { ...query, label: labelFilters(labels) } }, signal }),
+      this.raw.GET(SESSIONS, {
+        params: { path, query: { ...query, label: labelFilters(labels) } },
+        ...this.#call(options),
+      }),
     );
   }
 
@@ -186,12 +209,12 @@ export class Sessionary {
     appName: string,
     options: SessionFilters<"list_app_sessions"> = {},
   ): Promise<SessionPage> {
-    const { signal, labels, ...query } = options;
+    const { labels, ...query } = fields(options);
     const path = { app_name: appName };
     return ok(
       this.raw.GET("/apps/{app_name}/sessions", {
         params: { path, query: { ...query, label: labelFilters(labels) } },
-        signal,
+        ...this.#call(options),
       }),
     );
   }
@@ -217,7 +240,7 @@ export class Sessionary {
     options: WriteOptions = {},
   ): Promise<Session> {
     const params = writeTo(appName, userId, sessionId, options.ifMatch);
-    return ok(this.raw.PATCH(SESSION, { params, body: changes, signal: options.signal }));
+    return ok(this.raw.PATCH(SESSION, { params, body: changes, ...this.#call(options) }));
   }
 
   /** Records `stateDelta` as an event authored by `user`. */
@@ -239,7 +262,7 @@ export class Sessionary {
     options: WriteOptions = {},
   ): Promise<void> {
     const params = writeTo(appName, userId, sessionId, options.ifMatch);
-    await this.raw.DELETE(SESSION, { params, signal: options.signal });
+    await this.raw.DELETE(SESSION, { params, ...this.#call(options) });
   }
 
   // --- Events ---------------------------------------------------------------------------------
@@ -258,7 +281,7 @@ export class Sessionary {
   ): Promise<Event> {
     const params = writeTo(appName, userId, sessionId, options.ifMatch);
     return ok(
-      this.raw.POST(`${SESSION}/events`, { params, body: event, signal: options.signal }),
+      this.raw.POST(`${SESSION}/events`, { params, body: event, ...this.#call(options) }),
     ) as Promise<Event>;
   }
 
@@ -272,7 +295,7 @@ export class Sessionary {
   ): Promise<Event[]> {
     const params = writeTo(appName, userId, sessionId, options.ifMatch);
     const answer = await ok(
-      this.raw.POST(`${SESSION}/events:batch`, { params, body: { events }, signal: options.signal }),
+      this.raw.POST(`${SESSION}/events:batch`, { params, body: { events }, ...this.#call(options) }),
     );
     return answer.events as Event[];
   }
@@ -284,9 +307,12 @@ export class Sessionary {
     sessionId: string,
     options: Query<"list_events"> & CallOptions = {},
   ): Promise<EventPage> {
-    const { signal, ...query } = options;
+    const query = fields(options);
     return ok(
-      this.raw.GET(`${SESSION}/events`, { params: { path: at(appName, userId, sessionId), query }, signal }),
+      this.raw.GET(`${SESSION}/events`, {
+        params: { path: at(appName, userId, sessionId), query },
+        ...this.#call(options),
+      }),
     );
   }
 
@@ -313,7 +339,7 @@ export class Sessionary {
   ): Promise<EventsRemoved> {
     const { path, header } = writeTo(appName, userId, sessionId, options.ifMatch);
     const params = { path: { ...path, event_id: eventId }, header };
-    return ok(this.raw.DELETE(`${SESSION}/events/{event_id}`, { params, signal: options.signal }));
+    return ok(this.raw.DELETE(`${SESSION}/events/{event_id}`, { params, ...this.#call(options) }));
   }
 
   /** Replaces an event's `content` (a redaction, say); the event as stored. */
@@ -328,7 +354,7 @@ export class Sessionary {
     const { path, header } = writeTo(appName, userId, sessionId, options.ifMatch);
     const params = { path: { ...path, event_id: eventId }, header };
     return ok(
-      this.raw.PATCH(`${SESSION}/events/{event_id}`, { params, body: { content }, signal: options.signal }),
+      this.raw.PATCH(`${SESSION}/events/{event_id}`, { params, body: { content }, ...this.#call(options) }),
     );
   }
 
@@ -338,7 +364,8 @@ export class Sessionary {
    * The session's changes as they are committed: after `afterSeq` first (read back from the
    * log; 0: the whole session), else from now. A lost connection is resumed after the last
    * frame received, losing and repeating nothing; the iteration ends after `closed` or
-   * `deleted`, or when `signal` aborts.
+   * `deleted`, or when `signal` aborts. Each connection is opened with the call's `headers`,
+   * `timeout` and `maxRetries`; a lost one is opened again `maxRetries` times in a row.
    */
   streamEvents(
     appName: string,
@@ -348,10 +375,16 @@ export class Sessionary {
   ): AsyncGenerator<SessionChange, void, undefined> {
     const { afterSeq, ...stream } = options;
     const path = at(appName, userId, sessionId);
+    const call = this.#call(stream);
     const open: Open = (position, signal) => {
       const header = position === undefined ? {} : { "last-event-id": String(position) };
       return bodyOf(
-        this.raw.GET(`${SESSION}/events:stream`, { params: { path, header }, parseAs: "stream", signal }),
+        this.raw.GET(`${SESSION}/events:stream`, {
+          params: { path, header },
+          parseAs: "stream",
+          ...call,
+          signal,
+        }),
       );
     };
     return this.#follow<SessionChange>(open, afterSeq, FINAL, stream);
@@ -365,8 +398,9 @@ export class Sessionary {
     options: StreamOptions = {},
   ): AsyncGenerator<SessionsChange, void, undefined> {
     const path = { app_name: appName, user_id: userId };
+    const call = this.#call(options);
     const open: Open = (_, signal) =>
-      bodyOf(this.raw.GET(`${SESSIONS}:stream`, { params: { path }, parseAs: "stream", signal }));
+      bodyOf(this.raw.GET(`${SESSIONS}:stream`, { params: { path }, parseAs: "stream", ...call, signal }));
     return this.#follow<SessionsChange>(open, undefined, new Set(), options);
   }
 
@@ -376,9 +410,15 @@ export class Sessionary {
     options: StreamOptions = {},
   ): AsyncGenerator<SessionsChange, void, undefined> {
     const path = { app_name: appName };
+    const call = this.#call(options);
     const open: Open = (_, signal) =>
       bodyOf(
-        this.raw.GET("/apps/{app_name}/sessions:stream", { params: { path }, parseAs: "stream", signal }),
+        this.raw.GET("/apps/{app_name}/sessions:stream", {
+          params: { path },
+          parseAs: "stream",
+          ...call,
+          signal,
+        }),
       );
     return this.#follow<SessionsChange>(open, undefined, new Set(), options);
   }
@@ -389,8 +429,11 @@ export class Sessionary {
     ends: ReadonlySet<string>,
     options: StreamOptions,
   ): AsyncGenerator<Change, void, undefined> {
+    const policy = { ...this.#policy, retries: options.maxRetries ?? this.#policy.retries };
+    const requestId = new Headers({ ...this.#headers, ...options.headers }).get("X-Request-ID") ?? undefined;
+    const frames = follow(open, position, ends, policy, options, requestId);
     // The frames are the server's: their shapes are the ones `types.ts` names.
-    return follow(open, position, ends, this.#policy, options) as AsyncGenerator<Change, void, undefined>;
+    return frames as AsyncGenerator<Change, void, undefined>;
   }
 
   // --- Forks, children and history ------------------------------------------------------------
@@ -403,9 +446,13 @@ export class Sessionary {
     sessionId: string,
     options: SessionFork & CallOptions = {},
   ): Promise<Session> {
-    const { signal, ...body } = options;
+    const body = fields(options);
     return ok(
-      this.raw.POST(`${SESSION}:fork`, { params: { path: at(appName, userId, sessionId) }, body, signal }),
+      this.raw.POST(`${SESSION}:fork`, {
+        params: { path: at(appName, userId, sessionId) },
+        body,
+        ...this.#call(options),
+      }),
     );
   }
 
@@ -417,12 +464,12 @@ export class Sessionary {
     sessionId: string,
     options: ChildCreate & CallOptions = {},
   ): Promise<Session> {
-    const { signal, ...body } = options;
+    const body = fields(options);
     return ok(
       this.raw.POST(`${SESSION}/children`, {
         params: { path: at(appName, userId, sessionId) },
         body,
-        signal,
+        ...this.#call(options),
       }),
     );
   }
@@ -434,11 +481,11 @@ export class Sessionary {
     sessionId: string,
     options: Query<"list_children"> & CallOptions = {},
   ): Promise<SessionPage> {
-    const { signal, ...query } = options;
+    const query = fields(options);
     return ok(
       this.raw.GET(`${SESSION}/children`, {
         params: { path: at(appName, userId, sessionId), query },
-        signal,
+        ...this.#call(options),
       }),
     );
   }
@@ -467,7 +514,7 @@ export class Sessionary {
   ): Promise<Session> {
     const params = writeTo(appName, userId, sessionId, options.ifMatch);
     const body = { outcome, result: options.result };
-    return ok(this.raw.POST(`${SESSION}:close`, { params, body, signal: options.signal }));
+    return ok(this.raw.POST(`${SESSION}:close`, { params, body, ...this.#call(options) }));
   }
 
   /** The session's ancestors, root first, without events. */
@@ -478,7 +525,7 @@ export class Sessionary {
     options: CallOptions = {},
   ): Promise<Session[]> {
     const params = { path: at(appName, userId, sessionId) };
-    return (await ok(this.raw.GET(`${SESSION}/lineage`, { params, signal: options.signal }))).sessions;
+    return (await ok(this.raw.GET(`${SESSION}/lineage`, { params, ...this.#call(options) }))).sessions;
   }
 
   /** ADK's rewind: appends the event that undoes `beforeInvocationId` and all after it (state
@@ -492,7 +539,7 @@ export class Sessionary {
   ): Promise<Event> {
     const params = writeTo(appName, userId, sessionId, options.ifMatch);
     return ok(
-      this.raw.POST(`${SESSION}:rewind`, { params, body: { beforeInvocationId }, signal: options.signal }),
+      this.raw.POST(`${SESSION}:rewind`, { params, body: { beforeInvocationId }, ...this.#call(options) }),
     );
   }
 
@@ -505,7 +552,7 @@ export class Sessionary {
     options: WriteOptions = {},
   ): Promise<Trimmed> {
     const params = writeTo(appName, userId, sessionId, options.ifMatch);
-    return ok(this.raw.POST(`${SESSION}:trim`, { params, body: { keepLast }, signal: options.signal }));
+    return ok(this.raw.POST(`${SESSION}:trim`, { params, body: { keepLast }, ...this.#call(options) }));
   }
 
   /** Removes every event and the session's own state. */
@@ -516,7 +563,7 @@ export class Sessionary {
     options: WriteOptions = {},
   ): Promise<Trimmed> {
     const params = writeTo(appName, userId, sessionId, options.ifMatch);
-    return ok(this.raw.POST(`${SESSION}:reset`, { params, body: {}, signal: options.signal }));
+    return ok(this.raw.POST(`${SESSION}:reset`, { params, body: {}, ...this.#call(options) }));
   }
 
   // --- Context, tool calls, queued input ------------------------------------------------------
@@ -529,9 +576,12 @@ export class Sessionary {
     sessionId: string,
     options: Query<"get_context"> & CallOptions = {},
   ): Promise<ContextView> {
-    const { signal, ...query } = options;
+    const query = fields(options);
     return ok(
-      this.raw.GET(`${SESSION}/context`, { params: { path: at(appName, userId, sessionId), query }, signal }),
+      this.raw.GET(`${SESSION}/context`, {
+        params: { path: at(appName, userId, sessionId), query },
+        ...this.#call(options),
+      }),
     );
   }
 
@@ -544,9 +594,13 @@ export class Sessionary {
     strategy: CompactionStrategy,
     options: Omit<Schemas["SessionCompact"], "strategy"> & WriteOptions = {},
   ): Promise<Event> {
-    const { signal, ifMatch: version, ...rest } = options;
+    const { ifMatch: version, ...rest } = fields(options);
     const params = writeTo(appName, userId, sessionId, version);
-    return ok(this.raw.POST(`${SESSION}:compact`, { params, body: { strategy, ...rest }, signal }));
+    return ok(this.raw.POST(`${SESSION}:compact`, {
+      params,
+      body: { strategy, ...rest },
+      ...this.#call(options),
+    }));
   }
 
   /** The session's function calls in order, each `answered`, `pending` or `orphaned`
@@ -557,9 +611,9 @@ export class Sessionary {
     sessionId: string,
     options: Query<"list_tool_calls"> & CallOptions = {},
   ): Promise<ToolCall[]> {
-    const { signal, ...query } = options;
+    const query = fields(options);
     const params = { path: at(appName, userId, sessionId), query };
-    return (await ok(this.raw.GET(`${SESSION}/toolCalls`, { params, signal }))).toolCalls;
+    return (await ok(this.raw.GET(`${SESSION}/toolCalls`, { params, ...this.#call(options) }))).toolCalls;
   }
 
   /** Answers each orphaned function call with an error response, in one write. */
@@ -569,9 +623,9 @@ export class Sessionary {
     sessionId: string,
     options: Schemas["SessionHeal"] & WriteOptions = {},
   ): Promise<Healed> {
-    const { signal, ifMatch: version, ...body } = options;
+    const { ifMatch: version, ...body } = fields(options);
     const params = writeTo(appName, userId, sessionId, version);
-    return ok(this.raw.POST(`${SESSION}:heal`, { params, body, signal }));
+    return ok(this.raw.POST(`${SESSION}:heal`, { params, body, ...this.#call(options) }));
   }
 
   /** Queues an event apart from the log (a user typing while a turn runs), given an `id` if
@@ -584,7 +638,7 @@ export class Sessionary {
     options: CallOptions = {},
   ): Promise<QueuedEvent> {
     const params = { path: at(appName, userId, sessionId) };
-    return ok(this.raw.POST(`${SESSION}/pending`, { params, body: event, signal: options.signal }));
+    return ok(this.raw.POST(`${SESSION}/pending`, { params, body: event, ...this.#call(options) }));
   }
 
   /** The queued events, in the order they came. */
@@ -595,7 +649,7 @@ export class Sessionary {
     options: CallOptions = {},
   ): Promise<QueuedEvent[]> {
     const params = { path: at(appName, userId, sessionId) };
-    return (await ok(this.raw.GET(`${SESSION}/pending`, { params, signal: options.signal }))).events;
+    return (await ok(this.raw.GET(`${SESSION}/pending`, { params, ...this.#call(options) }))).events;
   }
 
   /** Empties the queue without appending it. */
@@ -607,7 +661,7 @@ export class Sessionary {
   ): Promise<void> {
     await this.raw.DELETE(`${SESSION}/pending`, {
       params: { path: at(appName, userId, sessionId) },
-      signal: options.signal,
+      ...this.#call(options),
     });
   }
 
@@ -619,9 +673,10 @@ export class Sessionary {
     sessionId: string,
     options: Schemas["PendingPromote"] & WriteOptions = {},
   ): Promise<Event[]> {
-    const { signal, ifMatch: version, ...body } = options;
+    const { ifMatch: version, ...body } = fields(options);
     const params = writeTo(appName, userId, sessionId, version);
-    return (await ok(this.raw.POST(`${SESSION}/pending:promote`, { params, body, signal }))).events;
+    const answer = this.raw.POST(`${SESSION}/pending:promote`, { params, body, ...this.#call(options) });
+    return (await ok(answer)).events;
   }
 
   // --- Export and import ----------------------------------------------------------------------
@@ -635,7 +690,7 @@ export class Sessionary {
     options: CallOptions = {},
   ): Promise<string> {
     const params = { path: at(appName, userId, sessionId) };
-    return ok(this.raw.GET(`${SESSION}:export`, { params, parseAs: "text", signal: options.signal }));
+    return ok(this.raw.GET(`${SESSION}:export`, { params, parseAs: "text", ...this.#call(options) }));
   }
 
   /** Stores an export under this app and user exactly as it was (id, seqs, version, times),
@@ -647,8 +702,8 @@ export class Sessionary {
         // The spec types an NDJSON body as one of its lines; this body is all of them.
         body: ndjson as unknown as Schemas["SessionExport"],
         bodySerializer: () => textBody(ndjson),
-        headers: { "Content-Type": "application/x-ndjson" },
-        signal: options.signal,
+        ...this.#call(options),
+        headers: { ...options.headers, "Content-Type": "application/x-ndjson" },
       }),
     );
   }
@@ -662,11 +717,11 @@ export class Sessionary {
     q: string,
     options: Omit<Query<"search_events">, "q"> & CallOptions = {},
   ): Promise<SearchPage> {
-    const { signal, ...query } = options;
+    const query = fields(options);
     return ok(
       this.raw.GET("/apps/{app_name}/search", {
         params: { path: { app_name: appName }, query: { ...query, q } },
-        signal,
+        ...this.#call(options),
       }),
     );
   }
@@ -685,16 +740,19 @@ export class Sessionary {
 
   /** The token counts of the app's events, by user and in all. */
   async usage(appName: string, options: Query<"get_app_usage"> & CallOptions = {}): Promise<AppUsage> {
-    const { signal, ...query } = options;
+    const query = fields(options);
     return ok(
-      this.raw.GET("/apps/{app_name}/usage", { params: { path: { app_name: appName }, query }, signal }),
+      this.raw.GET("/apps/{app_name}/usage", {
+        params: { path: { app_name: appName }, query },
+        ...this.#call(options),
+      }),
     );
   }
 
   /** One page of the apps that have sessions, by name. */
   async listApps(options: Query<"list_apps"> & CallOptions = {}): Promise<AppPage> {
-    const { signal, ...query } = options;
-    return ok(this.raw.GET("/apps", { params: { query }, signal }));
+    const query = fields(options);
+    return ok(this.raw.GET("/apps", { params: { query }, ...this.#call(options) }));
   }
 
   /** Every app that has sessions. */
@@ -709,9 +767,12 @@ export class Sessionary {
 
   /** One page of the app's users that have sessions, by id. */
   async listUsers(appName: string, options: Query<"list_users"> & CallOptions = {}): Promise<UserPage> {
-    const { signal, ...query } = options;
+    const query = fields(options);
     return ok(
-      this.raw.GET("/apps/{app_name}/users", { params: { path: { app_name: appName }, query }, signal }),
+      this.raw.GET("/apps/{app_name}/users", {
+        params: { path: { app_name: appName }, query },
+        ...this.#call(options),
+      }),
     );
   }
 
@@ -731,7 +792,7 @@ export class Sessionary {
   /** The app's state, keys without their `app:` prefix. */
   async getAppState(appName: string, options: CallOptions = {}): Promise<State> {
     const params = { path: { app_name: appName } };
-    return (await ok(this.raw.GET("/apps/{app_name}/state", { params, signal: options.signal }))).state;
+    return (await ok(this.raw.GET("/apps/{app_name}/state", { params, ...this.#call(options) }))).state;
   }
 
   /** Merges `stateDelta` (keys without prefix) into the app's state; the state now. */
@@ -740,7 +801,7 @@ export class Sessionary {
     const answer = this.raw.PATCH("/apps/{app_name}/state", {
       params,
       body: { stateDelta },
-      signal: options.signal,
+      ...this.#call(options),
     });
     return (await ok(answer)).state;
   }
@@ -748,7 +809,7 @@ export class Sessionary {
   /** The user's state, keys without their `user:` prefix. */
   async getUserState(appName: string, userId: string, options: CallOptions = {}): Promise<State> {
     const params = { path: { app_name: appName, user_id: userId } };
-    const answer = this.raw.GET("/apps/{app_name}/users/{user_id}/state", { params, signal: options.signal });
+    const answer = this.raw.GET("/apps/{app_name}/users/{user_id}/state", { params, ...this.#call(options) });
     return (await ok(answer)).state;
   }
 
@@ -763,7 +824,7 @@ export class Sessionary {
     const answer = this.raw.PATCH("/apps/{app_name}/users/{user_id}/state", {
       params,
       body: { stateDelta },
-      signal: options.signal,
+      ...this.#call(options),
     });
     return (await ok(answer)).state;
   }
@@ -772,12 +833,12 @@ export class Sessionary {
 
   /** The process answers (`/healthz`); says nothing of the database. */
   async health(options: CallOptions = {}): Promise<Health> {
-    return ok(this.raw.GET("/healthz", { signal: options.signal }));
+    return ok(this.raw.GET("/healthz", { ...this.#call(options) }));
   }
 
   /** The database answers, at the expected schema (`/readyz`); else `ServiceUnavailableError`. */
   async readiness(options: CallOptions = {}): Promise<Readiness> {
-    return ok(this.raw.GET("/readyz", { signal: options.signal }));
+    return ok(this.raw.GET("/readyz", { ...this.#call(options) }));
   }
 }
 

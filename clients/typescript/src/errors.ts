@@ -34,17 +34,29 @@ export class SessionaryError extends Error {
 }
 
 /** The request got no answer, after the retries it was allowed: the server is down or
- * unreachable, or the connection broke. `cause` is fetch's own error. */
-export class APIConnectionError extends SessionaryError {}
+ * unreachable, or the connection broke. `cause` is fetch's own error; `requestId` the
+ * `X-Request-ID` the request was sent with, if the caller gave one. */
+export class APIConnectionError extends SessionaryError {
+  readonly requestId: string | undefined;
+
+  constructor(message: string, options: ErrorOptions & { requestId?: string | undefined } = {}) {
+    super(message, { cause: options.cause });
+    this.requestId = options.requestId;
+  }
+}
 
 /** No answer came within the client's `timeout`. */
 export class APITimeoutError extends APIConnectionError {}
 
-/** An error answer: `problem` is its RFC 9457 body (made up when the body was not one). */
+/** An error answer: `problem` is its RFC 9457 body (made up when the body was not one);
+ * `requestId` the id the server logged the request under (its `X-Request-ID`: the caller's,
+ * when it sent one). A request refused before it was sent has none. */
 export class APIError extends SessionaryError {
   readonly status: number;
   readonly code: string;
   readonly detail: string;
+  readonly headers: Headers;
+  readonly requestId: string | undefined;
 
   constructor(
     readonly problem: Problem,
@@ -54,6 +66,8 @@ export class APIError extends SessionaryError {
     this.status = response.status;
     this.code = problem.code;
     this.detail = problem.detail;
+    this.headers = response.headers;
+    this.requestId = response.headers.get("X-Request-ID") ?? undefined;
   }
 }
 

@@ -2,10 +2,11 @@
  * A typed client for Sessionary. `Sessionary` has a method per operation; `sessionary.raw` (or
  * `createSessionaryClient()`) is the low-level openapi-fetch client typed by the spec.
  */
-export { Sessionary, type CallOptions, type SessionHandle, type WriteOptions } from "./client.js";
+export { Sessionary, type SessionHandle, type WriteOptions } from "./client.js";
 export * from "./errors.js";
 export {
   DEFAULT_URL,
+  VERSION,
   createSessionaryClient,
   ifMatch,
   iterEvents,
@@ -13,6 +14,7 @@ export {
   ok,
   paginate,
   versionOf,
+  type CallOptions,
   type Fetch,
   type IfMatch,
   type SessionaryClient,

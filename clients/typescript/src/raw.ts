@@ -1,8 +1,8 @@
 /**
  * The low-level client: openapi-fetch's, typed for every endpoint by `schema.ts` (generated
  * from openapi/openapi.json), with what generation cannot give: error answers thrown as typed
- * errors, requests resent when that is safe, event ids, a timeout, and read-your-writes
- * versions. `Sessionary` is built on it; `sessionary.raw` is one.
+ * errors, requests resent when that is safe (after the server's `Retry-After`), event ids, a
+ * timeout, and read-your-writes versions. `Sessionary` is built on it; `sessionary.raw` is one.
  */
 import createClient, { type Client, type Middleware } from "openapi-fetch";
 
@@ -22,12 +22,15 @@ export type Fetch = (request: Request, init?: RequestInit) => Promise<Response>;
 
 export const DEFAULT_URL = "http://127.0.0.1:8000";
 
+/** This client's version, named in the User-Agent of its requests outside a browser. */
+export const VERSION = "0.1.0";
+
 export interface SessionaryOptions {
   /** Default: SESSIONARY_URL where there is an environment (Node), else `DEFAULT_URL`. */
   baseUrl?: string;
   /** Sent as `Authorization: Bearer …`. Default: SESSIONARY_API_KEY, where there is an environment. */
   apiKey?: string;
-  /** Sent with every request. */
+  /** Sent with every request (a `User-Agent` among them replaces the client's). */
   headers?: Record<string, string>;
   /** How many times a request is sent again when that is safe (default 2). */
   retries?: number;
@@ -37,6 +40,21 @@ export interface SessionaryOptions {
   timeout?: number;
   /** The fetch to send with (default: the global one). */
   fetch?: Fetch;
+}
+
+/** What every method takes last, with its own options: how that one call is sent. */
+export interface CallOptions {
+  /** Aborts the call, which then rejects with the signal's reason and is not resent. */
+  signal?: AbortSignal;
+  /** Milliseconds to wait for an answer to begin, per attempt, in place of the client's
+   * `timeout` (`Infinity`: no limit). */
+  timeout?: number;
+  /** Sent with this call, over the client's `headers`: an `X-Request-ID`, say, which the
+   * server takes as the request's id, in its logs and on errors. */
+  headers?: Record<string, string>;
+  /** How many times this call may be sent again when that is safe, in place of the client's
+   * `retries`; a stream's, how many times in a row it may be opened again. */
+  maxRetries?: number;
 }
 
 /** How often and how soon to send again; also followed by streams when they reconnect. */
@@ -61,23 +79,50 @@ function environment(name: string): string | undefined {
  * got no answer as an `APIConnectionError`, after the resends `retries` allows.
  */
 export function createSessionaryClient(options: SessionaryOptions = {}): SessionaryClient {
+  return connect(options).client;
+}
+
+/** The fetch of one call: the client's, resending as the call's `timeout` and `maxRetries` say
+ * (undefined when it says nothing: the client's own). */
+export type FetchFor = (call: Pick<CallOptions, "timeout" | "maxRetries">) => Fetch | undefined;
+
+/** A low-level client, and the fetch of a call with a timeout or retries of its own. */
+export function connect(options: SessionaryOptions): { client: SessionaryClient; fetchFor: FetchFor } {
   const baseUrl = options.baseUrl ?? environment("SESSIONARY_URL") ?? DEFAULT_URL;
   const apiKey = options.apiKey ?? environment("SESSIONARY_API_KEY");
   // Routes are matched without the base URL's own path (`https://host/sessionary`).
   const base = new URL(baseUrl, "http://relative").pathname.replace(/\/$/, "");
   const routeOf = (url: string) => new URL(url).pathname.slice(base.length);
+  const send = options.fetch ?? ((request, init) => fetch(request, init));
+  const policy = { ...retryPolicy(options), timeout: options.timeout ?? 10_000 };
   const client = createClient<paths>({
     baseUrl,
     pathSerializer: pathWithIds,
     bodySerializer: jsonBody,
-    fetch: resending(options.fetch ?? ((request, init) => fetch(request, init)), routeOf, {
-      ...retryPolicy(options),
-      timeout: options.timeout ?? 10_000,
-    }),
-    headers: { ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}), ...options.headers },
+    fetch: resending(send, routeOf, policy),
+    headers: {
+      ...userAgent(),
+      ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}),
+      ...options.headers,
+    },
   });
   client.use(throwProblems, readYourWrites(routeOf));
-  return client;
+  const fetchFor: FetchFor = ({ timeout, maxRetries }) =>
+    timeout === undefined && maxRetries === undefined
+      ? undefined
+      : resending(send, routeOf, {
+          ...policy,
+          timeout: timeout ?? policy.timeout,
+          retries: maxRetries ?? policy.retries,
+        });
+  return { client, fetchFor };
+}
+
+/** The client named, under Node (and Deno, Bun), as servers' logs show it. Not in a browser:
+ * there the browser's own is sent, and naming another would need the server's leave (CORS). */
+function userAgent(): Record<string, string> {
+  const process = (globalThis as { process?: { versions?: { node?: string } } }).process;
+  return process?.versions?.node ? { "User-Agent": `sessionary-node/${VERSION}` } : {};
 }
 
 /**
@@ -190,10 +235,10 @@ function neverSent(error: unknown): boolean {
   return typeof cause?.code === "string" && NOT_SENT.has(cause.code);
 }
 
-/** A 502, 503 or 504 that the same request may not meet again (a search past the server's
- * time limit will be). */
+/** A 429, 502, 503 or 504 that the same request may not meet again (a search past the
+ * server's time limit will be). */
 async function transient(response: Response): Promise<boolean> {
-  if (![502, 503, 504].includes(response.status)) return false;
+  if (![429, 502, 503, 504].includes(response.status)) return false;
   return (await problemOf(response.clone())).code !== "search_timeout";
 }
 
@@ -201,6 +246,20 @@ async function transient(response: Response): Promise<boolean> {
  * together do not come back together. */
 export function backoffDelay(policy: RetryPolicy, attempt: number): number {
   return Math.random() * Math.min(5000, policy.backoff * 2 ** attempt);
+}
+
+/** The most a resend waits for what `Retry-After` asks: a longer wait is cut to it, and the
+ * request sent again then, rather than a caller kept waiting for an hour a proxy asked for. */
+const MAX_RETRY_AFTER = 60_000;
+
+/** Milliseconds a `Retry-After` asks to wait (seconds, or an HTTP date), at most a minute;
+ * undefined when it asks none that can be read, and the client's backoff is waited. */
+export function retryAfter(value: string | null): number | undefined {
+  if (!value?.trim()) return undefined;
+  const seconds = Number(value);
+  if (seconds < 0) return undefined;
+  const wait = Number.isNaN(seconds) ? Date.parse(value) - Date.now() : seconds * 1000;
+  return Number.isNaN(wait) ? undefined : Math.min(Math.max(wait, 0), MAX_RETRY_AFTER);
 }
 
 /** Waits `ms`; rejects with the signal's reason if it aborts first. */
@@ -223,8 +282,9 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * Sends a request again when that is safe: any request that never reached the server (the
  * connection was refused), and a read or an idempotent write (above) that got no answer
  * (fetch's `TypeError`: most often a pooled connection that the server or a proxy closed just
- * as it was reused; or the timeout) or a 502-504. When the resends run out, a request without
- * an answer is an `APIConnectionError`. An abort of the caller's signal is never resent.
+ * as it was reused; or the timeout) or a 429 or 502-504, after the wait its `Retry-After` asks
+ * if it has one. When the resends run out, a request without an answer is an
+ * `APIConnectionError`. An abort of the caller's signal is never resent.
  */
 function resending(
   send: Fetch,
@@ -240,16 +300,18 @@ function resending(
     }
     for (let attempt = 0; ; attempt++) {
       const retry = attempt < policy.retries;
+      let wait: number | undefined;
       try {
         const response = await within(policy.timeout, send, new Request(request, { body }), init);
         if (!(safe && retry && (await transient(response)))) return response;
         await response.body?.cancel();
+        wait = retryAfter(response.headers.get("Retry-After"));
       } catch (error) {
         if (request.signal.aborted) throw error;
         if (!(error instanceof TypeError || error instanceof APITimeoutError)) throw error;
         if (!(retry && (safe || neverSent(error)))) throw connectionError(request, error);
       }
-      await sleep(backoffDelay(policy, attempt), request.signal);
+      await sleep(wait ?? backoffDelay(policy, attempt), request.signal);
     }
   };
 }
@@ -268,6 +330,7 @@ async function within(timeout: number, send: Fetch, request: Request, init?: Req
     if (!timer.signal.aborted || request.signal.aborted) throw error;
     throw new APITimeoutError(`${request.method} ${request.url}: no answer within ${timeout} ms`, {
       cause: error,
+      requestId: request.headers.get("X-Request-ID") ?? undefined,
     });
   } finally {
     clearTimeout(clock);
@@ -278,7 +341,10 @@ function connectionError(request: Request, error: TypeError | APITimeoutError): 
   if (error instanceof APITimeoutError) return error;
   const code = (error.cause as { code?: unknown } | undefined)?.code;
   const why = typeof code === "string" ? `${error.message} (${code})` : error.message;
-  return new APIConnectionError(`${request.method} ${request.url}: ${why}`, { cause: error });
+  return new APIConnectionError(`${request.method} ${request.url}: ${why}`, {
+    cause: error,
+    requestId: request.headers.get("X-Request-ID") ?? undefined,
+  });
 }
 
 /** An append's or a queued event's body, each event given an id if it has none. */

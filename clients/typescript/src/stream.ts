@@ -4,7 +4,7 @@
  * (`Last-Event-ID`) when it is lost, as an `EventSource` would.
  */
 import { APIConnectionError } from "./errors.js";
-import { backoffDelay, sleep, type RetryPolicy } from "./raw.js";
+import { backoffDelay, sleep, type CallOptions, type RetryPolicy } from "./raw.js";
 
 /** One server-sent event: its `event:` name, its `id:` (the position it carries), its
  * `data:` as JSON. */
@@ -14,7 +14,8 @@ export interface Frame {
   data: unknown;
 }
 
-export interface StreamOptions {
+/** A stream's options: those of any call, `timeout` and `maxRetries` for each connection. */
+export interface StreamOptions extends CallOptions {
   /** Ends the iteration (cleanly: the loop just stops) when it aborts. */
   signal?: AbortSignal;
   /** Milliseconds without a byte, not even a heartbeat, after which the connection is taken
@@ -31,8 +32,9 @@ export type Open = (
 /**
  * The frames of a stream until one named in `ends`, across connections: one lost (dropped,
  * ended by the server, silent past `idleTimeout`) is opened again after the last `id` seen,
- * `policy.retries` times in a row at most before an `APIConnectionError`; any byte received
- * resets that count. Opening it is a read, resent as the client resends reads.
+ * `policy.retries` times in a row at most before an `APIConnectionError` (with the
+ * `requestId` the stream is opened with); any byte received resets that count. Opening it is
+ * a read, resent as the client resends reads.
  */
 export async function* follow(
   open: Open,
@@ -40,6 +42,7 @@ export async function* follow(
   ends: ReadonlySet<string>,
   policy: RetryPolicy,
   { signal: stop, idleTimeout = 60_000 }: StreamOptions,
+  requestId: string | undefined,
 ): AsyncGenerator<Frame, void, undefined> {
   for (let losses = 0; ; ) {
     const connection = new AbortController();
@@ -75,7 +78,10 @@ export async function* follow(
       connection.abort();
     }
     if (++losses > policy.retries) {
-      throw new APIConnectionError(`the stream was lost ${losses} times in a row`, { cause: lost });
+      throw new APIConnectionError(`the stream was lost ${losses} times in a row`, {
+        cause: lost,
+        requestId,
+      });
     }
     try {
       await sleep(backoffDelay(policy, losses - 1), stop);

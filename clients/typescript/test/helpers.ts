@@ -51,9 +51,14 @@ export function echo(request: Received, response: ServerResponse, status = 201):
   response.end(JSON.stringify({ ...JSON.parse(request.body || "{}"), seq: 1 }));
 }
 
-/** A problem+json answer. */
-export function problem(response: ServerResponse, status: number, code: string): void {
-  response.writeHead(status, { "Content-Type": "application/problem+json" });
+/** A problem+json answer, with `headers` besides. */
+export function problem(
+  response: ServerResponse,
+  status: number,
+  code: string,
+  headers: Record<string, string> = {},
+): void {
+  response.writeHead(status, { "Content-Type": "application/problem+json", ...headers });
   response.end(
     JSON.stringify({ type: `urn:sessionary:problem:${code}`, title: code, status, detail: code, code }),
   );
