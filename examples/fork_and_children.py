@@ -6,10 +6,12 @@ A planner asks a researcher sub-agent for a forecast through a function call; th
 works in a child session and, when it closes, Sessionary answers the planner's call with the
 child's result. A fork tries another way from an earlier point without touching the original.
 Needs `pip install ./clients/python` and a server (SESSIONARY_URL, else http://127.0.0.1:8000).
+Each run makes sessions of its own (or give the planner's id as its argument).
 """
 
 import json
 import sys
+import uuid
 
 from sessionary_client import SessionaryClient
 
@@ -53,4 +55,4 @@ def main(session_id: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "planner-demo")
+    main(sys.argv[1] if len(sys.argv) > 1 else f"planner-{uuid.uuid4().hex[:8]}")
