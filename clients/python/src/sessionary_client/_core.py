@@ -5,9 +5,12 @@ import json
 import os
 import random
 import re
+import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 from urllib.parse import quote, unquote
 
 import httpx
@@ -150,6 +153,7 @@ class WrittenVersions:
     def __init__(self, size: int = 10_000) -> None:
         self.size = size
         self._versions: OrderedDict[SessionKey, int] = OrderedDict()
+        self._lock = threading.Lock()  # a client serves many threads, or their loops
 
     def of(self, app_name: str, user_id: str, session_id: str) -> int | None:
         return self._versions.get((app_name, user_id, session_id))
@@ -164,13 +168,50 @@ class WrittenVersions:
         if key is None or path.endswith((":fork", "/children")):  # a new session: the body's
             body = response.json()
             key = (body["appName"], body["userId"], body["id"])
-        self._versions[key] = max(int(etag), self._versions.get(key, 0))
-        self._versions.move_to_end(key)
-        while len(self._versions) > self.size:
-            self._versions.popitem(last=False)
+        with self._lock:
+            self._versions[key] = max(int(etag), self._versions.get(key, 0))
+            self._versions.move_to_end(key)
+            while len(self._versions) > self.size:
+                self._versions.popitem(last=False)
 
     def forget(self, app_name: str, user_id: str, session_id: str) -> None:
         self._versions.pop((app_name, user_id, session_id), None)
+
+
+Kept = TypeVar("Kept")
+
+
+class SessionReads(Generic[Kept]):
+    """What was read of each session, up to `limit` in all as `size` counts it, the least
+    recently used dropped first. A lock keeps it whole under the threads (each with its own
+    event loop) that share the client it serves."""
+
+    def __init__(self, limit: int, size: Callable[[Kept], int]) -> None:
+        self.limit, self._size = limit, size
+        self._sessions: OrderedDict[SessionKey, Kept] = OrderedDict()
+        self._total = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: SessionKey) -> Kept | None:
+        with self._lock:
+            found = self._sessions.get(key)
+            if found is not None:
+                self._sessions.move_to_end(key)
+            return found
+
+    def put(self, key: SessionKey, kept: Kept | None) -> None:
+        """Keep `kept` for the session (None: keep nothing of it), unless it is larger than
+        the limit alone."""
+        with self._lock:
+            dropped = self._sessions.pop(key, None)
+            self._total -= self._size(dropped) if dropped is not None else 0
+            if kept is None or self._size(kept) > self.limit:
+                return
+            self._sessions[key] = kept
+            self._total += self._size(kept)
+            while self._total > self.limit:
+                _, evicted = self._sessions.popitem(last=False)
+                self._total -= self._size(evicted)
 
 
 # What `if_match` takes: a session's `version`, or its `ETag` as read (`'"7"'`), or `*`

@@ -11,7 +11,6 @@ on the server since it was loaded (the append carries the loaded version as If-M
 """
 
 import weakref
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -33,7 +32,7 @@ from pydantic.alias_generators import to_camel
 from sessionary_client import errors
 from sessionary_client import models as wire
 from sessionary_client._async_client import AsyncSessionaryClient
-from sessionary_client._core import DEFAULT_TIMEOUT
+from sessionary_client._core import DEFAULT_TIMEOUT, SessionReads
 from sessionary_client.adk_memory import SessionaryMemoryService as SessionaryMemoryService
 
 _STALE = (
@@ -93,42 +92,15 @@ class _Seqs(BaseModel):
 
 
 # A turn's load asks for this many of the newest events, and takes the rest from what this
-# service read before, when only appends came since (`_Loaded`).
+# service read before, when only appends came since (`_appended`).
 _RECENT = 32
 
+# The events of a session read whole, with the read (at its version) they came from.
+_Loaded = tuple[_Read, list[Event]]
 
-class _Loaded:
-    """The events of the sessions this service read whole last, with the version they were
-    read at, the most recent first to stay, up to `limit` events in all. A later read asks
-    only for the newest events; when the session's version moved on by exactly the new events
-    (nothing but appends since), the events read before and those make the whole session."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._sessions: OrderedDict[tuple[str, str, str], tuple[_Read, list[Event]]] = OrderedDict()
-        self._events = 0
-
-    def get(self, key: tuple[str, str, str]) -> tuple[_Read, list[Event]] | None:
-        found = self._sessions.get(key)
-        if found is not None:
-            self._sessions.move_to_end(key)
-        return found
-
-    def put(self, key: tuple[str, str, str], read: _Read, events: list[Event]) -> None:
-        """Keep `events`, the whole session at the version of `read`."""
-        self.drop(key)
-        if len(events) > self.limit:
-            return
-        self._sessions[key] = (read, events)
-        self._events += len(events)
-        while self._events > self.limit:
-            _, (_, evicted) = self._sessions.popitem(last=False)
-            self._events -= len(evicted)
-
-    def drop(self, key: tuple[str, str, str]) -> None:
-        found = self._sessions.pop(key, None)
-        if found is not None:
-            self._events -= len(found[1])
+def _events_in(loaded: _Loaded) -> int:
+    return len(loaded[1])
 
 
 def _appended(
@@ -172,7 +144,7 @@ class SessionaryService(BaseSessionService):
             base_url, timeout=timeout, retries=retries, api_key=api_key, headers=headers
         )
         self._versions = _Versions()
-        self._loaded = _Loaded(cached_events)
+        self._loaded: SessionReads[_Loaded] = SessionReads(cached_events, _events_in)
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -230,10 +202,10 @@ class SessionaryService(BaseSessionService):
             else:
                 read, events = await self._read_since(key, *loaded)
         except errors.SessionNotFoundError:
-            self._loaded.drop(key)
+            self._loaded.put(key, None)
             return None
         if whole:
-            self._loaded.put(key, read, events)
+            self._loaded.put(key, (read, events))
         session = Session(
             id=read.id,
             app_name=read.app_name,
@@ -282,7 +254,7 @@ class SessionaryService(BaseSessionService):
         return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        self._loaded.drop((app_name, user_id, session_id))
+        self._loaded.put((app_name, user_id, session_id), None)
         try:
             await self.client.delete_session(app_name, user_id, session_id)
         except errors.SessionNotFoundError:

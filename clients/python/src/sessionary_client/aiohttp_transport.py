@@ -10,36 +10,30 @@ the asyncio client's default transport.
 """
 
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import aiohttp
 import httpx
 import yarl
 
-from sessionary_client._transport import MAX_CONNECTIONS
+from sessionary_client._transport import MAX_CONNECTIONS, PerLoop
 
 # Sent by aiohttp itself, from the URL and the body.
 _OWN_HEADERS = frozenset({b"host", b"content-length", b"transfer-encoding"})
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
-    """Up to `max_connections` keep-alive connections of one `aiohttp.ClientSession`, made in
-    the event loop of the first request (a session belongs to one loop)."""
+    """Up to `max_connections` keep-alive connections in each event loop that uses it: an
+    `aiohttp.ClientSession` belongs to the loop it was made in, so each loop has its own."""
 
     def __init__(self, max_connections: int = MAX_CONNECTIONS) -> None:
-        self._max_connections = max_connections
-        self._session: aiohttp.ClientSession | None = None
-
-    def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
-        # Bodies are decoded by httpx, as from its own transport; cookies are not kept.
-        self._session = aiohttp.ClientSession(
-            connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar()
-        )
-        return self._session
+        self._sessions = PerLoop(partial(_session, max_connections), aiohttp.ClientSession.close)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        session = self._session or self._open()
+        session = self._sessions.current()
+        if session is None:
+            session = await self._sessions.open()
         headers = [
             (name.decode("latin-1"), value.decode("latin-1"))
             for name, value in request.headers.raw
@@ -72,8 +66,15 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        await self._sessions.aclose()
+
+
+def _session(max_connections: int) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=max_connections, ttl_dns_cache=300)
+    # Bodies are decoded by httpx, as from its own transport; cookies are not kept.
+    return aiohttp.ClientSession(
+        connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar()
+    )
 
 
 def _body(request: httpx.Request) -> Any:

@@ -12,7 +12,6 @@ docs/openai-agents.md.
 
 import json
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -20,15 +19,16 @@ from typing import TYPE_CHECKING, Any, cast
 from weakref import WeakKeyDictionary
 
 import httpx
+from agents.memory import SessionSettings
+from agents.memory.session_settings import coerce_session_settings
 
 from sessionary_client._async_client import AsyncSessionaryClient
-from sessionary_client._core import DEFAULT_TIMEOUT
+from sessionary_client._core import DEFAULT_TIMEOUT, SessionReads
 from sessionary_client.errors import NotFoundError, SessionAlreadyExistsError, SessionNotFoundError
 from sessionary_client.models import Event, Session
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
-    from agents.memory import SessionSettings
 else:
     TResponseInputItem = dict[str, Any]
 
@@ -192,6 +192,9 @@ class _Items:
     create_time: float
     texts: tuple[str, ...]
 
+    def count(self) -> int:
+        return len(self.texts)
+
     def since(self, newest: Session) -> "_Items | None":
         """These items and those of `newest` (a read of the newest events) appended since;
         None unless appends alone came since to the same session (not one deleted and made
@@ -212,46 +215,19 @@ def _dumped(items: Iterable[TResponseInputItem]) -> tuple[str, ...]:
     return tuple(json.dumps(item, ensure_ascii=False) for item in items)
 
 
-class _Kept:
-    """The items of the sessions read through one client, up to `limit` items in all, the
-    least recently read dropped first: every session object on that client reads from them,
-    so a worker that makes one per request still reads what is new alone."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._sessions: OrderedDict[tuple[str, str, str], _Items] = OrderedDict()
-        self._count = 0
-
-    def get(self, key: tuple[str, str, str]) -> _Items | None:
-        found = self._sessions.get(key)
-        if found is not None:
-            self._sessions.move_to_end(key)
-        return found
-
-    def put(self, key: tuple[str, str, str], items: _Items | None) -> None:
-        """Keep `items` for the session (None: keep nothing of it)."""
-        dropped = self._sessions.pop(key, None)
-        self._count -= len(dropped.texts) if dropped is not None else 0
-        if items is None or len(items.texts) > self.limit:
-            return
-        self._sessions[key] = items
-        self._count += len(items.texts)
-        while self._count > self.limit:
-            _, evicted = self._sessions.popitem(last=False)
-            self._count -= len(evicted.texts)
-
-
 KEPT_ITEMS = 100_000
 """How many items, in all, the session objects on one client keep between reads."""
 
-_KEPT: "WeakKeyDictionary[AsyncSessionaryClient, _Kept]" = WeakKeyDictionary()
+# The items of the sessions read through each client: every session object on that client
+# reads from them, so a worker that makes one per request still reads what is new alone.
+_KEPT: "WeakKeyDictionary[AsyncSessionaryClient, SessionReads[_Items]]" = WeakKeyDictionary()
 
 
 class SessionarySession:
     """A conversation of the OpenAI Agents SDK kept in Sessionary: any number of processes
     may share it. The session is created by its first `add_items`."""
 
-    session_settings: "SessionSettings | None" = None
+    session_settings: SessionSettings | None
 
     def __init__(
         self,
@@ -263,16 +239,24 @@ class SessionarySession:
         api_key: str | None = None,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         client: AsyncSessionaryClient | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         """`client`: one to share between sessions (then `base_url`, `api_key` and `timeout`
-        are its own); by default each session makes one, released by `close`."""
+        are its own); by default each session makes one, released by `close`.
+        `session_settings`: as the SDK's own sessions take them (`limit`: what `get_items`
+        reads when given no limit)."""
         self.session_id = session_id
+        self.session_settings = (
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
+        )
         self.app_name = app_name
         self.user_id = user_id
         self._owns_client = client is None
         self._invocation_id: str | None = None
         self.client = client or AsyncSessionaryClient(base_url, api_key=api_key, timeout=timeout)
-        self._kept = _KEPT.setdefault(self.client, _Kept(KEPT_ITEMS))
+        self._kept = _KEPT.setdefault(self.client, SessionReads(KEPT_ITEMS, _Items.count))
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Every item in order; with `limit`, the latest `limit` of them, in order.
