@@ -1,8 +1,9 @@
-"""The READMEs' "Use it from ADK" (with memory) and "from the OpenAI Agents SDK" examples run
-as written."""
+"""The READMEs' Python runs as written: their "Use it from ADK" examples, the "from the OpenAI
+Agents SDK" one, and the client README's every snippet, in order, as a reader runs them."""
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agents import Agent
@@ -30,18 +31,23 @@ async def test_the_use_it_from_adk_example_builds_a_runner_on_sessionary(readme:
     await runner.session_service.close()
 
 
-async def test_the_memory_example_gives_the_runner_sessionarys_memory() -> None:
-    section = CLIENT_README.read_text().split("### Memory: ADK's `load_memory`", 1)[1]
-    example = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert example is not None
-    scope: dict[str, object] = {}
-    exec(example.group(1), scope)
-    runner = scope["runner"]
-    assert isinstance(runner, Runner)
+def test_the_client_readmes_python_runs_in_order_as_written(
+    live_server: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a reader would run it: every Python snippet of the page, in order, in one
+    interpreter, each using what those before it made."""
+    monkeypatch.setenv("SESSIONARY_URL", live_server)
+    scope: dict[str, Any] = {}
+    for snippet in re.findall(r"```python\n(.*?)```", CLIENT_README.read_text(), re.DOTALL):
+        exec(snippet, scope)
+    runner = scope["runner"]  # the memory example's
+    assert isinstance(runner.session_service, SessionaryService)
     assert isinstance(runner.memory_service, SessionaryMemoryService)
     assert [tool.name for tool in runner.agent.tools] == ["load_memory"]
-    await runner.session_service.close()
-    await runner.memory_service.close()
+    chat = scope["chat"].get()
+    assert [event["author"] for event in chat["events"]] == ["user", "agent"]
+    assert capsys.readouterr().out.split() == ["1", "user", "2"]
+    scope["sessionary"].close()
 
 
 async def test_the_openai_agents_example_makes_a_session_on_sessionary() -> None:
