@@ -92,21 +92,26 @@ class Relay
   end
 end
 
-# A server of canned answers: each connection gets `answer` (raw HTTP) to each request, or
-# nothing at all when it is nil; `requests` counts them.
+# A server of canned answers (raw HTTP): the nth request gets the nth of `answers`, the last
+# one those after it; a Proc is called for its answer (it may take its time), and nil answers
+# nothing at all. `requests` counts them; `heads` are their request lines and headers.
 class CannedServer
   attr_reader :requests
 
-  def initialize(answer)
+  def initialize(*answers)
     @listener = TCPServer.new("127.0.0.1", 0)
     @requests = 0
+    @heads = []
+    @lock = Mutex.new
     @acceptor = Thread.new do
       loop do
         socket = @listener.accept
         Thread.new do
           while (head = socket.gets("\r\n\r\n"))
             socket.read(head[/^content-length: *(\d+)/i, 1].to_i)
-            @requests += 1
+            n = @lock.synchronize { @heads << head; @requests += 1 }
+            answer = answers[[n, answers.size].min - 1]
+            answer = answer.call if answer.respond_to?(:call)
             answer ? socket.write(answer) : sleep
           end
         rescue IOError, SystemCallError
@@ -117,6 +122,8 @@ class CannedServer
       end
     end
   end
+
+  def heads = @lock.synchronize { @heads.dup }
 
   def url = "http://127.0.0.1:#{@listener.addr[1]}"
 

@@ -14,9 +14,13 @@ module Sessionary
   # a request without an answer as APIConnectionError. `if_match:` takes a session's
   # `version`, its ETag as read (`'"7"'`) or `"*"`.
   #
+  # Every method takes `request_options: {timeout:, headers:, max_retries:}`, how that one call
+  # is sent, over the client's.
+  #
   # Resends: every request whose connection was refused; reads, appends (each event is given
   # an `id` if it has none, so a resend stores it once) and the other idempotent writes after
-  # a lost answer, a timeout or a 502-504, `retries` times with jittered backoff. After a write,
+  # a lost answer, a timeout, a 429 or a 502-504, `retries` times with jittered backoff, or
+  # after the wait the answer's Retry-After asks (at most a minute). After a write,
   # reads of that session and its events ask for the version it made (`minVersion`), so that a
   # server with a read replica answers them from the primary until the replica has caught up.
   # One client is safe to share between threads: each request takes a keep-alive connection of
@@ -37,7 +41,6 @@ module Sessionary
                    backoff: 0.25, pool_size: 16)
       key = api_key || environment("SESSIONARY_API_KEY")
       credentials = key.nil? || key.empty? ? {} : {"Authorization" => "Bearer #{key}"}
-      @backoff = backoff
       @written = Versions.new
       @transport = Transport.new(
         base_url: base_url || environment("SESSIONARY_URL") || DEFAULT_URL,
@@ -59,29 +62,30 @@ module Sessionary
     # A new session, with the server's id unless `session_id`; with `ttl` (seconds) or
     # `expire_time` (epoch seconds), one that expires.
     def create_session(app_name, user_id, session_id: nil, state: nil, events: nil,
-                       display_name: nil, labels: nil, ttl: nil, expire_time: nil)
+                       display_name: nil, labels: nil, ttl: nil, expire_time: nil, request_options: nil)
       body = present(sessionId: session_id, state: state, events: events&.map { |event| with_id(event) },
                      displayName: display_name, labels: labels, ttl: ttl,
                      expireTime: expire_time)
-      json("POST", sessions_path(app_name, user_id), body: body)
+      json("POST", sessions_path(app_name, user_id), body: body, request_options: request_options)
     end
 
     # The session with its events; with `until_seq`, as it was at that seq. It holds every
     # write this client made to it, even from a lagging read replica.
     def get_session(app_name, user_id, session_id, num_recent_events: nil, after_timestamp: nil,
-                    until_seq: nil, min_version: nil)
+                    until_seq: nil, min_version: nil, request_options: nil)
       target = sessions_path(app_name, user_id, session_id)
       query = present(numRecentEvents: num_recent_events, afterTimestamp: after_timestamp,
                       untilSeq: until_seq, minVersion: min_version || @written.of(target))
-      json("GET", target, query: query)
+      json("GET", target, query: query, request_options: request_options)
     end
 
     # One page of a user's sessions, without events: `page.sessions`, `page.next_page_token`.
     # With `labels`, those that have all of them.
     def list_sessions(app_name, user_id, page_size: nil, page_token: nil, order: nil, labels: nil,
-                      display_name: nil)
+                      display_name: nil, request_options: nil)
       json("GET", sessions_path(app_name, user_id),
-           query: session_filters(page_size, page_token, order, labels, display_name))
+           query: session_filters(page_size, page_token, order, labels, display_name),
+           request_options: request_options)
     end
 
     # Every session of a user (the filters of list_sessions), pages fetched as they are reached.
@@ -91,9 +95,10 @@ module Sessionary
 
     # The same across the app's users.
     def list_app_sessions(app_name, page_size: nil, page_token: nil, order: nil, labels: nil,
-                          display_name: nil)
+                          display_name: nil, request_options: nil)
       json("GET", path("apps", app_name, "sessions"),
-           query: session_filters(page_size, page_token, order, labels, display_name))
+           query: session_filters(page_size, page_token, order, labels, display_name),
+           request_options: request_options)
     end
 
     def app_sessions(app_name, **filters)
@@ -104,24 +109,26 @@ module Sessionary
     # display name (nil clears it), every label (`{}` clears them), the expiry (`ttl` seconds
     # from now, or `expire_time`; nil: never). The session.
     def update_session(app_name, user_id, session_id, state_delta: nil, display_name: UNSET,
-                       labels: nil, ttl: nil, expire_time: UNSET, if_match: nil)
+                       labels: nil, ttl: nil, expire_time: UNSET, if_match: nil, request_options: nil)
       body = present(stateDelta: state_delta, labels: labels, ttl: ttl)
       body[:displayName] = display_name unless display_name.equal?(UNSET)
       body[:expireTime] = expire_time unless expire_time.equal?(UNSET)
       # Not resent after a lost answer: a state delta records an event with a new id.
-      json("PATCH", sessions_path(app_name, user_id, session_id), body: body, if_match: if_match)
+      json("PATCH", sessions_path(app_name, user_id, session_id), body: body, if_match: if_match,
+           request_options: request_options)
     end
 
     # Records `state_delta` as an event by `user`; the session.
-    def update_state(app_name, user_id, session_id, state_delta, if_match: nil)
-      update_session(app_name, user_id, session_id, state_delta: state_delta, if_match: if_match)
+    def update_state(app_name, user_id, session_id, state_delta, if_match: nil, request_options: nil)
+      update_session(app_name, user_id, session_id, state_delta: state_delta, if_match: if_match,
+                     request_options: request_options)
     end
 
     # Deletes the session and its events. Not resent after a lost answer: the resend would
     # be a SessionNotFoundError.
-    def delete_session(app_name, user_id, session_id, if_match: nil)
+    def delete_session(app_name, user_id, session_id, if_match: nil, request_options: nil)
       target = sessions_path(app_name, user_id, session_id)
-      send_request("DELETE", target, if_match: if_match)
+      send_request("DELETE", target, if_match: if_match, request_options: request_options)
       @written.forget(target) # a new session may take its id
       nil
     end
@@ -131,28 +138,29 @@ module Sessionary
     # Stores `event` (an ADK event, a Hash), given an `id` if it has none; the event as
     # stored, with `seq`. With `if_match`, only if the session is still at that version. A
     # `partial` event is echoed back, not stored.
-    def append_event(app_name, user_id, session_id, event, if_match: nil)
+    def append_event(app_name, user_id, session_id, event, if_match: nil, request_options: nil)
       # Safe to resend because the event carries its id: the server answers a resend of a
       # stored event with that event, even when If-Match has moved on since.
       json("POST", sessions_path(app_name, user_id, session_id, "events"),
-           body: with_id(event), if_match: if_match, idempotent: true)
+           body: with_id(event), if_match: if_match, idempotent: true, request_options: request_options)
     end
 
     # Stores `events` at consecutive seqs, all or none (partial ones skipped); as stored.
-    def append_events(app_name, user_id, session_id, events, if_match: nil)
+    def append_events(app_name, user_id, session_id, events, if_match: nil, request_options: nil)
       json("POST", "#{sessions_path(app_name, user_id, session_id, 'events')}:batch",
            body: {events: events.map { |event| with_id(event) }}, if_match: if_match,
-           idempotent: true).events
+           idempotent: true, request_options: request_options).events
     end
 
     # One page of events by seq: `page.events`, `page.next_page_token`.
     def list_events(app_name, user_id, session_id, page_size: nil, page_token: nil, after_seq: nil,
-                    after_timestamp: nil, before_timestamp: nil, order: nil, min_version: nil)
+                    after_timestamp: nil, before_timestamp: nil, order: nil, min_version: nil,
+                    request_options: nil)
       session = sessions_path(app_name, user_id, session_id)
       query = present(pageSize: page_size, pageToken: page_token, afterSeq: after_seq,
                       afterTimestamp: after_timestamp, beforeTimestamp: before_timestamp,
                       order: order, minVersion: min_version || @written.of(session))
-      json("GET", "#{session}/events", query: query)
+      json("GET", "#{session}/events", query: query, request_options: request_options)
     end
 
     # Every event (the filters of list_events), pages fetched as they are reached.
@@ -161,38 +169,41 @@ module Sessionary
     end
 
     # How many events the session holds, and the seqs of its oldest and newest.
-    def count_events(app_name, user_id, session_id)
-      json("GET", "#{sessions_path(app_name, user_id, session_id, 'events')}:count")
+    def count_events(app_name, user_id, session_id, request_options: nil)
+      json("GET", "#{sessions_path(app_name, user_id, session_id, 'events')}:count",
+           request_options: request_options)
     end
 
     # Removes an event and the events answering its function calls.
-    def remove_event(app_name, user_id, session_id, event_id, if_match: nil)
-      json("DELETE", sessions_path(app_name, user_id, session_id, "events", event_id), if_match: if_match)
+    def remove_event(app_name, user_id, session_id, event_id, if_match: nil, request_options: nil)
+      json("DELETE", sessions_path(app_name, user_id, session_id, "events", event_id), if_match: if_match,
+           request_options: request_options)
     end
 
     # Replaces an event's `content` (a redaction, say); the event as stored.
-    def rewrite_event(app_name, user_id, session_id, event_id, content, if_match: nil)
+    def rewrite_event(app_name, user_id, session_id, event_id, content, if_match: nil, request_options: nil)
       json("PATCH", sessions_path(app_name, user_id, session_id, "events", event_id),
-           body: {content: content}, if_match: if_match)
+           body: {content: content}, if_match: if_match, request_options: request_options)
     end
 
     # The session's changes as they are committed, as StreamEvents: after `after_seq` first
     # (read back from the log; 0: the whole session), else from now. Resumes by itself after
     # a lost connection, losing and repeating nothing; ends after `closed` or `deleted`. Yields
     # each to the block, or returns an Enumerator.
-    def stream_events(app_name, user_id, session_id, after_seq: nil, &block)
-      follow("#{sessions_path(app_name, user_id, session_id)}/events:stream", after_seq, FINAL, &block)
+    def stream_events(app_name, user_id, session_id, after_seq: nil, request_options: nil, &block)
+      target = "#{sessions_path(app_name, user_id, session_id)}/events:stream"
+      follow(target, after_seq, FINAL, request_options, &block)
     end
 
     # A user's sessions as they are created, updated, closed and deleted, from now, until the
     # caller leaves (`break`).
-    def stream_sessions(app_name, user_id, &block)
-      follow("#{sessions_path(app_name, user_id)}:stream", nil, [], &block)
+    def stream_sessions(app_name, user_id, request_options: nil, &block)
+      follow("#{sessions_path(app_name, user_id)}:stream", nil, [], request_options, &block)
     end
 
     # An app's sessions as they are created, updated, closed and deleted, from now.
-    def stream_app_sessions(app_name, &block)
-      follow("#{path('apps', app_name, 'sessions')}:stream", nil, [], &block)
+    def stream_app_sessions(app_name, request_options: nil, &block)
+      follow("#{path('apps', app_name, 'sessions')}:stream", nil, [], request_options, &block)
     end
 
     # --- Lineage ----------------------------------------------------------------------------
@@ -200,135 +211,152 @@ module Sessionary
     # A new session (`session_id`, else one the server makes) with the parent's events up to
     # `at_seq`, or before the first event of `before_invocation_id`, or (with neither) all of
     # them, and its session state then.
-    def fork_session(app_name, user_id, parent_id, session_id: nil, at_seq: nil, before_invocation_id: nil)
+    def fork_session(app_name, user_id, parent_id, session_id: nil, at_seq: nil, before_invocation_id: nil,
+                     request_options: nil)
       body = present(sessionId: session_id, atSeq: at_seq, beforeInvocationId: before_invocation_id)
-      json("POST", "#{sessions_path(app_name, user_id, parent_id)}:fork", body: body)
+      json("POST", "#{sessions_path(app_name, user_id, parent_id)}:fork", body: body,
+           request_options: request_options)
     end
 
     # A child session for a sub-agent; with `function_call_id`, closing it answers that call
     # of the parent. `inherit`: `none`, `all` (the parent's events) or `context` (its view).
     def create_child_session(app_name, user_id, parent_id, session_id: nil, state: nil,
-                             function_call_id: nil, inherit: nil)
+                             function_call_id: nil, inherit: nil, request_options: nil)
       body = present(sessionId: session_id, state: state, functionCallId: function_call_id, inherit: inherit)
-      json("POST", sessions_path(app_name, user_id, parent_id, "children"), body: body)
+      json("POST", sessions_path(app_name, user_id, parent_id, "children"), body: body,
+           request_options: request_options)
     end
 
     # One page of the session's forks and children, oldest first.
-    def list_children(app_name, user_id, session_id, page_size: nil, page_token: nil)
+    def list_children(app_name, user_id, session_id, page_size: nil, page_token: nil, request_options: nil)
       json("GET", sessions_path(app_name, user_id, session_id, "children"),
-           query: present(pageSize: page_size, pageToken: page_token))
+           query: present(pageSize: page_size, pageToken: page_token), request_options: request_options)
     end
 
-    def children(app_name, user_id, session_id, page_size: nil)
+    def children(app_name, user_id, session_id, page_size: nil, request_options: nil)
       pages("sessions") do |token|
-        list_children(app_name, user_id, session_id, page_size: page_size, page_token: token)
+        list_children(app_name, user_id, session_id, page_size: page_size, page_token: token,
+                      request_options: request_options)
       end
     end
 
     # The session's ancestors, root first.
-    def lineage(app_name, user_id, session_id)
-      json("GET", sessions_path(app_name, user_id, session_id, "lineage")).sessions
+    def lineage(app_name, user_id, session_id, request_options: nil)
+      json("GET", sessions_path(app_name, user_id, session_id, "lineage"),
+           request_options: request_options).sessions
     end
 
     # Closes the session to writes (`completed`, `failed`, `canceled`); a child made for a
     # function call answers it with `{outcome, result}`. Not resent after a lost answer: the
     # resend would be a SessionClosedError.
-    def close_session(app_name, user_id, session_id, outcome, result: nil, if_match: nil)
+    def close_session(app_name, user_id, session_id, outcome, result: nil, if_match: nil,
+                      request_options: nil)
       json("POST", "#{sessions_path(app_name, user_id, session_id)}:close",
-           body: present(outcome: outcome, result: result), if_match: if_match)
+           body: present(outcome: outcome, result: result), if_match: if_match,
+           request_options: request_options)
     end
 
     # --- History surgery --------------------------------------------------------------------
 
     # ADK's rewind: appends the event that undoes `before_invocation_id` and all after it
     # (state included); that event. Not resent: a second rewind event would be appended.
-    def rewind_session(app_name, user_id, session_id, before_invocation_id, if_match: nil)
+    def rewind_session(app_name, user_id, session_id, before_invocation_id, if_match: nil,
+                       request_options: nil)
       json("POST", "#{sessions_path(app_name, user_id, session_id)}:rewind",
-           body: {beforeInvocationId: before_invocation_id}, if_match: if_match)
+           body: {beforeInvocationId: before_invocation_id}, if_match: if_match,
+           request_options: request_options)
     end
 
     # Removes all but the newest `keep_last` events (and the answers to removed calls).
-    def trim_session(app_name, user_id, session_id, keep_last, if_match: nil)
+    def trim_session(app_name, user_id, session_id, keep_last, if_match: nil, request_options: nil)
       json("POST", "#{sessions_path(app_name, user_id, session_id)}:trim",
-           body: {keepLast: keep_last}, if_match: if_match)
+           body: {keepLast: keep_last}, if_match: if_match, request_options: request_options)
     end
 
     # Removes every event and the session's own state.
-    def reset_session(app_name, user_id, session_id, if_match: nil)
-      json("POST", "#{sessions_path(app_name, user_id, session_id)}:reset", body: {}, if_match: if_match)
+    def reset_session(app_name, user_id, session_id, if_match: nil, request_options: nil)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}:reset", body: {}, if_match: if_match,
+           request_options: request_options)
     end
 
     # --- Context, compaction, tool calls ----------------------------------------------------
 
     # What a model should see next: the live events, compactions applied, the newest that fit
     # `token_budget`, a function call never parted from its response.
-    def context(app_name, user_id, session_id, token_budget: nil)
+    def context(app_name, user_id, session_id, token_budget: nil, request_options: nil)
       json("GET", "#{sessions_path(app_name, user_id, session_id)}/context",
-           query: present(tokenBudget: token_budget))
+           query: present(tokenBudget: token_budget), request_options: request_options)
     end
 
     # Appends one compaction event over the live events older than the newest `keep_last`:
     # `summary` (your text replaces them), `truncate` or `observationMask`. Not resent: a
     # second compaction event would be appended.
     def compact_session(app_name, user_id, session_id, strategy, keep_last: nil, summary: nil,
-                        tool_output_max_chars: nil, if_match: nil)
+                        tool_output_max_chars: nil, if_match: nil, request_options: nil)
       body = present(strategy: strategy, keepLast: keep_last, summary: summary,
                      toolOutputMaxChars: tool_output_max_chars)
-      json("POST", "#{sessions_path(app_name, user_id, session_id)}:compact", body: body, if_match: if_match)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}:compact", body: body, if_match: if_match,
+           request_options: request_options)
     end
 
     # The session's function calls, in order: answered, pending or orphaned (unanswered past
     # `timeout_seconds`).
-    def tool_calls(app_name, user_id, session_id, status: nil, timeout_seconds: nil)
+    def tool_calls(app_name, user_id, session_id, status: nil, timeout_seconds: nil, request_options: nil)
       json("GET", "#{sessions_path(app_name, user_id, session_id)}/toolCalls",
-           query: present(status: status, timeoutSeconds: timeout_seconds)).tool_calls
+           query: present(status: status, timeoutSeconds: timeout_seconds),
+           request_options: request_options).tool_calls
     end
 
     # Answers each orphaned call with an error response. A second heal answers nothing, so it
     # is resent after a lost answer, but for one under `if_match` (a 412 the second time).
-    def heal_session(app_name, user_id, session_id, timeout_seconds: nil, if_match: nil)
+    def heal_session(app_name, user_id, session_id, timeout_seconds: nil, if_match: nil, request_options: nil)
       json("POST", "#{sessions_path(app_name, user_id, session_id)}:heal",
-           body: present(timeoutSeconds: timeout_seconds), if_match: if_match, idempotent: if_match.nil?)
+           body: present(timeoutSeconds: timeout_seconds), if_match: if_match, idempotent: if_match.nil?,
+           request_options: request_options)
     end
 
     # --- Pending input ----------------------------------------------------------------------
 
     # Queues an event apart from the log (a user typing while a turn runs); it as queued.
-    def queue_event(app_name, user_id, session_id, event)
+    def queue_event(app_name, user_id, session_id, event, request_options: nil)
       json("POST", "#{sessions_path(app_name, user_id, session_id)}/pending",
-           body: with_id(event), idempotent: true)
+           body: with_id(event), idempotent: true, request_options: request_options)
     end
 
     # The queued events, in the order they came.
-    def pending(app_name, user_id, session_id)
-      json("GET", "#{sessions_path(app_name, user_id, session_id)}/pending").events
+    def pending(app_name, user_id, session_id, request_options: nil)
+      json("GET", "#{sessions_path(app_name, user_id, session_id)}/pending",
+           request_options: request_options).events
     end
 
     # Empties the queue without appending it.
-    def clear_pending(app_name, user_id, session_id)
-      send_request("DELETE", "#{sessions_path(app_name, user_id, session_id)}/pending", idempotent: true)
+    def clear_pending(app_name, user_id, session_id, request_options: nil)
+      send_request("DELETE", "#{sessions_path(app_name, user_id, session_id)}/pending", idempotent: true,
+                   request_options: request_options)
       nil
     end
 
     # Appends every queued event, in order, in one transaction; the events as stored.
     # ToolCallsPendingError while a function call is unanswered, unless `force`.
-    def promote_pending(app_name, user_id, session_id, force: false, if_match: nil)
+    def promote_pending(app_name, user_id, session_id, force: false, if_match: nil, request_options: nil)
       json("POST", "#{sessions_path(app_name, user_id, session_id)}/pending:promote",
-           body: {force: force}, if_match: if_match).events
+           body: {force: force}, if_match: if_match, request_options: request_options).events
     end
 
     # --- Export and import ------------------------------------------------------------------
 
     # The session as NDJSON, exactly: a header line, then its events as stored.
-    def export_session(app_name, user_id, session_id)
-      text(send_request("GET", "#{sessions_path(app_name, user_id, session_id)}:export"))
+    def export_session(app_name, user_id, session_id, request_options: nil)
+      text(send_request("GET", "#{sessions_path(app_name, user_id, session_id)}:export",
+                        request_options: request_options))
     end
 
     # Stores an export under this app and user exactly as it was, all or nothing; the same
     # export again writes nothing. The session, without events.
-    def import_session(app_name, user_id, ndjson)
+    def import_session(app_name, user_id, ndjson, request_options: nil)
       json("POST", "#{sessions_path(app_name, user_id)}:import",
-           body: ndjson, headers: {"Content-Type" => "application/x-ndjson"}, idempotent: true)
+           body: ndjson, headers: {"Content-Type" => "application/x-ndjson"}, idempotent: true,
+           request_options: request_options)
     end
 
     # --- Search, usage, browsing ------------------------------------------------------------
@@ -336,11 +364,11 @@ module Sessionary
     # One page of the app's events matching `q` (web-search syntax: `refund order`, `"full
     # refund"`, `refund or return`, `refund -partial`), best first: `page.hits`.
     def search(app_name, q, user_id: nil, session_id: nil, author: nil, after_timestamp: nil,
-               before_timestamp: nil, page_size: nil, page_token: nil)
+               before_timestamp: nil, page_size: nil, page_token: nil, request_options: nil)
       query = present(q: q, userId: user_id, sessionId: session_id, author: author,
                       afterTimestamp: after_timestamp, beforeTimestamp: before_timestamp,
                       pageSize: page_size, pageToken: page_token)
-      json("GET", path("apps", app_name, "search"), query: query)
+      json("GET", path("apps", app_name, "search"), query: query, request_options: request_options)
     end
 
     # Every hit of a search, pages fetched as they are reached.
@@ -349,72 +377,86 @@ module Sessionary
     end
 
     # The token counts of the app's events, by user and in all.
-    def usage(app_name, user_id: nil, after_timestamp: nil, before_timestamp: nil)
+    def usage(app_name, user_id: nil, after_timestamp: nil, before_timestamp: nil, request_options: nil)
       query = present(userId: user_id, afterTimestamp: after_timestamp, beforeTimestamp: before_timestamp)
-      json("GET", path("apps", app_name, "usage"), query: query)
+      json("GET", path("apps", app_name, "usage"), query: query, request_options: request_options)
     end
 
     # One page of the apps that have sessions, by name.
-    def list_apps(page_size: nil, page_token: nil)
-      json("GET", "/apps", query: present(pageSize: page_size, pageToken: page_token))
+    def list_apps(page_size: nil, page_token: nil, request_options: nil)
+      json("GET", "/apps", query: present(pageSize: page_size, pageToken: page_token),
+           request_options: request_options)
     end
 
-    def apps(page_size: nil)
-      pages("apps") { |token| list_apps(page_size: page_size, page_token: token) }
+    def apps(page_size: nil, request_options: nil)
+      pages("apps") do |token|
+        list_apps(page_size: page_size, page_token: token, request_options: request_options)
+      end
     end
 
     # One page of the app's users that have sessions, by id.
-    def list_users(app_name, page_size: nil, page_token: nil)
-      json("GET", path("apps", app_name, "users"), query: present(pageSize: page_size, pageToken: page_token))
+    def list_users(app_name, page_size: nil, page_token: nil, request_options: nil)
+      json("GET", path("apps", app_name, "users"), query: present(pageSize: page_size, pageToken: page_token),
+           request_options: request_options)
     end
 
-    def users(app_name, page_size: nil)
-      pages("users") { |token| list_users(app_name, page_size: page_size, page_token: token) }
+    def users(app_name, page_size: nil, request_options: nil)
+      pages("users") do |token|
+        list_users(app_name, page_size: page_size, page_token: token, request_options: request_options)
+      end
     end
 
     # --- App and user state -----------------------------------------------------------------
 
     # The app's state, keys without their `app:` prefix.
-    def app_state(app_name) = json("GET", path("apps", app_name, "state")).state
+    def app_state(app_name, request_options: nil)
+      json("GET", path("apps", app_name, "state"), request_options: request_options).state
+    end
 
     # Merges `state_delta` into the app's state; the state now. Resent after a lost answer:
     # merging the same keys twice leaves what merging once does.
-    def update_app_state(app_name, state_delta)
-      json("PATCH", path("apps", app_name, "state"), body: {stateDelta: state_delta}, idempotent: true).state
+    def update_app_state(app_name, state_delta, request_options: nil)
+      json("PATCH", path("apps", app_name, "state"), body: {stateDelta: state_delta}, idempotent: true,
+           request_options: request_options).state
     end
 
     # The user's state, keys without their `user:` prefix.
-    def user_state(app_name, user_id) = json("GET", path("apps", app_name, "users", user_id, "state")).state
+    def user_state(app_name, user_id, request_options: nil)
+      json("GET", path("apps", app_name, "users", user_id, "state"), request_options: request_options).state
+    end
 
-    def update_user_state(app_name, user_id, state_delta)
+    def update_user_state(app_name, user_id, state_delta, request_options: nil)
       json("PATCH", path("apps", app_name, "users", user_id, "state"),
-           body: {stateDelta: state_delta}, idempotent: true).state
+           body: {stateDelta: state_delta}, idempotent: true, request_options: request_options).state
     end
 
     # --- Operations -------------------------------------------------------------------------
 
     # What the API key of this client may reach (`/auth/key`).
-    def key_scope = json("GET", "/auth/key")
+    def key_scope(request_options: nil) = json("GET", "/auth/key", request_options: request_options)
 
     # The process answers (`/healthz`); says nothing of the database.
-    def health = json("GET", "/healthz")
+    def health(request_options: nil) = json("GET", "/healthz", request_options: request_options)
 
     # The database answers, at the expected schema (`/readyz`); else ServiceUnavailableError.
-    def readiness = json("GET", "/readyz")
+    def readiness(request_options: nil) = json("GET", "/readyz", request_options: request_options)
 
     # The Prometheus metrics of the worker that answered, as text.
-    def metrics = text(send_request("GET", "/metrics"))
+    def metrics(request_options: nil)
+      text(send_request("GET", "/metrics", request_options: request_options))
+    end
 
     private
 
     # A variable of the environment, unless it is unset or empty.
     def environment(name) = ENV.fetch(name, "").then { |value| value.empty? ? nil : value }
 
-    def send_request(method, target, query: nil, body: nil, headers: {}, if_match: nil, idempotent: false)
+    def send_request(method, target, query: nil, body: nil, headers: {}, if_match: nil, idempotent: false,
+                     request_options: nil)
       headers = headers.merge("If-Match" => Client.if_match_header(if_match)) unless if_match.nil?
       idempotent ||= method == "GET"
       response = @transport.request(method, target, query: query, body: body, headers: headers,
-                                               idempotent: idempotent)
+                                               idempotent: idempotent, options: call_options(request_options))
       remember(target, response) unless method == "GET"
       response
     end
@@ -454,9 +496,19 @@ module Sessionary
     end
 
     # A stream's frames, yielded to the block, or as an Enumerator without one.
-    def follow(target, after, ends, &block)
-      frames = Stream.follow(@transport, target, after, ends, @backoff)
+    def follow(target, after, ends, request_options, &block)
+      frames = Stream.follow(@transport, target, after, ends, call_options(request_options))
       block ? frames.each(&block) : frames
+    end
+
+    # The `request_options:` of a call, their names checked: a misspelt one would be ignored.
+    def call_options(given)
+      options = (given || {}).to_h.transform_keys(&:to_sym)
+      unknown = options.keys - Transport::REQUEST_OPTIONS
+      return options if unknown.empty?
+
+      raise ArgumentError,
+            "request_options takes #{Transport::REQUEST_OPTIONS.join(', ')}, not #{unknown.join(', ')}"
     end
 
     def session_filters(page_size, page_token, order, labels, display_name)

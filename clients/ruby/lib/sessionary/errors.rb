@@ -28,15 +28,26 @@ module Sessionary
   class Error < StandardError; end
 
   # The request got no answer, after the resends it was allowed: the server is down or
-  # unreachable, or the connection broke.
-  class APIConnectionError < Error; end
+  # unreachable, or the connection broke. #request_id is the X-Request-ID it was sent with, if
+  # the caller gave one.
+  class APIConnectionError < Error
+    attr_reader :request_id
+
+    def initialize(message = nil, request_id: nil)
+      @request_id = request_id
+      super(message)
+    end
+  end
 
   # No answer came within the client's timeout.
   class APITimeoutError < APIConnectionError; end
 
-  # An error answer: #problem is its RFC 9457 body (made up when the body was not one).
+  # An error answer: #problem is its RFC 9457 body (made up when the body was not one),
+  # #headers the answer's (their names in lower case), #request_id the id the server logged the
+  # request under (its X-Request-ID: the caller's, when it sent one). A request refused before
+  # it was sent has none.
   class APIError < Error
-    attr_reader :status, :code, :detail, :problem, :headers
+    attr_reader :status, :code, :detail, :problem, :headers, :request_id
 
     def initialize(status, problem, headers = {})
       @status = status
@@ -44,6 +55,7 @@ module Sessionary
       @code = problem.fetch("code", "http_error").to_s
       @detail = problem.fetch("detail", "").to_s
       @headers = headers
+      @request_id = headers["x-request-id"]
       super("#{status} #{code}: #{detail}")
     end
   end

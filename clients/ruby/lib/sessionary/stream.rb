@@ -62,9 +62,11 @@ module Sessionary
 
     # The frames of a stream until one named in `ends`, across connections: a lost one
     # (dropped, ended by the server, silent for IDLE_TIMEOUT) is opened again after the last
-    # `id` seen, `transport.retries` times in a row at most before an APIConnectionError; any
-    # byte received resets that count.
-    def self.follow(transport, path, after, ends, backoff)
+    # `id` seen, `max_retries` of the call's `options` (else the client's `retries`) times in a
+    # row at most before an APIConnectionError; any byte received resets that count. An error
+    # answer to the opening is resent as a read's is (a 503 after its Retry-After), else raised.
+    def self.follow(transport, path, after, ends, options)
+      retries = options.fetch(:max_retries, transport.retries)
       Enumerator.new do |out|
         catch(:ended) do
           losses = 0
@@ -72,24 +74,27 @@ module Sessionary
             begin
               parser = Parser.new
               headers = after.nil? ? {} : {"Last-Event-ID" => after.to_s}
-              transport.stream(path, headers, idle: IDLE_TIMEOUT) do |chunk|
-                losses = 0
+              refused = transport.stream(path, headers, idle: IDLE_TIMEOUT, options: options) do |chunk|
+                losses = 0 unless chunk.empty? # Net::HTTP yields "" for an empty body
                 parser.feed(chunk) do |frame|
                   after = frame.id || after
                   out << frame
                   throw :ended if ends.include?(frame.event)
                 end
               end
-              lost = EOFError.new("the server ended the stream")
+              lost = refused || EOFError.new("the server ended the stream")
             rescue *Transport::LOST => e
               lost = e
             end
             losses += 1
-            if losses > transport.retries
-              raise APIConnectionError.new("the stream was lost #{losses} times in a row"), cause: lost
+            wait = transport.delay(true, losses - 1, lost, retries)
+            raise lost if wait.nil? && lost.is_a?(APIError)
+            if wait.nil?
+              raise APIConnectionError.new("the stream was lost #{losses} times in a row",
+                                           request_id: transport.request_id(options)), cause: lost
             end
 
-            sleep(rand * [5.0, backoff * (2**(losses - 1))].min)
+            sleep(wait)
           end
         end
       end
