@@ -28,6 +28,7 @@ from app.api import (
     search,
     sessions,
     shared_state,
+    spec,
     usage,
 )
 from app.api.cors import ProblemCORSMiddleware
@@ -43,7 +44,6 @@ from app.api.responses import problem_responses
 from app.api.routing import unguarded_routes
 from app.config import Settings, get_settings
 from app.observability import RequestObserver, pool_gauges
-from app.schemas import Problem, SessionExport
 from app.services.health import check_ready
 from app.services.registry import Services
 
@@ -245,15 +245,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for operations in schema["paths"].values():
                 for operation in operations.values():
                     operation["responses"].update(too_long)
-            # Schemas no route's JSON names: problems (problem+json) and an export's header
-            # (a line of NDJSON), for the clients generated from the spec.
-            components = schema["components"]["schemas"]
-            for model in (Problem, SessionExport):
-                generated = model.model_json_schema(ref_template="#/components/schemas/{model}")
-                for name, definition in generated.pop("$defs", {}).items():
-                    components.setdefault(name, definition)
-                components[model.__name__] = generated
-            app.openapi_schema = schema
+            # What generators read wrong, fixed; the schemas no route's JSON names, added.
+            app.openapi_schema = spec.finish(schema)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -173,7 +173,6 @@ async def test_a_closed_session_keeps_its_history_but_may_be_relabelled(client):
         {"labels": {"k": "v" * 257}},
         {"labels": {"k": 1}},
         {"labels": {f"k{n}": "v" for n in range(65)}},
-        {"labels": None},
         {"displayName": ""},
         {"displayName": "x" * 1025},
         {},

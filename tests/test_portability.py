@@ -307,10 +307,16 @@ def lines_text(header: dict[str, Any], events: list[dict[str, Any]]) -> bytes:
 
 
 async def test_an_import_must_say_it_is_ndjson(client):
+    """NDJSON, or one JSON document (`test_export_json.py`): NDJSON sent as JSON is not JSON."""
     await conversation(client)
     body = await export(client, "talk")
     response = await client.post(
         f"{SESSIONS}:import", content=body, headers={"Content-Type": "application/json"}
+    )
+    refused = assert_problem(response, 422, "validation_error")
+    assert "Content-Type: application/x-ndjson" in refused["detail"]
+    response = await client.post(
+        f"{SESSIONS}:import", content=body, headers={"Content-Type": "text/plain"}
     )
     assert_problem(response, 415, "unsupported_media_type")
 

@@ -95,6 +95,12 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
         {"json": {"sessionId": "f1", "atSeq": 1}},
         201,
     ),
+    (
+        "GET",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}:export",
+        {"headers": {"Accept": "application/json"}},
+        200,
+    ),
     ("POST", "/apps/{app_name}/users/{user_id}/sessions:import", EXPORT, 201),
     ("POST", "/apps/{app_name}/users/{user_id}/sessions:import", EXPORT, 200),
     (

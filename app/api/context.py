@@ -24,7 +24,7 @@ from app.schemas import (
     Event,
     EventIn,
     EventList,
-    Healed,
+    HealResult,
     PendingList,
     PendingPromote,
     QueuedEvent,
@@ -134,7 +134,7 @@ async def list_tool_calls(
 
 @router.post(
     ":heal",
-    response_model=Healed,
+    response_model=HealResult,
     responses=problem_responses(404, 409, 412, 415, 422, 503) | etag(200),
 )
 async def heal_session(

@@ -22,6 +22,8 @@ from app.api.responses import ETAG, etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import SessionKey
 from app.schemas import (
+    AppendedEvent,
+    AppendedEventList,
     Event,
     EventBatch,
     EventCount,
@@ -49,9 +51,11 @@ router = APIRouter(
     response_model=Event,
     responses={
         200: {
-            "model": Event,
+            "model": AppendedEvent,
             "description": "This event id was already stored with the same "
-            "content (a retry): the stored event, nothing written.",
+            "content (a retry): the stored event, nothing written. (Described as "
+            "`AppendedEvent`, which a 202's partial event is too, for the generators that "
+            "read every success with the first one's schema.)",
             "headers": ETAG,
         },
         202: {"model": PartialEvent, "description": "A `partial` event: echoed, not stored."},
@@ -92,9 +96,11 @@ async def append_event(
     response_model=EventList,
     responses={
         200: {
-            "model": EventList,
+            "model": AppendedEventList,
             "description": "Every event of the batch was already stored "
-            "with the same content (a retry): the stored events, nothing written.",
+            "with the same content (a retry): the stored events, nothing written. (Described "
+            "as `AppendedEventList`, which a 202's partial events are too, for the generators "
+            "that read every success with the first one's schema.)",
             "headers": ETAG,
         },
         202: {

@@ -79,7 +79,10 @@ async def _disconnected(receive: Receive) -> None:
 STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events, one per change, and a `: heartbeat` comment "
-        "after `SESSIONARY_STREAM_HEARTBEAT` seconds of quiet.",
+        "after `SESSIONARY_STREAM_HEARTBEAT` seconds of quiet. The answer never ends: a "
+        "client generated from this description, which reads an answer whole before it "
+        "returns, waits forever here. Read it line by line as it comes (docs/api.md, "
+        "Streaming, shows how with curl, Python, TypeScript and Go).",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     },
     **problem_responses(422, 503),

@@ -1,23 +1,26 @@
-"""Export and import routes: a session as NDJSON, out and back in."""
+"""Export and import routes: a session as NDJSON (or one JSON document), out and back in."""
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request, status
 from fastapi.responses import Response, StreamingResponse
 
+from app import strict_json
 from app.api import render
 from app.api.deps import AppName, AppStateWritable, Key, UserId, authorized, services
 from app.api.responses import ETAG, etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import ExportItem, SessionHeader, SessionKey
-from app.errors import InvalidInput, UnsupportedMediaType
+from app.errors import InvalidInput, PayloadTooLarge, UnsupportedMediaType
 from app.rules import portability as format
 from app.schemas import Session, SessionExport
 from app.services.auth import Need
 from app.services.portability import BATCH, read_record
 
 NDJSON = "application/x-ndjson"
+JSON = "application/json"
 router = APIRouter(
     tags=["portability"],
     route_class=StrictRoute,
@@ -25,48 +28,92 @@ router = APIRouter(
     responses=problem_responses(401, 403),
 )
 LINES = (
-    "NDJSON, one JSON object per line: first the header, a `SessionExport` (the session as a "
-    "read shows it, without events, with `eventCount`, `baseSeq` and `baseState`), then "
-    "`eventCount` events as stored (`Event`, with `seq`), in seq order."
+    "NDJSON (`application/x-ndjson`), one JSON object per line: first the header, a "
+    "`SessionExport` (the session as a read shows it, without events, with `eventCount`, "
+    "`baseSeq` and `baseState`), then `eventCount` events as stored (`Event`, with `seq`), in "
+    "seq order; or, as `application/json`, the same as one `ExportedSession`, "
+    "`{header, events}`, for clients that read no NDJSON."
 )
-# The schema of one line (NDJSON has no schema of the whole).
-EXPORT_LINE = {
-    "anyOf": [
-        {"$ref": "#/components/schemas/SessionExport"},
-        {"$ref": "#/components/schemas/Event"},
-    ],
-    "description": "One line: the header first, then the events.",
+COMPONENTS = "#/components/schemas/"
+# JSON first: openapi-generator asks for (and sends) the first media type with `json` in its
+# name, which `application/x-ndjson` has too.
+FORMS = {
+    JSON: {"schema": {"$ref": COMPONENTS + "ExportedSession"}},
+    NDJSON: {
+        "schema": {"$ref": COMPONENTS + "SessionNdjson"},
+        # Each line's schema, as OpenAPI 3.2's `itemSchema` gives it: the first line the
+        # header, the others events.
+        "x-itemSchema": {
+            "oneOf": [{"$ref": COMPONENTS + "SessionExport"}, {"$ref": COMPONENTS + "Event"}]
+        },
+    },
 }
+
+
+def wants_json(accept: str) -> bool:
+    """Whether `Accept` prefers `application/json` to NDJSON: a higher quality, or the same
+    quality named exactly where NDJSON is matched by a wildcard only. NDJSON otherwise (and
+    without `Accept`), as it always was."""
+    best: dict[str, tuple[float, int]] = {JSON: (0.0, -1), NDJSON: (0.0, -1)}
+    for item in accept.split(","):
+        media_range, *parameters = (part.strip() for part in item.split(";"))
+        quality = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        media_range = media_range.lower()
+        for media_type in best:
+            if media_range == media_type:
+                specificity = 2
+            elif media_range in ("application/*", "*/*"):
+                specificity = 0
+            else:
+                continue
+            if specificity > best[media_type][1]:
+                best[media_type] = (quality, specificity)
+    return best[JSON][0] > 0 and best[JSON] > best[NDJSON]
 
 
 @router.get(
     SESSION_PATH + ":export",
     response_class=StreamingResponse,
     responses={
-        200: {
-            "description": LINES,
-            "headers": ETAG,
-            "content": {NDJSON: {"schema": EXPORT_LINE}},
-        },
+        200: {"description": LINES, "headers": ETAG, "content": FORMS},
         **problem_responses(404, 422, 503),
     },
 )
 async def export_session(request: Request, key: Key) -> Response:
-    """The session as NDJSON, from one snapshot, streamed: what `…/sessions:import` takes
-    back, here or on another Sessionary. Its `user:` and `app:` state travel as the header's
-    state shows them; pending events do not travel."""
+    """The session from one snapshot, streamed: what `…/sessions:import` takes back, here or
+    on another Sessionary. NDJSON, unless `Accept` prefers `application/json`: then one JSON
+    document, `{header, events}`, streamed as well. Its `user:` and `app:` state travel as the
+    header's state shows them; pending events do not travel."""
     items = services(request).portability.export(key)
     header = await anext(items)  # a 404 is answered before the stream starts
     assert isinstance(header, SessionHeader)
-    return StreamingResponse(
-        _lines(header, items), media_type=NDJSON, headers={"ETag": f'"{header.session.version}"'}
-    )
+    headers = {"ETag": f'"{header.session.version}"', "Vary": "Accept"}
+    if wants_json(request.headers.get("accept", "")):
+        return StreamingResponse(_document(header, items), media_type=JSON, headers=headers)
+    return StreamingResponse(_lines(header, items), media_type=NDJSON, headers=headers)
 
 
 async def _lines(first: ExportItem, rest: AsyncIterator[ExportItem]) -> AsyncIterator[bytes]:
     yield render.export_line(first)
     async for item in rest:
         yield render.export_line(item)
+
+
+async def _document(header: ExportItem, events: AsyncIterator[ExportItem]) -> AsyncIterator[bytes]:
+    """`{"header": …, "events": [...]}`: the lines of the NDJSON form, joined."""
+    yield b'{"header":' + render.export_line(header)[:-1] + b',"events":['
+    separator = b""
+    async for event in events:
+        yield separator + render.export_line(event)[:-1]
+        separator = b","
+    yield b"]}"
 
 
 @router.post(
@@ -86,7 +133,7 @@ async def _lines(first: ExportItem, rest: AsyncIterator[ExportItem]) -> AsyncIte
         "requestBody": {
             "required": True,
             "description": LINES + " As `…:export` sends it.",
-            "content": {NDJSON: {"schema": EXPORT_LINE}},
+            "content": FORMS,
         }
     },
 )
@@ -100,12 +147,45 @@ async def import_session(
 
     201 with the session (without its events, which may be many: read it to get them). The
     same export again is 200 and writes nothing; a different session under a taken id is a
-    409 `session_already_exists`. An expired session (`expireTime` past) is a 422."""
+    409 `session_already_exists`. An expired session (`expireTime` past) is a 422.
+
+    NDJSON (`Content-Type: application/x-ndjson`) or one JSON document (`Content-Type:
+    application/json`, `{header, events}`), with the same checks and limits; either is read
+    whole, so the request body limit (`SESSIONARY_MAX_BODY_BYTES`) bounds both. In the JSON
+    form, an error names the record (`header`, `events[0]`, …) where NDJSON's names the line."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type != NDJSON:
-        raise UnsupportedMediaType(f"Send the export as NDJSON, with Content-Type: {NDJSON}.")
+    if media_type not in (NDJSON, JSON):
+        raise UnsupportedMediaType(
+            f"Send the export as NDJSON, with Content-Type: {NDJSON}, or as one JSON document "
+            f"({{header, events}}), with Content-Type: {JSON}."
+        )
     max_depth = request.app.state.settings.max_json_depth
-    lines = list(format.numbered([await request.body()]))
+    body = await request.body()
+    try:
+        if media_type == JSON:
+            header, events = _document_records(body, max_depth)
+        else:
+            header, events = _line_records(body, max_depth)
+        imported = await services(request).portability.import_session(
+            header,
+            events,
+            key=SessionKey(app_name, user_id, header.id),
+            app_state_writable=app_state_writable,
+        )
+    except (InvalidInput, PayloadTooLarge) as error:
+        if media_type == JSON:
+            _name_the_record(error)
+        raise
+    code = status.HTTP_201_CREATED if imported.created else status.HTTP_200_OK
+    return respond(render.session(imported.session), code, imported.session.session.version)
+
+
+Records = tuple[SessionExport, AsyncIterator[list[tuple[int, Any]]]]
+
+
+def _line_records(body: bytes, max_depth: int) -> Records:
+    """The header and the events (in batches, each with its line number) of NDJSON."""
+    lines = list(format.numbered([body]))
     if not lines:
         raise InvalidInput("The body holds no header line.")
     header = read_record(format.decode(lines[0][1], lines[0][0], max_depth), lines[0][0])
@@ -119,11 +199,76 @@ async def import_session(
                 for number, text in lines[start : start + BATCH]
             ]
 
-    imported = await services(request).portability.import_session(
-        header,
-        events(),
-        key=SessionKey(app_name, user_id, header.id),
-        app_state_writable=app_state_writable,
-    )
-    code = status.HTTP_201_CREATED if imported.created else status.HTTP_200_OK
-    return respond(render.session(imported.session), code, imported.session.session.version)
+    return header, events()
+
+
+def _document_records(body: bytes, max_depth: int) -> Records:
+    """The header and the events of an `ExportedSession`, each numbered as its line in the
+    NDJSON form (the header 1, the first event 2), and held to the same checks: each record
+    as deep as a line may be, integers past 64 bits as PostgreSQL renders a large number."""
+    try:
+        document = strict_json.loads(body, max_depth=max_depth + 2, wide_integers=True)
+    except ValueError as error:
+        hint = ""
+        if len(list(format.numbered([body]))) > 1:
+            hint = f"; for an export as NDJSON, send Content-Type: {NDJSON}"
+        raise InvalidInput(
+            f"The body is not one JSON document: {error}{hint}.", field="body"
+        ) from None
+    if not isinstance(document, dict) or set(document) != {"header", "events"}:
+        raise InvalidInput(
+            "The body is an object of two fields, `header` and `events`, as `…:export` sends "
+            "it with Accept: application/json.",
+            field="body",
+        )
+    records = document["events"]
+    if not isinstance(records, list):
+        raise InvalidInput("`events` is not an array.", field="events")
+    for place, record in ((1, document["header"]), *enumerate(records, start=2)):
+        if _depth(record) > max_depth:
+            raise InvalidInput(
+                f"Line {place} is nested deeper than {max_depth} levels.", field=f"line {place}"
+            )
+    header = read_record(document["header"], 1)
+    if not isinstance(header, SessionExport):
+        raise InvalidInput("Line 1 is not a session's header.", field="line 1")
+
+    async def events() -> AsyncIterator[list[tuple[int, Any]]]:
+        for start in range(0, len(records), BATCH):
+            chunk = records[start : start + BATCH]
+            yield [(start + offset + 2, record) for offset, record in enumerate(chunk)]
+
+    return header, events()
+
+
+def _depth(value: Any) -> int:
+    """How deep a JSON value nests (a scalar 0, `{}` 1), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        )
+        if children is not None:
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+# How the import's errors name a line (`app.rules.portability`, `app.services.portability`),
+# in `detail` and in `field`; not JSON's own "line 1 column 2".
+_LINE = re.compile(r"\bLine (\d+)\b")
+_FIELD = re.compile(r"^line (\d+)$")
+
+
+def _name_the_record(error: InvalidInput | PayloadTooLarge) -> None:
+    """An import's errors name the NDJSON line at fault: in the JSON form, the record."""
+
+    def place(match: re.Match[str]) -> str:
+        number = int(match.group(1))
+        return "`header`" if number == 1 else f"`events[{number - 2}]`"
+
+    error.detail = _LINE.sub(place, error.detail)
+    field = error.extra.get("field")
+    if isinstance(field, str):
+        error.extra["field"] = _FIELD.sub(place, field).strip("`")

@@ -271,7 +271,7 @@ def tool_calls(calls: list[ToolCall]) -> bytes:
 
 
 def healed(count: int, version: int) -> bytes:
-    """A `Healed`."""
+    """A `HealResult`."""
     return dumps({"healed": count, "version": version})
 
 

@@ -6,7 +6,7 @@ from app.api import render
 from app.api.deps import AppName, SharedStates, UserId, authorized
 from app.api.responses import problem_responses, respond
 from app.api.routing import StrictRoute
-from app.schemas import ScopeState, StateDelta
+from app.schemas import ScopeState, StateUpdate
 from app.services.auth import Need
 
 router = APIRouter(
@@ -34,7 +34,7 @@ async def get_app_state(app_name: AppName, shared: SharedStates) -> Response:
     responses=problem_responses(413, 415, 422, 503),
     dependencies=[authorized(Need.APP_STATE)],
 )
-async def update_app_state(app_name: AppName, body: StateDelta, shared: SharedStates) -> Response:
+async def update_app_state(app_name: AppName, body: StateUpdate, shared: SharedStates) -> Response:
     """Merge keys into the app's shared state (top-level merge; null is stored).
 
     Every user's sessions show it, so a key for one user may write it only when it was made
@@ -61,7 +61,7 @@ async def get_user_state(app_name: AppName, user_id: UserId, shared: SharedState
     dependencies=[authorized(Need.USER)],
 )
 async def update_user_state(
-    app_name: AppName, user_id: UserId, body: StateDelta, shared: SharedStates
+    app_name: AppName, user_id: UserId, body: StateUpdate, shared: SharedStates
 ) -> Response:
     """Merge keys into the user's shared state (top-level merge; null is stored)."""
     return respond(

@@ -17,7 +17,7 @@ from app.schemas.base import (
 from app.schemas.context import (
     CompactionStrategy,
     ContextView,
-    Healed,
+    HealResult,
     PendingList,
     PendingPromote,
     SessionCompact,
@@ -28,6 +28,8 @@ from app.schemas.context import (
     ToolCallStatus,
 )
 from app.schemas.events import (
+    AppendedEvent,
+    AppendedEventList,
     Event,
     EventActions,
     EventBatch,
@@ -63,6 +65,7 @@ from app.schemas.operations import (
 )
 from app.schemas.portability import (
     AppStateExport,
+    ExportedSession,
     RemovedDelta,
     SessionExport,
     UserStateExport,
@@ -88,7 +91,7 @@ from app.schemas.sessions import (
     SessionList,
     SessionPage,
     SessionUpdate,
-    StateDelta,
+    StateUpdate,
     Status,
     TotalUsage,
     Ttl,
@@ -104,6 +107,8 @@ __all__ = [
     "AppStateExport",
     "AppSummary",
     "AppUsage",
+    "AppendedEvent",
+    "AppendedEventList",
     "ChildCreate",
     "CompactionStrategy",
     "Content",
@@ -123,7 +128,8 @@ __all__ = [
     "EventRewrite",
     "EventsRemoved",
     "ExpireTime",
-    "Healed",
+    "ExportedSession",
+    "HealResult",
     "Health",
     "Id",
     "Inherit",
@@ -161,7 +167,7 @@ __all__ = [
     "SessionTrim",
     "SessionUpdate",
     "State",
-    "StateDelta",
+    "StateUpdate",
     "Status",
     "TimeoutSeconds",
     "ToolCall",

@@ -110,6 +110,6 @@ class SessionHeal(ControlBody):
     )
 
 
-class Healed(WireModel):
+class HealResult(WireModel):
     healed: int = Field(description="How many orphaned calls were answered (0: none was).")
     version: int = Field(description="The session's version after the heal (its ETag).")

@@ -1,8 +1,9 @@
 """Events on the wire: ADK's event JSON as appended, stored and paged."""
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
+from typing_extensions import TypeAliasType
 
 from app.schemas.base import (
     Content,
@@ -113,3 +114,29 @@ class EventCount(WireModel):
     count: Count = Field(description="How many events the session holds.")
     first_seq: Seq | None = Field(description="The seq of its oldest event; null without events.")
     last_seq: Seq | None = Field(description="The seq of its newest event; null without events.")
+
+
+# What an append's first success (200) is described as: openapi-generator's Go client decodes
+# every 2xx with the schema of the lowest, and a 202's partial event has no `seq`. `anyOf`, in
+# this order: a stored event is read as an `Event`, a partial one (which has no `seq`) as a
+# `PartialEvent`; it reads as both, which a `oneOf` would refuse.
+AppendedEvent = TypeAliasType(
+    "AppendedEvent",
+    Annotated[
+        Event | PartialEvent,
+        Field(
+            description="What an append answers: the event stored (200, 201) or, for a "
+            "`partial` one, the event as sent (202)."
+        ),
+    ],
+)
+AppendedEventList = TypeAliasType(
+    "AppendedEventList",
+    Annotated[
+        EventList | PartialEventList,
+        Field(
+            description="What a batch append answers: the events stored (200, 201) or, when "
+            "every one is `partial`, the events as sent (202)."
+        ),
+    ],
+)

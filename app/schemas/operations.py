@@ -3,6 +3,7 @@
 from typing import Literal
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from app.errors import PROBLEM_CODES
 from app.schemas.base import WireModel
@@ -15,7 +16,8 @@ class ValidationErrorItem(BaseModel):
 
 
 class Problem(BaseModel):
-    """An error, as RFC 9457 problem details."""
+    """An error, as RFC 9457 problem details. The fields after `code` are there only where
+    they apply, never null."""
 
     type: str = Field(description="A URN naming the kind of problem.")
     title: str
@@ -25,21 +27,21 @@ class Problem(BaseModel):
         description="Stable, machine-readable: what went wrong, for code to act on.",
         json_schema_extra={"enum": list(PROBLEM_CODES)},
     )
-    instance: str | None = Field(
+    instance: str | SkipJsonSchema[None] = Field(
         default=None,
         description="The request path; absent when the request was refused before its path "
         "was read (`headers_too_large`, `bad_request`).",
     )
-    errors: list[ValidationErrorItem] | None = Field(
+    errors: list[ValidationErrorItem] | SkipJsonSchema[None] = Field(
         default=None, description="For `validation_error`: each invalid field."
     )
-    current_version: int | None = Field(
+    current_version: int | SkipJsonSchema[None] = Field(
         default=None,
         alias="currentVersion",
         description="For `stale_session`: the session's version now (reload it, then retry "
         "with this version in `If-Match`).",
     )
-    call_ids: list[str] | None = Field(
+    call_ids: list[str] | SkipJsonSchema[None] = Field(
         default=None,
         alias="callIds",
         description="For `tool_calls_pending`: the function calls still unanswered.",

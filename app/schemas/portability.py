@@ -5,7 +5,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from app.limits import MAX_VERSION
-from app.schemas.base import ControlBody, EpochSeconds, Id, Seq, SessionId, State
+from app.schemas.base import ControlBody, EpochSeconds, Id, Seq, SessionId, State, WireModel
+from app.schemas.events import Event
 from app.schemas.sessions import DisplayName, Kind, Labels, Outcome, Parent, Status, Usage
 
 # The highest version an import may set, which no later write passes either: past 2^53 - 1 a
@@ -98,3 +99,14 @@ class UserStateExport(ControlBody):
     app_name: Id
     user_id: Id
     state: State
+
+
+class ExportedSession(WireModel):
+    """A session's export as one JSON document (`Accept: application/json` on `…:export`,
+    `Content-Type: application/json` on `…/sessions:import`): what the NDJSON form holds, its
+    header and its events, for the clients that read no NDJSON."""
+
+    header: SessionExport = Field(description="The NDJSON form's first line.")
+    events: list[Event] = Field(
+        description="The NDJSON form's other lines: `eventCount` events as stored, in seq order."
+    )

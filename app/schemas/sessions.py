@@ -1,7 +1,7 @@
 """Sessions on the wire: create, update, the session as read and listed, its usage, and
 the apps and users there are to browse."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 from typing_extensions import TypeAliasType
@@ -26,6 +26,15 @@ from app.schemas.base import (
 )
 from app.schemas.events import Event, EventIn
 
+
+def _labels_schema(schema: dict[str, Any]) -> None:
+    """A map of strings whose keys match a pattern: `propertyNames`, which generators read as
+    a map's keys, rather than `patternProperties`, which they read as any value."""
+    ((pattern, values),) = schema.pop("patternProperties").items()
+    schema["propertyNames"] = {"pattern": pattern}
+    schema["additionalProperties"] = values
+
+
 Labels = TypeAliasType(
     "Labels",
     Annotated[
@@ -38,6 +47,7 @@ Labels = TypeAliasType(
             description=f"Tags to find sessions by (`label=key:value` in the lists): at most "
             f"{MAX_LABELS}, keys of 1 to 63 characters without `:`, values of at most "
             f"{LABEL_VALUE_LENGTH}.",
+            json_schema_extra=_labels_schema,
         ),
     ],
 )
@@ -72,14 +82,26 @@ ExpireTime = Annotated[
 
 
 class Retention(ControlBody):
-    """`ttl` and `expireTime` name one moment two ways: a body gives one of them at most."""
+    """`ttl` and `expireTime` name one moment two ways: a body gives a number to one of them at
+    most. Null in both is no expiry; null beside a number says nothing (generated SDKs send
+    every unset nullable field as null)."""
 
-    ttl: Ttl | None = None
-    expire_time: ExpireTime | None = None
+    ttl: Ttl | None = Field(
+        default=None,
+        description="Seconds from now (at least 1, at most a century) until the session "
+        "expires: then it is gone at once (404) and deleted by the sweeper soon after. Null "
+        "or left out: the server's default lifetime (`SESSIONARY_DEFAULT_TTL`), else never. "
+        "Not with a number in `expireTime`.",
+    )
+    expire_time: ExpireTime | None = Field(
+        default=None,
+        description="Epoch seconds when the session expires, at least a second from now. "
+        "Null or left out: as for `ttl`. Not with a number in `ttl`.",
+    )
 
     @model_validator(mode="after")
     def _one_expiry(self) -> "Retention":
-        if {"ttl", "expire_time"} <= self.model_fields_set:
+        if self.ttl is not None and self.expire_time is not None:
             raise ValueError("give ttl or expireTime, not both")
         return self
 
@@ -94,8 +116,8 @@ class SessionCreate(Retention):
     events: list[EventIn] | None = Field(
         default=None, description="Events to append, in order, as the session is created."
     )
-    display_name: DisplayName | None = None
-    labels: Labels | None = None
+    display_name: DisplayName | None = Field(default=None, description="null: none.")
+    labels: Labels | None = Field(default=None, description="null: none (as `{}`).")
 
 
 class SessionUpdate(Retention):
@@ -108,17 +130,18 @@ class SessionUpdate(Retention):
     )
     display_name: DisplayName | None = Field(default=None, description="`null` clears it.")
     labels: Labels | None = Field(
-        default=None, description="Replaces every label of the session (`{}` clears them)."
+        default=None,
+        description="Replaces every label of the session; `{}` or `null` clears them.",
     )
     ttl: Ttl | None = Field(
         default=None,
         description="Seconds from now (at least 1, at most a century) until the session "
-        "expires; `null`: never (as `expireTime: null`).",
+        "expires; `null`: never (as `expireTime: null`). Not with a number in `expireTime`.",
     )
     expire_time: ExpireTime | None = Field(
         default=None,
         description="Epoch seconds when the session expires, at least a second from now; "
-        "`null`: never.",
+        "`null`: never. Not with a number in `ttl`.",
     )
 
     @model_validator(mode="after")
@@ -128,11 +151,13 @@ class SessionUpdate(Retention):
                 "give at least one of stateDelta, displayName, labels, ttl, expireTime"
             )
         if self.labels is None and "labels" in self.model_fields_set:
-            raise ValueError("labels must not be null; send {} to clear them")
+            self.labels = {}  # null clears them, as null clears the other fields
         return self
 
 
-class StateDelta(ControlBody):
+class StateUpdate(ControlBody):
+    """Keys to merge into an app's or a user's state."""
+
     state_delta: State = Field(description="Keys to set; `null` values are stored as null.")
 
 

@@ -577,9 +577,10 @@ export interface paths {
         };
         /**
          * Export Session
-         * @description The session as NDJSON, from one snapshot, streamed: what `…/sessions:import` takes
-         *     back, here or on another Sessionary. Its `user:` and `app:` state travel as the header's
-         *     state shows them; pending events do not travel.
+         * @description The session from one snapshot, streamed: what `…/sessions:import` takes back, here or
+         *     on another Sessionary. NDJSON, unless `Accept` prefers `application/json`: then one JSON
+         *     document, `{header, events}`, streamed as well. Its `user:` and `app:` state travel as the
+         *     header's state shows them; pending events do not travel.
          */
         get: operations["export_session"];
         put?: never;
@@ -609,6 +610,11 @@ export interface paths {
          *     201 with the session (without its events, which may be many: read it to get them). The
          *     same export again is 200 and writes nothing; a different session under a taken id is a
          *     409 `session_already_exists`. An expired session (`expireTime` past) is a 422.
+         *
+         *     NDJSON (`Content-Type: application/x-ndjson`) or one JSON document (`Content-Type:
+         *     application/json`, `{header, events}`), with the same checks and limits; either is read
+         *     whole, so the request body limit (`SESSIONARY_MAX_BODY_BYTES`) bounds both. In the JSON
+         *     form, an error names the record (`header`, `events[0]`, …) where NDJSON's names the line.
          */
         post: operations["import_session"];
         delete?: never;
@@ -892,11 +898,13 @@ export interface components {
             appName: string;
             /**
              * Sessioncount
+             * Format: int64
              * @description Its live sessions, every user's.
              */
             sessionCount: number;
             /**
              * Lastupdatetime
+             * Format: double
              * @description When one of them last changed (epoch seconds).
              */
             lastUpdateTime: number;
@@ -909,6 +917,30 @@ export interface components {
              */
             users: components["schemas"]["UserUsage"][];
             total: components["schemas"]["TotalUsage"];
+        };
+        /** @description What an append answers: the event stored (200, 201) or, for a `partial` one, the event as sent (202). */
+        AppendedEvent: components["schemas"]["Event"] | components["schemas"]["PartialEvent"];
+        /** @description What a batch append answers: the events stored (200, 201) or, when every one is `partial`, the events as sent (202). */
+        AppendedEventList: components["schemas"]["EventList"] | components["schemas"]["PartialEventList"];
+        /**
+         * Blob
+         * @description Bytes carried in the event.
+         */
+        Blob: {
+            /**
+             * Mimetype
+             * @description The IANA media type.
+             */
+            mimeType?: string | null;
+            /**
+             * Data
+             * @description The bytes, base64-encoded.
+             */
+            data?: string | null;
+            /** Displayname */
+            displayName?: string | null;
+        } & {
+            [key: string]: unknown;
         };
         /** ChildCreate */
         ChildCreate: {
@@ -927,10 +959,40 @@ export interface components {
              */
             inherit?: components["schemas"]["Inherit"];
         };
+        /**
+         * CodeExecutionResult
+         * @description What running `executableCode` gave.
+         */
+        CodeExecutionResult: {
+            /**
+             * Outcome
+             * @description e.g. `OUTCOME_OK`.
+             */
+            outcome?: string | null;
+            /**
+             * Output
+             * @description Its output, or the error.
+             */
+            output?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** @enum {string} */
         CompactionStrategy: "summary" | "truncate" | "observationMask";
-        /** @description An event's `content`, ADK's (google-genai's): `role` and `parts`. */
+        /**
+         * Content
+         * @description A message, as ADK events carry it (google-genai's `Content`): who speaks and the parts
+         *     of what they say.
+         */
         Content: {
+            /**
+             * Role
+             * @description `user` or `model`.
+             */
+            role?: string | null;
+            /** Parts */
+            parts?: components["schemas"]["Part"][] | null;
+        } & {
             [key: string]: unknown;
         };
         /**
@@ -945,6 +1007,7 @@ export interface components {
             events: components["schemas"]["Event"][];
             /**
              * Estimatedtokens
+             * Format: int64
              * @description The token estimate of `events`.
              */
             estimatedTokens: number;
@@ -976,16 +1039,24 @@ export interface components {
             author?: string;
             /** Invocationid */
             invocationId?: string;
-            /** Timestamp */
+            /**
+             * Timestamp
+             * Format: double
+             */
             timestamp: number;
             /**
              * Partial
              * @description A streaming fragment: acknowledged (202) but not stored.
              */
             partial?: boolean | null;
+            /** @description What was said: google-genai's `Content`, its `role` and `parts`. */
+            content?: components["schemas"]["Content"] | null;
+            /** @description The token counts the model reported, which the session's `usage` sums. */
+            usageMetadata?: components["schemas"]["UsageMetadata"] | null;
             actions?: components["schemas"]["EventActions"];
             /**
              * Seq
+             * Format: int64
              * @description Position in the session's log: 1, 2, 3, … as events are appended; a close, trim, reset, removal or rewrite takes a version too, so seqs can skip, never repeat.
              */
             seq: number;
@@ -1019,9 +1090,15 @@ export interface components {
          *     view (and in ADK's own context assembly), by the compacted content.
          */
         EventCompaction: {
-            /** Starttimestamp */
+            /**
+             * Starttimestamp
+             * Format: double
+             */
             startTimestamp: number;
-            /** Endtimestamp */
+            /**
+             * Endtimestamp
+             * Format: double
+             */
             endTimestamp: number;
             compactedContent: components["schemas"]["Content"];
         } & {
@@ -1031,6 +1108,7 @@ export interface components {
         EventCount: {
             /**
              * Count
+             * Format: int64
              * @description How many events the session holds.
              */
             count: number;
@@ -1064,6 +1142,7 @@ export interface components {
             invocationId?: string;
             /**
              * Timestamp
+             * Format: double
              * @description Epoch seconds (years 1 to 9999); the server's clock when absent.
              */
             timestamp?: number;
@@ -1072,6 +1151,10 @@ export interface components {
              * @description A streaming fragment: acknowledged (202) but not stored.
              */
             partial?: boolean | null;
+            /** @description What was said: google-genai's `Content`, its `role` and `parts`. */
+            content?: components["schemas"]["Content"] | null;
+            /** @description The token counts the model reported, which the session's `usage` sums. */
+            usageMetadata?: components["schemas"]["UsageMetadata"] | null;
             actions?: components["schemas"]["EventActions"];
         } & {
             [key: string]: unknown;
@@ -1105,19 +1188,117 @@ export interface components {
             removedEventIds: string[];
             /**
              * Version
+             * Format: int64
              * @description The session's version after the change (its ETag).
              */
             version: number;
         };
-        /** Healed */
-        Healed: {
+        /**
+         * ExecutableCode
+         * @description Code the model wrote, to be run.
+         */
+        ExecutableCode: {
+            /**
+             * Language
+             * @description e.g. `PYTHON`.
+             */
+            language?: string | null;
+            /** Code */
+            code?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * ExportedSession
+         * @description A session's export as one JSON document (`Accept: application/json` on `…:export`,
+         *     `Content-Type: application/json` on `…/sessions:import`): what the NDJSON form holds, its
+         *     header and its events, for the clients that read no NDJSON.
+         */
+        ExportedSession: {
+            /** @description The NDJSON form's first line. */
+            header: components["schemas"]["SessionExport"];
+            /**
+             * Events
+             * @description The NDJSON form's other lines: `eventCount` events as stored, in seq order.
+             */
+            events: components["schemas"]["Event"][];
+        };
+        /**
+         * FileData
+         * @description A file the event refers to by URI.
+         */
+        FileData: {
+            /**
+             * Mimetype
+             * @description The IANA media type.
+             */
+            mimeType?: string | null;
+            /**
+             * Fileuri
+             * @description Where the file is.
+             */
+            fileUri?: string | null;
+            /** Displayname */
+            displayName?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * FunctionCall
+         * @description A call of a function (a tool) the model asks for.
+         */
+        FunctionCall: {
+            /**
+             * Id
+             * @description The call's id, which its `functionResponse` carries.
+             */
+            id?: string | null;
+            /**
+             * Name
+             * @description The function's name.
+             */
+            name?: string | null;
+            /** @description The arguments, by name. */
+            args?: components["schemas"]["JsonObject"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * FunctionResponse
+         * @description The result of a function call, sent back to the model.
+         */
+        FunctionResponse: {
+            /**
+             * Id
+             * @description The id of the call it answers.
+             */
+            id?: string | null;
+            /**
+             * Name
+             * @description The function's name.
+             */
+            name?: string | null;
+            /** @description The result (`output`) or the error (`error`). */
+            response?: components["schemas"]["JsonObject"] | null;
+            /**
+             * Willcontinue
+             * @description More responses to the same call follow.
+             */
+            willContinue?: boolean | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** HealResult */
+        HealResult: {
             /**
              * Healed
+             * Format: int64
              * @description How many orphaned calls were answered (0: none was).
              */
             healed: number;
             /**
              * Version
+             * Format: int64
              * @description The session's version after the heal (its ETag).
              */
             version: number;
@@ -1132,6 +1313,10 @@ export interface components {
         };
         /** @enum {string} */
         Inherit: "none" | "all" | "context";
+        /** @description Any JSON object. */
+        JsonObject: {
+            [key: string]: unknown;
+        };
         /**
          * KeyScope
          * @description The scope of the request's API key: which apps and users it reaches, and whether it may
@@ -1196,6 +1381,7 @@ export interface components {
             sessionId: string;
             /**
              * Seq
+             * Format: int64
              * @description The parent's version when it was made; a fork holds the parent's events up to this seq.
              */
             seq: number;
@@ -1204,6 +1390,32 @@ export interface components {
              * @description For a child made for one of the parent's function calls: closing the child appends the call's `functionResponse` to the parent.
              */
             functionCallId: string | null;
+        };
+        /**
+         * Part
+         * @description One part of a message: usually one of these fields.
+         */
+        Part: {
+            /** Text */
+            text?: string | null;
+            /**
+             * Thought
+             * @description The text is the model's thinking.
+             */
+            thought?: boolean | null;
+            /**
+             * Thoughtsignature
+             * @description An opaque signature of the thought, base64-encoded.
+             */
+            thoughtSignature?: string | null;
+            functionCall?: components["schemas"]["FunctionCall"] | null;
+            functionResponse?: components["schemas"]["FunctionResponse"] | null;
+            inlineData?: components["schemas"]["Blob"] | null;
+            fileData?: components["schemas"]["FileData"] | null;
+            executableCode?: components["schemas"]["ExecutableCode"] | null;
+            codeExecutionResult?: components["schemas"]["CodeExecutionResult"] | null;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * PartialEvent
@@ -1225,6 +1437,7 @@ export interface components {
             invocationId?: string;
             /**
              * Timestamp
+             * Format: double
              * @description Epoch seconds (years 1 to 9999); the server's clock when absent.
              */
             timestamp?: number;
@@ -1233,6 +1446,10 @@ export interface components {
              * @description A streaming fragment: acknowledged (202) but not stored.
              */
             partial?: boolean | null;
+            /** @description What was said: google-genai's `Content`, its `role` and `parts`. */
+            content?: components["schemas"]["Content"] | null;
+            /** @description The token counts the model reported, which the session's `usage` sums. */
+            usageMetadata?: components["schemas"]["UsageMetadata"] | null;
             actions?: components["schemas"]["EventActions"];
         } & {
             [key: string]: unknown;
@@ -1260,6 +1477,57 @@ export interface components {
             force?: boolean;
         };
         /**
+         * Problem
+         * @description An error, as RFC 9457 problem details. The fields after `code` are there only where
+         *     they apply, never null.
+         */
+        Problem: {
+            /**
+             * Type
+             * @description A URN naming the kind of problem.
+             */
+            type: string;
+            /** Title */
+            title: string;
+            /**
+             * Status
+             * Format: int64
+             */
+            status: number;
+            /**
+             * Detail
+             * @description What went wrong with this request, for people.
+             */
+            detail: string;
+            /**
+             * Code
+             * @description Stable, machine-readable: what went wrong, for code to act on.
+             * @enum {string}
+             */
+            code: "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error" | "version_exhausted";
+            /**
+             * Instance
+             * @description The request path; absent when the request was refused before its path was read (`headers_too_large`, `bad_request`).
+             */
+            instance?: string;
+            /**
+             * Errors
+             * @description For `validation_error`: each invalid field.
+             */
+            errors?: components["schemas"]["ValidationErrorItem"][];
+            /**
+             * Currentversion
+             * Format: int64
+             * @description For `stale_session`: the session's version now (reload it, then retry with this version in `If-Match`).
+             */
+            currentVersion?: number;
+            /**
+             * Callids
+             * @description For `tool_calls_pending`: the function calls still unanswered.
+             */
+            callIds?: string[];
+        };
+        /**
          * QueuedEvent
          * @description An event waiting in a session's queue, apart from its log: its `id` is set; its
          *     `timestamp` only if it was sent with one (else it is set when the event is promoted).
@@ -1276,6 +1544,7 @@ export interface components {
             invocationId?: string;
             /**
              * Timestamp
+             * Format: double
              * @description Epoch seconds (years 1 to 9999); the server's clock when absent.
              */
             timestamp?: number;
@@ -1284,6 +1553,10 @@ export interface components {
              * @description A streaming fragment: acknowledged (202) but not stored.
              */
             partial?: boolean | null;
+            /** @description What was said: google-genai's `Content`, its `role` and `parts`. */
+            content?: components["schemas"]["Content"] | null;
+            /** @description The token counts the model reported, which the session's `usage` sums. */
+            usageMetadata?: components["schemas"]["UsageMetadata"] | null;
             actions?: components["schemas"]["EventActions"];
         } & {
             [key: string]: unknown;
@@ -1301,6 +1574,20 @@ export interface components {
              */
             schemaRevision: string;
         };
+        /**
+         * RemovedDelta
+         * @description The state change of an event since removed, which the session's history keeps.
+         */
+        RemovedDelta: {
+            /**
+             * Seq
+             * Format: int64
+             * @description The removed event's seq.
+             */
+            seq: number;
+            /** @description Its session-scoped `stateDelta`. */
+            stateDelta: components["schemas"]["State"];
+        };
         /** ScopeState */
         ScopeState: {
             /** @description Keys without their `app:`/`user:` prefix. */
@@ -1312,16 +1599,23 @@ export interface components {
             userId: string;
             /** Sessionid */
             sessionId: string;
-            /** Seq */
+            /**
+             * Seq
+             * Format: int64
+             */
             seq: number;
             /** Eventid */
             eventId: string;
             /** Author */
             author: string | null;
-            /** Timestamp */
+            /**
+             * Timestamp
+             * Format: double
+             */
             timestamp: number;
             /**
              * Rank
+             * Format: double
              * @description How well the event matches (`ts_rank`): higher is better.
              */
             rank: number;
@@ -1361,16 +1655,19 @@ export interface components {
             events: components["schemas"]["Event"][];
             /**
              * Lastupdatetime
+             * Format: double
              * @description Epoch seconds: the timestamp of the last event, or the creation time.
              */
             lastUpdateTime: number;
             /**
              * Createtime
+             * Format: double
              * @description Epoch seconds.
              */
             createTime: number;
             /**
              * Version
+             * Format: int64
              * @description Counts the session's writes (0 when new): an append's event takes the next one as its `seq`; a removal, trim, reset or close takes one too. The ETag, for If-Match.
              */
             version: number;
@@ -1411,6 +1708,7 @@ export interface components {
             strategy: components["schemas"]["CompactionStrategy"];
             /**
              * Keeplast
+             * Format: int64
              * @description How many of the newest live events to keep.
              * @default 0
              */
@@ -1428,9 +1726,15 @@ export interface components {
         };
         /** SessionCreate */
         SessionCreate: {
-            /** Ttl */
+            /**
+             * Ttl
+             * @description Seconds from now (at least 1, at most a century) until the session expires: then it is gone at once (404) and deleted by the sweeper soon after. Null or left out: the server's default lifetime (`SESSIONARY_DEFAULT_TTL`), else never. Not with a number in `expireTime`.
+             */
             ttl?: number | null;
-            /** Expiretime */
+            /**
+             * Expiretime
+             * @description Epoch seconds when the session expires, at least a second from now. Null or left out: as for `ttl`. Not with a number in `ttl`.
+             */
             expireTime?: number | null;
             /** Sessionid */
             sessionId?: string | null;
@@ -1441,9 +1745,89 @@ export interface components {
              * @description Events to append, in order, as the session is created.
              */
             events?: components["schemas"]["EventIn"][] | null;
-            /** Displayname */
+            /**
+             * Displayname
+             * @description null: none.
+             */
             displayName?: string | null;
+            /** @description null: none (as `{}`). */
             labels?: components["schemas"]["Labels"] | null;
+        };
+        /**
+         * SessionExport
+         * @description The first line of a session's export (`…:export`, `…/sessions:import`): the session as
+         *     a read shows it, without its events, which follow it one per line, as many as
+         *     `eventCount`. With `baseSeq` and `baseState`, the import keeps every earlier state
+         *     (`untilSeq`, forks at a seq) as the source had it.
+         */
+        SessionExport: {
+            /**
+             * Format
+             * @constant
+             */
+            format: "sessionary.session.v1";
+            /**
+             * Id
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
+             */
+            id: string;
+            /**
+             * Appname
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
+             */
+            appName: string;
+            /**
+             * Userid
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
+             */
+            userId: string;
+            /** @description As a read shows it: `app:` and `user:` keys are the shared state of the export's time, written into the importing side's shared state as a create does. */
+            state: components["schemas"]["State"];
+            /**
+             * Lastupdatetime
+             * Format: double
+             */
+            lastUpdateTime: number;
+            /**
+             * Createtime
+             * Format: double
+             */
+            createTime: number;
+            /**
+             * Version
+             * Format: int64
+             */
+            version: number;
+            kind: components["schemas"]["Kind"];
+            parent: components["schemas"]["Parent"] | null;
+            status: components["schemas"]["Status"];
+            outcome: components["schemas"]["Outcome"] | null;
+            /** @description Left out: summed from the events' `usageMetadata`. */
+            usage?: components["schemas"]["Usage"] | null;
+            /** Displayname */
+            displayName: string | null;
+            labels: components["schemas"]["Labels"];
+            /** Expiretime */
+            expireTime: number | null;
+            /**
+             * Baseseq
+             * Format: int64
+             * @description Where the session's history starts: a point-in-time read or a fork may name any seq from it to `version`. Events at or before it are ones a child inherited.
+             */
+            baseSeq: number;
+            /** @description The session's own state at `baseSeq`. */
+            baseState: components["schemas"]["State"];
+            /**
+             * Removeddeltas
+             * @description The session-scoped state changes of events removed after `baseSeq`, in seq order: the state at every seq counts them, as it did before the removal. Left out: none.
+             */
+            removedDeltas?: components["schemas"]["RemovedDelta"][];
+            /**
+             * Eventcount
+             * Format: int64
+             * @description How many event lines follow.
+             */
+            eventCount: number;
         };
         /**
          * SessionFork
@@ -1476,6 +1860,11 @@ export interface components {
             /** Sessions */
             sessions: components["schemas"]["Session"][];
         };
+        /**
+         * Format: binary
+         * @description A session's export as NDJSON: one JSON object per line, the first a `SessionExport` (the header), then `eventCount` lines each an `Event` as stored, in seq order. Read it line by line: an export may be larger than memory.
+         */
+        SessionNdjson: string;
         /** SessionPage */
         SessionPage: {
             /** Sessions */
@@ -1503,6 +1892,7 @@ export interface components {
         SessionTrim: {
             /**
              * Keeplast
+             * Format: int64
              * @description How many of the newest events to keep.
              */
             keepLast: number;
@@ -1514,12 +1904,12 @@ export interface components {
         SessionUpdate: {
             /**
              * Ttl
-             * @description Seconds from now (at least 1, at most a century) until the session expires; `null`: never (as `expireTime: null`).
+             * @description Seconds from now (at least 1, at most a century) until the session expires; `null`: never (as `expireTime: null`). Not with a number in `expireTime`.
              */
             ttl?: number | null;
             /**
              * Expiretime
-             * @description Epoch seconds when the session expires, at least a second from now; `null`: never.
+             * @description Epoch seconds when the session expires, at least a second from now; `null`: never. Not with a number in `ttl`.
              */
             expireTime?: number | null;
             /** @description Keys to set, recorded as an event authored by `user` (as ADK's server does); `null` values are stored as null. */
@@ -1529,15 +1919,18 @@ export interface components {
              * @description `null` clears it.
              */
             displayName?: string | null;
-            /** @description Replaces every label of the session (`{}` clears them). */
+            /** @description Replaces every label of the session; `{}` or `null` clears them. */
             labels?: components["schemas"]["Labels"] | null;
         };
         /** @description Key-value state. In a delta, `app:` and `user:` keys address the app's and the user's shared state and `temp:` keys are dropped; values are any JSON. */
         State: {
             [key: string]: unknown;
         };
-        /** StateDelta */
-        StateDelta: {
+        /**
+         * StateUpdate
+         * @description Keys to merge into an app's or a user's state.
+         */
+        StateUpdate: {
             /** @description Keys to set; `null` values are stored as null. */
             stateDelta: components["schemas"]["State"];
         };
@@ -1560,10 +1953,14 @@ export interface components {
             name: string | null;
             /** Eventid */
             eventId: string;
-            /** Seq */
+            /**
+             * Seq
+             * Format: int64
+             */
             seq: number;
             /**
              * Timestamp
+             * Format: double
              * @description The calling event's, epoch seconds.
              */
             timestamp: number;
@@ -1589,26 +1986,43 @@ export interface components {
         ToolCallStatus: "pending" | "orphaned" | "answered";
         /** TotalUsage */
         TotalUsage: {
-            /** Prompttokencount */
+            /**
+             * Prompttokencount
+             * Format: int64
+             */
             promptTokenCount: number;
-            /** Candidatestokencount */
+            /**
+             * Candidatestokencount
+             * Format: int64
+             */
             candidatesTokenCount: number;
-            /** Totaltokencount */
+            /**
+             * Totaltokencount
+             * Format: int64
+             */
             totalTokenCount: number;
             /**
              * Events
+             * Format: int64
              * @description How many events report usage.
              */
             events: number;
         };
         /** Trimmed */
         Trimmed: {
-            /** Removedevents */
+            /**
+             * Removedevents
+             * Format: int64
+             */
             removedEvents: number;
-            /** Keptevents */
+            /**
+             * Keptevents
+             * Format: int64
+             */
             keptEvents: number;
             /**
              * Version
+             * Format: int64
              * @description The session's version after the change (its ETag).
              */
             version: number;
@@ -1618,12 +2032,44 @@ export interface components {
          * @description Token counts, as ADK's `usageMetadata` reports them, summed.
          */
         Usage: {
-            /** Prompttokencount */
+            /**
+             * Prompttokencount
+             * Format: int64
+             */
             promptTokenCount: number;
-            /** Candidatestokencount */
+            /**
+             * Candidatestokencount
+             * Format: int64
+             */
             candidatesTokenCount: number;
-            /** Totaltokencount */
+            /**
+             * Totaltokencount
+             * Format: int64
+             */
             totalTokenCount: number;
+        };
+        /**
+         * UsageMetadata
+         * @description The token counts the model reported for the response an event holds (google-genai's
+         *     `GenerateContentResponseUsageMetadata`). A session's `usage` sums the prompt, candidates
+         *     and total counts of its events, each counted when it is a whole number from 0 to
+         *     2^31 - 1 (a larger one is kept as sent, and counts 0).
+         */
+        UsageMetadata: {
+            /** Prompttokencount */
+            promptTokenCount?: number | null;
+            /** Candidatestokencount */
+            candidatesTokenCount?: number | null;
+            /** Totaltokencount */
+            totalTokenCount?: number | null;
+            /** Cachedcontenttokencount */
+            cachedContentTokenCount?: number | null;
+            /** Thoughtstokencount */
+            thoughtsTokenCount?: number | null;
+            /** Tooluseprompttokencount */
+            toolUsePromptTokenCount?: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /** UserPage */
         UserPage: {
@@ -1644,27 +2090,39 @@ export interface components {
             userId: string;
             /**
              * Sessioncount
+             * Format: int64
              * @description The user's live sessions in this app.
              */
             sessionCount: number;
             /**
              * Lastupdatetime
+             * Format: double
              * @description When one of them last changed (epoch seconds).
              */
             lastUpdateTime: number;
         };
         /** UserUsage */
         UserUsage: {
-            /** Prompttokencount */
+            /**
+             * Prompttokencount
+             * Format: int64
+             */
             promptTokenCount: number;
-            /** Candidatestokencount */
+            /**
+             * Candidatestokencount
+             * Format: int64
+             */
             candidatesTokenCount: number;
-            /** Totaltokencount */
+            /**
+             * Totaltokencount
+             * Format: int64
+             */
             totalTokenCount: number;
             /** Userid */
             userId: string;
             /**
              * Events
+             * Format: int64
              * @description How many of the user's events report usage.
              */
             events: number;
@@ -1684,137 +2142,6 @@ export interface components {
              */
             type: string;
         };
-        /**
-         * Problem
-         * @description An error, as RFC 9457 problem details.
-         */
-        Problem: {
-            /**
-             * Type
-             * @description A URN naming the kind of problem.
-             */
-            type: string;
-            /** Title */
-            title: string;
-            /** Status */
-            status: number;
-            /**
-             * Detail
-             * @description What went wrong with this request, for people.
-             */
-            detail: string;
-            /**
-             * Code
-             * @description Stable, machine-readable: what went wrong, for code to act on.
-             * @enum {string}
-             */
-            code: "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error" | "version_exhausted";
-            /**
-             * Instance
-             * @description The request path; absent when the request was refused before its path was read (`headers_too_large`, `bad_request`).
-             * @default null
-             */
-            instance?: string | null;
-            /**
-             * Errors
-             * @description For `validation_error`: each invalid field.
-             * @default null
-             */
-            errors?: components["schemas"]["ValidationErrorItem"][] | null;
-            /**
-             * Currentversion
-             * @description For `stale_session`: the session's version now (reload it, then retry with this version in `If-Match`).
-             * @default null
-             */
-            currentVersion?: number | null;
-            /**
-             * Callids
-             * @description For `tool_calls_pending`: the function calls still unanswered.
-             * @default null
-             */
-            callIds?: string[] | null;
-        };
-        /**
-         * RemovedDelta
-         * @description The state change of an event since removed, which the session's history keeps.
-         */
-        RemovedDelta: {
-            /**
-             * Seq
-             * @description The removed event's seq.
-             */
-            seq: number;
-            /** @description Its session-scoped `stateDelta`. */
-            stateDelta: components["schemas"]["State"];
-        };
-        /**
-         * SessionExport
-         * @description The first line of a session's export (`…:export`, `…/sessions:import`): the session as
-         *     a read shows it, without its events, which follow it one per line, as many as
-         *     `eventCount`. With `baseSeq` and `baseState`, the import keeps every earlier state
-         *     (`untilSeq`, forks at a seq) as the source had it.
-         */
-        SessionExport: {
-            /**
-             * Format
-             * @constant
-             */
-            format: "sessionary.session.v1";
-            /**
-             * Id
-             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
-             */
-            id: string;
-            /**
-             * Appname
-             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
-             */
-            appName: string;
-            /**
-             * Userid
-             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
-             */
-            userId: string;
-            /** @description As a read shows it: `app:` and `user:` keys are the shared state of the export's time, written into the importing side's shared state as a create does. */
-            state: components["schemas"]["State"];
-            /** Lastupdatetime */
-            lastUpdateTime: number;
-            /** Createtime */
-            createTime: number;
-            /** Version */
-            version: number;
-            kind: components["schemas"]["Kind"];
-            parent: components["schemas"]["Parent"] | null;
-            status: components["schemas"]["Status"];
-            outcome: components["schemas"]["Outcome"] | null;
-            /**
-             * @description Left out: summed from the events' `usageMetadata`.
-             * @default null
-             */
-            usage?: components["schemas"]["Usage"] | null;
-            /** Displayname */
-            displayName: string | null;
-            labels: components["schemas"]["Labels"];
-            /** Expiretime */
-            expireTime: number | null;
-            /**
-             * Baseseq
-             * @description Where the session's history starts: a point-in-time read or a fork may name any seq from it to `version`. Events at or before it are ones a child inherited.
-             */
-            baseSeq: number;
-            /** @description The session's own state at `baseSeq`. */
-            baseState: components["schemas"]["State"];
-            /**
-             * Removeddeltas
-             * @description The session-scoped state changes of events removed after `baseSeq`, in seq order: the state at every seq counts them, as it did before the removal. Left out: none.
-             */
-            removedDeltas?: components["schemas"]["RemovedDelta"][];
-            /**
-             * Eventcount
-             * @description How many event lines follow.
-             */
-            eventCount: number;
-        };
     };
     responses: never;
     parameters: never;
@@ -1828,17 +2155,17 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description With a read replica (DATABASE_READ_URL): read from it only if it holds at least this version of the session, the version of your last write; else from the primary. Without it, the replica may answer with an older version (or a 404 for a session it has not received yet). No effect without a replica. */
-                minVersion?: number | null;
+                minVersion?: number;
                 /** @description How many per page (1 to 1000). */
                 pageSize?: number;
                 /** @description `nextPageToken` of the previous page. */
-                pageToken?: string | null;
+                pageToken?: string;
                 /** @description Only events with seq > this. */
-                afterSeq?: number | null;
+                afterSeq?: number;
                 /** @description Only events with timestamp ≥ this (epoch seconds, years 1 to 9999). */
-                afterTimestamp?: number | null;
+                afterTimestamp?: number;
                 /** @description Only events with timestamp < this (epoch seconds, years 1 to 9999). */
-                beforeTimestamp?: number | null;
+                beforeTimestamp?: number;
                 /** @description `asc`: by seq; `desc`: newest first. */
                 order?: components["schemas"]["Order"];
             };
@@ -1925,7 +2252,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -1943,7 +2270,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description This event id was already stored with the same content (a retry): the stored event, nothing written. */
+            /** @description This event id was already stored with the same content (a retry): the stored event, nothing written. (Described as `AppendedEvent`, which a 202's partial event is too, for the generators that read every success with the first one's schema.) */
             200: {
                 headers: {
                     /** @description The session's version after this request, quoted (`"7"`): send it back as `If-Match` to write only if nothing was written since. */
@@ -1951,7 +2278,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"];
+                    "application/json": components["schemas"]["AppendedEvent"];
                 };
             };
             /** @description Successful Response */
@@ -2071,7 +2398,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -2089,7 +2416,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Every event of the batch was already stored with the same content (a retry): the stored events, nothing written. */
+            /** @description Every event of the batch was already stored with the same content (a retry): the stored events, nothing written. (Described as `AppendedEventList`, which a 202's partial events are too, for the generators that read every success with the first one's schema.) */
             200: {
                 headers: {
                     /** @description The session's version after this request, quoted (`"7"`): send it back as `If-Match` to write only if nothing was written since. */
@@ -2097,7 +2424,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EventList"];
+                    "application/json": components["schemas"]["AppendedEventList"];
                 };
             };
             /** @description Successful Response */
@@ -2301,13 +2628,13 @@ export interface operations {
                 /** @description How many per page (1 to 1000). */
                 pageSize?: number;
                 /** @description `nextPageToken` of the previous page. */
-                pageToken?: string | null;
+                pageToken?: string;
                 /** @description `asc`: least recently updated first (ADK's order); `desc`: newest first. */
                 order?: components["schemas"]["Order"];
                 /** @description `key:value`: only sessions with this label. Repeat it for several; a session must have all of them. */
-                label?: string[] | null;
+                label?: string[];
                 /** @description Only sessions with exactly this display name. */
-                displayName?: string | null;
+                displayName?: string;
             };
             header?: never;
             path: {
@@ -2390,7 +2717,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["SessionCreate"] | null;
+                "application/json": components["schemas"]["SessionCreate"];
             };
         };
         responses: {
@@ -2483,13 +2810,13 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Return only the last N events (0: none). */
-                numRecentEvents?: number | null;
+                numRecentEvents?: number;
                 /** @description Only events with timestamp ≥ this (epoch seconds, years 1 to 9999). */
-                afterTimestamp?: number | null;
+                afterTimestamp?: number;
                 /** @description The session as it was at this seq: its events up to it, its session state then (`app:` and `user:` keys, shared, as they are now). 422 past the end. */
-                untilSeq?: number | null;
+                untilSeq?: number;
                 /** @description With a read replica (DATABASE_READ_URL): read from it only if it holds at least this version of the session, the version of your last write; else from the primary. Without it, the replica may answer with an older version (or a 404 for a session it has not received yet). No effect without a replica. */
-                minVersion?: number | null;
+                minVersion?: number;
             };
             header?: never;
             path: {
@@ -2576,7 +2903,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -2667,7 +2994,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -2794,13 +3121,13 @@ export interface operations {
                 /** @description How many per page (1 to 1000). */
                 pageSize?: number;
                 /** @description `nextPageToken` of the previous page. */
-                pageToken?: string | null;
+                pageToken?: string;
                 /** @description `asc`: least recently updated first (ADK's order); `desc`: newest first. */
                 order?: components["schemas"]["Order"];
                 /** @description `key:value`: only sessions with this label. Repeat it for several; a session must have all of them. */
-                label?: string[] | null;
+                label?: string[];
                 /** @description Only sessions with exactly this display name. */
-                displayName?: string | null;
+                displayName?: string;
             };
             header?: never;
             path: {
@@ -2883,7 +3210,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["SessionFork"] | null;
+                "application/json": components["schemas"]["SessionFork"];
             };
         };
         responses: {
@@ -2978,7 +3305,7 @@ export interface operations {
                 /** @description How many per page (1 to 1000). */
                 pageSize?: number;
                 /** @description `nextPageToken` of the previous page. */
-                pageToken?: string | null;
+                pageToken?: string;
             };
             header?: never;
             path: {
@@ -3074,7 +3401,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["ChildCreate"] | null;
+                "application/json": components["schemas"]["ChildCreate"];
             };
         };
         responses: {
@@ -3177,7 +3504,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -3375,7 +3702,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -3492,7 +3819,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -3609,7 +3936,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -3623,7 +3950,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["SessionReset"] | null;
+                "application/json": components["schemas"]["SessionReset"];
             };
         };
         responses: {
@@ -3726,7 +4053,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The event. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -3832,7 +4159,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The event. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -3959,7 +4286,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description The most tokens (as the server estimates them) the events may hold; absent: every live event. */
-                tokenBudget?: number | null;
+                tokenBudget?: number;
             };
             header?: never;
             path: {
@@ -4046,7 +4373,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -4171,9 +4498,9 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only the calls in this state. */
-                status?: components["schemas"]["ToolCallStatus"] | null;
+                status?: components["schemas"]["ToolCallStatus"];
                 /** @description A call unanswered for longer than this (seconds, 0 to a century) is orphaned. Default: `SESSIONARY_TOOL_CALL_TIMEOUT` (300). */
-                timeoutSeconds?: number | null;
+                timeoutSeconds?: number;
             };
             header?: never;
             path: {
@@ -4260,7 +4587,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -4274,7 +4601,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["SessionHeal"] | null;
+                "application/json": components["schemas"]["SessionHeal"];
             };
         };
         responses: {
@@ -4286,7 +4613,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Healed"];
+                    "application/json": components["schemas"]["HealResult"];
                 };
             };
             /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
@@ -4649,7 +4976,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the session is still at this version: its `ETag` as read, quoted (`"7"`), or `*` for any version of the existing session; otherwise 412 `stale_session` and nothing is changed. */
-                "if-match"?: string | null;
+                "if-match"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -4663,7 +4990,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["PendingPromote"] | null;
+                "application/json": components["schemas"]["PendingPromote"];
             };
         };
         responses: {
@@ -4783,11 +5110,11 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only this user's events. */
-                userId?: string | null;
+                userId?: string;
                 /** @description Only events with timestamp ≥ this (epoch seconds, years 1 to 9999). */
-                afterTimestamp?: number | null;
+                afterTimestamp?: number;
                 /** @description Only events with timestamp < this (epoch seconds, years 1 to 9999). */
-                beforeTimestamp?: number | null;
+                beforeTimestamp?: number;
             };
             header?: never;
             path: {
@@ -4860,19 +5187,19 @@ export interface operations {
                 /** @description Words to find, in web-search syntax: `refund order` (both), `"full refund"` (the phrase), `refund or return`, `refund -partial`. Matched against the text parts of events and the names of their function calls and responses, stemmed by the configured text-search configuration. */
                 q: string;
                 /** @description Only this user's events. */
-                userId?: string | null;
+                userId?: string;
                 /** @description Only this session's events. */
-                sessionId?: string | null;
+                sessionId?: string;
                 /** @description Only its events. */
-                author?: string | null;
+                author?: string;
                 /** @description Only events with timestamp ≥ this (epoch seconds, years 1 to 9999). */
-                afterTimestamp?: number | null;
+                afterTimestamp?: number;
                 /** @description Only events with timestamp < this (epoch seconds, years 1 to 9999). */
-                beforeTimestamp?: number | null;
+                beforeTimestamp?: number;
                 /** @description How many per page (1 to 1000). */
                 pageSize?: number;
                 /** @description `nextPageToken` of the previous page. */
-                pageToken?: string | null;
+                pageToken?: string;
             };
             header?: never;
             path: {
@@ -4955,7 +5282,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON, one JSON object per line: first the header, a `SessionExport` (the session as a read shows it, without events, with `eventCount`, `baseSeq` and `baseState`), then `eventCount` events as stored (`Event`, with `seq`), in seq order. */
+            /** @description NDJSON (`application/x-ndjson`), one JSON object per line: first the header, a `SessionExport` (the session as a read shows it, without events, with `eventCount`, `baseSeq` and `baseState`), then `eventCount` events as stored (`Event`, with `seq`), in seq order; or, as `application/json`, the same as one `ExportedSession`, `{header, events}`, for clients that read no NDJSON. */
             200: {
                 headers: {
                     /** @description The session's version after this request, quoted (`"7"`): send it back as `If-Match` to write only if nothing was written since. */
@@ -4963,7 +5290,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["SessionExport"] | components["schemas"]["Event"];
+                    "application/json": components["schemas"]["ExportedSession"];
+                    "application/x-ndjson": components["schemas"]["SessionNdjson"];
                 };
             };
             /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
@@ -5034,10 +5362,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description NDJSON, one JSON object per line: first the header, a `SessionExport` (the session as a read shows it, without events, with `eventCount`, `baseSeq` and `baseState`), then `eventCount` events as stored (`Event`, with `seq`), in seq order. As `…:export` sends it. */
+        /** @description NDJSON (`application/x-ndjson`), one JSON object per line: first the header, a `SessionExport` (the session as a read shows it, without events, with `eventCount`, `baseSeq` and `baseState`), then `eventCount` events as stored (`Event`, with `seq`), in seq order; or, as `application/json`, the same as one `ExportedSession`, `{header, events}`, for clients that read no NDJSON. As `…:export` sends it. */
         requestBody: {
             content: {
-                "application/x-ndjson": components["schemas"]["SessionExport"] | components["schemas"]["Event"];
+                "application/json": components["schemas"]["ExportedSession"];
+                "application/x-ndjson": components["schemas"]["SessionNdjson"];
             };
         };
         responses: {
@@ -5141,11 +5470,11 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Send what came after this seq first, read back from the log (0: the whole session), then go on live. Without it (and without `Last-Event-ID`), only what happens from now. */
-                afterSeq?: number | null;
+                afterSeq?: number;
             };
             header?: {
                 /** @description The `id` of the last event received, sent by a reconnecting `EventSource`: resume after it, with nothing lost and nothing repeated. Wins over `afterSeq`. */
-                "last-event-id"?: string | null;
+                "last-event-id"?: string;
             };
             path: {
                 /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
@@ -5159,7 +5488,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-sent events, one per change, and a `: heartbeat` comment after `SESSIONARY_STREAM_HEARTBEAT` seconds of quiet. */
+            /** @description Server-sent events, one per change, and a `: heartbeat` comment after `SESSIONARY_STREAM_HEARTBEAT` seconds of quiet. The answer never ends: a client generated from this description, which reads an answer whole before it returns, waits forever here. Read it line by line as it comes (docs/api.md, Streaming, shows how with curl, Python, TypeScript and Go). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5238,7 +5567,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-sent events, one per change, and a `: heartbeat` comment after `SESSIONARY_STREAM_HEARTBEAT` seconds of quiet. */
+            /** @description Server-sent events, one per change, and a `: heartbeat` comment after `SESSIONARY_STREAM_HEARTBEAT` seconds of quiet. The answer never ends: a client generated from this description, which reads an answer whole before it returns, waits forever here. Read it line by line as it comes (docs/api.md, Streaming, shows how with curl, Python, TypeScript and Go). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5306,7 +5635,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-sent events, one per change, and a `: heartbeat` comment after `SESSIONARY_STREAM_HEARTBEAT` seconds of quiet. */
+            /** @description Server-sent events, one per change, and a `: heartbeat` comment after `SESSIONARY_STREAM_HEARTBEAT` seconds of quiet. The answer never ends: a client generated from this description, which reads an answer whole before it returns, waits forever here. Read it line by line as it comes (docs/api.md, Streaming, shows how with curl, Python, TypeScript and Go). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5442,7 +5771,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["StateDelta"];
+                "application/json": components["schemas"]["StateUpdate"];
             };
         };
         responses: {
@@ -5604,7 +5933,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["StateDelta"];
+                "application/json": components["schemas"]["StateUpdate"];
             };
         };
         responses: {
@@ -5688,7 +6017,7 @@ export interface operations {
                 /** @description How many per page (1 to 1000). */
                 pageSize?: number;
                 /** @description `nextPageToken` of the previous page. */
-                pageToken?: string | null;
+                pageToken?: string;
             };
             header?: never;
             path?: never;
@@ -5758,7 +6087,7 @@ export interface operations {
                 /** @description How many per page (1 to 1000). */
                 pageSize?: number;
                 /** @description `nextPageToken` of the previous page. */
-                pageToken?: string | null;
+                pageToken?: string;
             };
             header?: never;
             path: {
