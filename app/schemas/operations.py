@@ -1,16 +1,23 @@
 """Errors (RFC 9457 problem details) and the operations probes on the wire."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import TypeAliasType
 
 from app.errors import PROBLEM_CODES
 from app.schemas.base import WireModel
 
+# Named, so that generators need not make up a name for the union (`…LocInner`).
+LocationPart = TypeAliasType(
+    "LocationPart",
+    Annotated[str | int, Field(description="A field's name, or an item's index in an array.")],
+)
+
 
 class ValidationErrorItem(BaseModel):
-    loc: list[str | int] = Field(description="Where: `body`, `query` or `path`, then the field.")
+    loc: list[LocationPart] = Field(description="Where: `body`, `query` or `path`, then the field.")
     msg: str
     type: str = Field(description="The kind of check that failed, e.g. `missing`.")
 

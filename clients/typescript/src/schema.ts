@@ -1360,6 +1360,8 @@ export interface components {
         Labels: {
             [key: string]: string;
         };
+        /** @description A field's name, or an item's index in an array. */
+        LocationPart: string | number;
         /**
          * Order
          * @description `asc`: oldest first; `desc`: newest first.
@@ -2133,7 +2135,7 @@ export interface components {
              * Loc
              * @description Where: `body`, `query` or `path`, then the field.
              */
-            loc: (string | number)[];
+            loc: components["schemas"]["LocationPart"][];
             /** Msg */
             msg: string;
             /**
