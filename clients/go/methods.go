@@ -480,7 +480,9 @@ func (c *Client) Export(ctx context.Context, app, user, id string, options ...Re
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, with(call{method: http.MethodGet, path: path}, options), nil)
+	// NDJSON, not the JSON document that `Accept: application/json` would choose.
+	req := call{method: http.MethodGet, path: path, header: http.Header{"Accept": {"application/x-ndjson"}}}
+	resp, err := c.do(ctx, with(req, options), nil)
 	if err != nil {
 		return nil, err
 	}

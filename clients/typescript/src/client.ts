@@ -690,7 +690,9 @@ export class Sessionary {
     options: CallOptions = {},
   ): Promise<string> {
     const params = { path: at(appName, userId, sessionId) };
-    return ok(this.raw.GET(`${SESSION}:export`, { params, parseAs: "text", ...this.#call(options) }));
+    // NDJSON, not the JSON document that `Accept: application/json` would choose.
+    const headers = { Accept: "application/x-ndjson", ...options.headers };
+    return ok(this.raw.GET(`${SESSION}:export`, { params, parseAs: "text", ...this.#call({ ...options, headers }) }));
   }
 
   /** Stores an export under this app and user exactly as it was (id, seqs, version, times),
@@ -700,7 +702,7 @@ export class Sessionary {
       this.raw.POST(`${SESSIONS}:import`, {
         params: { path: { app_name: appName, user_id: userId } },
         // The spec types an NDJSON body as one of its lines; this body is all of them.
-        body: ndjson as unknown as Schemas["SessionExport"],
+        body: ndjson,
         bodySerializer: () => textBody(ndjson),
         ...this.#call(options),
         headers: { ...options.headers, "Content-Type": "application/x-ndjson" },

@@ -347,8 +347,9 @@ module Sessionary
 
     # The session as NDJSON, exactly: a header line, then its events as stored.
     def export_session(app_name, user_id, session_id, request_options: nil)
+      # NDJSON, not the JSON document that `Accept: application/json` would choose.
       text(send_request("GET", "#{sessions_path(app_name, user_id, session_id)}:export",
-                        request_options: request_options))
+                        headers: {"Accept" => "application/x-ndjson"}, request_options: request_options))
     end
 
     # Stores an export under this app and user exactly as it was, all or nothing; the same
