@@ -383,7 +383,7 @@ async def test_problems_become_exceptions_named_by_their_code(
 ) -> None:
     with pytest.raises(SessionNotFoundError) as missing:
         await client.get_session(app_name, USER, "nope")
-    assert missing.value.status == 404 and missing.value.problem["instance"].endswith("/nope")
+    assert missing.value.status_code == 404 and missing.value.problem["instance"].endswith("/nope")
 
     await client.create_session(app_name, USER, session_id="s1")
     with pytest.raises(SessionAlreadyExistsError):

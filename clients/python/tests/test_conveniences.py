@@ -68,7 +68,7 @@ def test_a_missing_key_and_a_key_out_of_scope_are_errors_of_their_own(
     with SessionaryClient(base_url, api_key="") as anonymous:
         with pytest.raises(UnauthorizedError) as refused:
             anonymous.list_sessions("shop", USER)
-        assert refused.value.status == 401
+        assert refused.value.status_code == 401
     with SessionaryClient(base_url, api_key=key) as ada:
         assert ada.list_sessions("shop", USER)["sessions"] == []
         with pytest.raises(ForbiddenError):

@@ -158,7 +158,7 @@ class AsyncSessionaryClient:
             delay = self._retry.delay(idempotent, attempt, outcome)
             if delay is None:
                 if isinstance(outcome, httpx.TransportError):
-                    raise connection_error(outcome) from outcome
+                    raise connection_error(outcome, request.headers) from outcome
                 if outcome.is_error:
                     raise error_for(outcome)
                 self._written.saw(method, path, outcome)
@@ -880,7 +880,7 @@ class AsyncSessionaryClient:
             except httpx.TransportError as error:
                 delay = self._retry.delay(True, attempt, error)
                 if delay is None:
-                    raise connection_error(error) from error
+                    raise connection_error(error, self._http.headers) from error
                 await asyncio.sleep(delay)
                 attempt += 1
 

@@ -10,6 +10,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Generic, TypeVar
 from urllib.parse import quote, unquote
 
@@ -31,11 +32,17 @@ def base_url_or_default(base_url: str | None) -> str:
     return base_url or os.environ.get("SESSIONARY_URL") or DEFAULT_URL
 
 
-def default_headers(api_key: str | None, headers: dict[str, str] | None) -> dict[str, str]:
-    """The key given, else SESSIONARY_API_KEY, as a bearer token; then `headers`."""
+USER_AGENT = f"sessionary-python/{version('sessionary-client')}"
+
+
+def default_headers(api_key: str | None, headers: dict[str, str] | None) -> httpx.Headers:
+    """This client's User-Agent, and the key given, else SESSIONARY_API_KEY, as a bearer
+    token; then `headers`, which replace either whatever the case of their names."""
     key = api_key if api_key is not None else os.environ.get("SESSIONARY_API_KEY")
     credentials = {"Authorization": f"Bearer {key}"} if key else {}
-    return {**credentials, **(headers or {})}
+    merged = httpx.Headers({"User-Agent": USER_AGENT, **credentials})
+    merged.update(headers or {})
+    return merged
 
 
 def quoted_segment(segment: str) -> str:

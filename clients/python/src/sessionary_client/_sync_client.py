@@ -156,7 +156,7 @@ class SessionaryClient:
             delay = self._retry.delay(idempotent, attempt, outcome)
             if delay is None:
                 if isinstance(outcome, httpx.TransportError):
-                    raise connection_error(outcome) from outcome
+                    raise connection_error(outcome, request.headers) from outcome
                 if outcome.is_error:
                     raise error_for(outcome)
                 self._written.saw(method, path, outcome)
@@ -864,7 +864,7 @@ class SessionaryClient:
             except httpx.TransportError as error:
                 delay = self._retry.delay(True, attempt, error)
                 if delay is None:
-                    raise connection_error(error) from error
+                    raise connection_error(error, self._http.headers) from error
                 time.sleep(delay)
                 attempt += 1
 

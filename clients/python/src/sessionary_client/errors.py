@@ -33,27 +33,38 @@ class SessionaryError(Exception):
 
 class APIConnectionError(SessionaryError):
     """The request got no answer (after the client's retries): the server is down or
-    unreachable, or the connection broke. `__cause__` is httpx's error."""
+    unreachable, or the connection broke. `__cause__` is httpx's error; `request_id` the
+    `X-Request-ID` it was sent with, if any (the server's logs name it)."""
+
+    def __init__(self, message: str, request_id: str | None = None) -> None:
+        self.request_id = request_id
+        super().__init__(message)
 
 
 class APITimeoutError(APIConnectionError):
     """The server did not answer within the client's timeout."""
 
 
-def connection_error(error: httpx.TransportError) -> APIConnectionError:
+def connection_error(error: httpx.TransportError, sent: httpx.Headers) -> APIConnectionError:
+    """The error of a request sent with the headers `sent` that got no answer."""
     kind = APITimeoutError if isinstance(error, httpx.TimeoutException) else APIConnectionError
-    return kind(f"{type(error).__name__}: {error}")
+    return kind(f"{type(error).__name__}: {error}", sent.get("x-request-id"))
 
 
 class APIError(SessionaryError):
-    """An error answer. `problem` is the RFC 9457 body (synthesised when the body was not one)."""
+    """An error answer. `problem` is the RFC 9457 body (synthesised when the body was not one);
+    `headers` the answer's; `request_id` its `X-Request-ID`, the id the server logged it under."""
 
-    def __init__(self, status: int, problem: dict[str, Any]) -> None:
-        self.status = status
+    def __init__(
+        self, status_code: int, problem: dict[str, Any], headers: httpx.Headers | None = None
+    ) -> None:
+        self.status_code = status_code
         self.problem = problem
+        self.headers = headers if headers is not None else httpx.Headers()
+        self.request_id: str | None = self.headers.get("x-request-id")
         self.code: str = str(problem.get("code", "http_error"))
         self.detail: str = str(problem.get("detail", ""))
-        super().__init__(f"{status} {self.code}: {self.detail}")
+        super().__init__(f"{status_code} {self.code}: {self.detail}")
 
 
 class UnauthorizedError(APIError):
@@ -164,4 +175,5 @@ def error_for(response: httpx.Response) -> APIError:
         problem = {"status": response.status_code, "detail": response.text[:500]}
     code = problem.get("code")
     kind = _BY_CODE.get(code) if isinstance(code, str) else None
-    return (kind or _BY_STATUS.get(response.status_code, APIError))(response.status_code, problem)
+    error = kind or _BY_STATUS.get(response.status_code, APIError)
+    return error(response.status_code, problem, response.headers)
