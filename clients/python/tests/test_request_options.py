@@ -1,16 +1,22 @@
 """What every request does alike in the four clients (docs/clients.md): its User-Agent, the
 request id its errors carry, the resends after a 429 and the wait `Retry-After` asks."""
 
+import asyncio
 import socket
+import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import httpx
 import pytest
 from sessionary_client import (
     APIConnectionError,
+    APIError,
     AsyncSessionaryClient,
     SessionaryClient,
     SessionNotFoundError,
 )
+from sessionary_client._core import retry_after
 from sessionary_client._transport import AsyncPoolTransport, PoolTransport
 
 USER = "ada"
@@ -77,3 +83,72 @@ def test_a_request_without_an_answer_carries_the_id_it_was_sent_with(
         with pytest.raises(APIConnectionError) as refused:
             client.health()
     assert refused.value.request_id == headers.get("X-Request-ID")
+
+
+class Scripted:
+    """A real HTTP server on a local socket, answering each request with the next of its
+    `answers` (status, headers), the last one for every request after; `sent` their times."""
+
+    def __init__(self, *answers: tuple[int, dict[str, str]]) -> None:
+        self.answers, self.sent = list(answers), list[float]()
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self.answer, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+
+    async def answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (await reader.readuntil(b"\r\n\r\n")) and not writer.is_closing():
+            self.sent.append(time.monotonic())
+            status, headers = self.answers[min(len(self.sent), len(self.answers)) - 1]
+            body = b'{"status":"ok"}' if status == 200 else b'{"code":"busy"}'
+            lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}"]
+            lines += ["Content-Type: application/json", *(f"{k}: {v}" for k, v in headers.items())]
+            writer.write("\r\n".join(lines).encode() + b"\r\n\r\n" + body)
+            await writer.drain()
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_a_read_is_resent_after_the_wait_retry_after_asks(status: int) -> None:
+    """No jitter: not before the second asked, though the backoff alone would be far less."""
+    server = Scripted((status, {"Retry-After": "1"}), (200, {}))
+    async with server as url, AsyncSessionaryClient(url, backoff=0.001) as client:
+        assert await client.health() == {"status": "ok"}
+    assert len(server.sent) == 2 and server.sent[1] - server.sent[0] >= 1.0
+
+
+async def test_a_write_is_not_resent_after_a_429() -> None:
+    server = Scripted((429, {"Retry-After": "0"}))
+    async with server as url, AsyncSessionaryClient(url, backoff=0.001) as client:
+        with pytest.raises(APIError) as limited:
+            await client.create_session("app", USER)
+    assert limited.value.status_code == 429 and len(server.sent) == 1
+
+
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "wait"),
+    [
+        ("2", 2.0),
+        ("0.5", 0.5),
+        ("0", 0.0),
+        ("3600", 60.0),
+        (format_datetime(NOW + timedelta(seconds=30), usegmt=True), 30.0),
+        (format_datetime(NOW + timedelta(hours=2), usegmt=True), 60.0),
+        (format_datetime(NOW - timedelta(hours=2), usegmt=True), 0.0),
+        (None, None),
+        ("", None),
+        ("-1", None),
+        ("nan", None),
+        ("soon", None),
+    ],
+)
+def test_retry_after_is_seconds_or_a_date_cut_to_a_minute(
+    value: str | None, wait: float | None
+) -> None:
+    headers = httpx.Headers({} if value is None else {"Retry-After": value})
+    assert retry_after(headers, now=NOW) == wait

@@ -87,7 +87,8 @@ class AsyncSessionaryClient:
     `version`, its `ETag` as read, or `*`.
 
     Retries: requests that never reached the server are resent; reads, appends (each event
-    carries its id) and app/user state merges are also resent after a lost answer or a 502-504.
+    carries its id) and app/user state merges are also resent after a lost answer, a 429 or a
+    502-504, after the wait its `Retry-After` asks (at most 60 s), else the backoff.
     """
 
     def __init__(

@@ -10,6 +10,8 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from importlib.metadata import version
 from typing import Generic, TypeVar
 from urllib.parse import quote, unquote
@@ -253,7 +255,7 @@ class RetryPolicy:
     # The request never reached the server: resending cannot duplicate anything.
     _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
     # The server, or a proxy in front of it, could not serve the request right now.
-    _TRANSIENT = frozenset({502, 503, 504})
+    _TRANSIENT = frozenset({429, 502, 503, 504})
     # 503s that the same request again would meet again: a search too costly for the server's
     # time limit (narrow it instead).
     _LASTING = frozenset({"search_timeout"})
@@ -280,8 +282,35 @@ class RetryPolicy:
             )
         if not retry:
             return None
+        if isinstance(outcome, httpx.Response):
+            asked = retry_after(outcome.headers)
+            if asked is not None:
+                return asked
         # Full jitter, so clients that failed together do not come back together.
         return random.uniform(0, min(self.max_backoff, self.backoff * 2**attempt))
+
+
+# The longest wait a Retry-After may ask: a longer one is cut to it (not ignored), rather than
+# keep a caller waiting for the hour a proxy asked.
+MAX_RETRY_AFTER = 60.0
+
+
+def retry_after(headers: httpx.Headers, now: datetime | None = None) -> float | None:
+    """The seconds an answer's `Retry-After` asks to wait (seconds, or an HTTP date: one
+    past is 0), at most `MAX_RETRY_AFTER`; None when it asks none that can be read."""
+    value = headers.get("retry-after", "")
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            date = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        date = date if date.tzinfo else date.replace(tzinfo=UTC)  # "-0000": UTC too
+        seconds = max((date - (now or datetime.now(UTC))).total_seconds(), 0.0)
+    if not seconds >= 0:  # negative, or NaN
+        return None
+    return min(seconds, MAX_RETRY_AFTER)
 
 
 def _problem_code(response: httpx.Response) -> str | None:
