@@ -1,6 +1,7 @@
 """The sync and async clients on a live server: every endpoint, typed errors, paging, retries."""
 
 import asyncio
+import json
 from collections.abc import Callable
 
 import httpx
@@ -575,3 +576,22 @@ async def test_apps_and_their_users_are_listed(
     users = list(sync_client.iter_users(app_name, page_size=1))
     assert [(user["userId"], user["sessionCount"]) for user in users] == [("ann", 2), ("bo", 1)]
     assert sync_client.list_users(app_name, page_size=1)["nextPageToken"]
+
+
+async def test_a_session_is_counted_exported_and_imported_elsewhere(
+    client: AsyncSessionaryClient, sync_client: SessionaryClient, app_name: str
+) -> None:
+    chat = client.session(app_name, USER, "s1")
+    await client.create_session(app_name, USER, session_id="s1", state={"k": 1})
+    await chat.append_events([event("e1", 1.0), event("e2", 2.0)])
+    assert await chat.count_events() == {"count": 2, "firstSeq": 1, "lastSeq": 2}
+
+    exported = await chat.export()
+    lines = [json.loads(line) for line in exported.splitlines()]
+    assert [line.get("id") for line in lines[1:]] == ["e1", "e2"], "NDJSON, a line an event"
+    imported = sync_client.import_session(app_name, "bob", exported)
+    assert (imported["userId"], imported["id"], imported["state"]) == ("bob", "s1", {"k": 1})
+    assert sync_client.count_events(app_name, "bob", "s1")["count"] == 2
+
+    assert (await client.get_key_scope())["authEnabled"] is False
+    assert "# TYPE" in sync_client.metrics()

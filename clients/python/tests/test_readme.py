@@ -1,6 +1,7 @@
 """The READMEs' Python runs as written: their "Use it from ADK" examples, the "from the OpenAI
 Agents SDK" one, and the client README's every snippet, in order, as a reader runs them."""
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -8,11 +9,13 @@ from typing import Any
 import pytest
 from agents import Agent
 from google.adk.runners import Runner
+from sessionary_client import AsyncSessionaryClient
 from sessionary_client.adk import SessionaryMemoryService, SessionaryService
 from sessionary_client.openai_agents import SessionarySession
 
 CLIENT_README = Path(__file__).parents[1] / "README.md"
 README = Path(__file__).parents[3] / "README.md"
+CLIENTS_DOC = README.parent / "docs" / "clients.md"
 
 
 @pytest.mark.parametrize(
@@ -65,3 +68,30 @@ async def test_the_openai_agents_example_makes_a_session_on_sessionary() -> None
     )
     assert isinstance(scope["agent"], Agent)
     await session.close()
+
+
+def test_the_client_readme_names_a_method_for_every_operation_of_the_spec() -> None:
+    """The README's "every endpoint" holds: each operationId of the spec has its method
+    (docs/clients.md's Python column), the client has it, and the README's table lists it."""
+    spec = json.loads((README.parent / "openapi" / "openapi.json").read_text())
+    operations = {
+        operation["operationId"]
+        for operations in spec["paths"].values()
+        for operation in operations.values()
+        if isinstance(operation, dict) and "operationId" in operation
+    }
+    python_column = {
+        row[1].strip("` "): re.search(r"`(\w+)`", row[3])
+        for row in (line.split("|") for line in CLIENTS_DOC.read_text().splitlines())
+        if len(row) == 8 and row[1].strip().startswith("`")
+    }
+    methods = {name: found.group(1) if found else None for name, found in python_column.items()}
+    readme = CLIENT_README.read_text()
+    lacking = [
+        name
+        for name in sorted(operations)
+        if not (method := methods.get(name))
+        or not hasattr(AsyncSessionaryClient, method)
+        or f"`{method}(" not in readme
+    ]
+    assert lacking == [], "operations the Python client or its README lacks"

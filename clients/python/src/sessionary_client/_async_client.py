@@ -43,12 +43,14 @@ from sessionary_client.models import (
     CompactionStrategy,
     ContextView,
     Event,
+    EventCount,
     EventList,
     EventPage,
     EventsRemoved,
     Healed,
     Health,
     Inherit,
+    KeyScope,
     Order,
     Outcome,
     Readiness,
@@ -136,15 +138,17 @@ class AsyncSessionaryClient:
         *,
         params: Params | None = None,
         body: object = None,
+        content: bytes | None = None,
         headers: dict[str, str] | None = None,
         idempotent: bool = False,
     ) -> httpx.Response:
         """The successful answer, after the resends `RetryPolicy` allows; errors are raised.
 
+        `body` is sent as JSON, `content` as it is (with its Content-Type in `headers`).
         `idempotent`: sending the request twice has the effect of sending it once.
         """
-        content = None if body is None else json_content(body)
-        if content is not None:
+        if body is not None:
+            content = json_content(body)
             headers = {"Content-Type": "application/json", **(headers or {})}
         attempt = 0
         while True:
@@ -806,6 +810,32 @@ class AsyncSessionaryClient:
             if page_token is None:
                 return
 
+    async def count_events(self, app_name: str, user_id: str, session_id: str) -> EventCount:
+        """How many events the session holds, without reading them."""
+        path = sessions_path(app_name, user_id, session_id, "events:count")
+        response = await self._send("GET", path, idempotent=True)
+        return cast(EventCount, response.json())
+
+    async def export_session(self, app_name: str, user_id: str, session_id: str) -> bytes:
+        """The session as NDJSON (its header line, then a line an event), for
+        `import_session`. NDJSON is asked for: `Accept: application/json` gets one document."""
+        path = sessions_path(app_name, user_id, f"{session_id}:export")
+        headers = {"Accept": "application/x-ndjson"}
+        response = await self._send("GET", path, headers=headers, idempotent=True)
+        return response.content
+
+    async def import_session(self, app_name: str, user_id: str, export: bytes) -> Session:
+        """An export stored under this app and user as it was, all or nothing; the same export
+        again writes nothing (so it is resent safely). The session, without events."""
+        response = await self._send(
+            "POST",
+            sessions_path(app_name, user_id) + ":import",
+            content=export,
+            headers={"Content-Type": "application/x-ndjson"},
+            idempotent=True,
+        )
+        return cast(Session, response.json())
+
     async def get_app_usage(
         self,
         app_name: str,
@@ -953,6 +983,16 @@ class AsyncSessionaryClient:
         response = await self._send("GET", "/readyz", idempotent=True)
         return cast(Readiness, response.json())
 
+    async def get_key_scope(self) -> KeyScope:
+        """What the client's API key may reach (`/auth/key`)."""
+        response = await self._send("GET", "/auth/key", idempotent=True)
+        return cast(KeyScope, response.json())
+
+    async def metrics(self) -> str:
+        """The server's Prometheus metrics (`/metrics`), as text."""
+        response = await self._send("GET", "/metrics", idempotent=True)
+        return response.text
+
     def session(self, app_name: str, user_id: str, session_id: str) -> "AsyncSessionHandle":
         """One session's methods without its app, user and id: `session.append_event(e)`."""
         return AsyncSessionHandle(self, app_name, user_id, session_id)
@@ -999,6 +1039,8 @@ class AsyncSessionHandle:
     append_event_outcome = _bound(AsyncSessionaryClient.append_event_outcome)
     append_events = _bound(AsyncSessionaryClient.append_events)
     list_events = _bound(AsyncSessionaryClient.list_events)
+    count_events = _bound(AsyncSessionaryClient.count_events)
+    export = _bound(AsyncSessionaryClient.export_session)
     iter_events = _bound(AsyncSessionaryClient.iter_events)
     stream_events = _bound(AsyncSessionaryClient.stream_events)
     fork = _bound(AsyncSessionaryClient.fork_session)

@@ -185,6 +185,25 @@ class AppUsage(TypedDict):
     total: TotalUsage
 
 
+class EventCount(TypedDict):
+    """How many events a session holds (`count_events`); the seqs are None without events."""
+
+    count: int
+    firstSeq: int | None
+    lastSeq: int | None
+
+
+class KeyScope(TypedDict):
+    """What the client's API key reaches (`get_key_scope`); None: every app, or every user."""
+
+    authEnabled: bool
+    keyId: str | None
+    appName: str | None
+    userId: str | None
+    readOnly: bool
+    writesAppState: bool
+
+
 class ScopeState(TypedDict):
     state: State
 
