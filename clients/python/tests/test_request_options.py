@@ -12,6 +12,7 @@ import pytest
 from sessionary_client import (
     APIConnectionError,
     APIError,
+    APITimeoutError,
     AsyncSessionaryClient,
     SessionaryClient,
     SessionNotFoundError,
@@ -152,3 +153,62 @@ def test_retry_after_is_seconds_or_a_date_cut_to_a_minute(
 ) -> None:
     headers = httpx.Headers({} if value is None else {"Retry-After": value})
     assert retry_after(headers, now=NOW) == wait
+
+
+def test_a_calls_headers_go_over_the_clients_but_not_over_the_operations(
+    live_server: str, app_name: str
+) -> None:
+    recording = Recording()
+    headers = {"X-Request-ID": "client", "X-Tag": "client"}
+    with SessionaryClient(live_server, transport=recording, headers=headers) as client:
+        mine = {"x-request-id": "call-1", "User-Agent": "mine/1", "Content-Type": "text/plain"}
+        client.create_session(app_name, USER, session_id="s1", extra_headers=mine)
+        with pytest.raises(SessionNotFoundError) as missing:
+            client.get_session(app_name, USER, "nope", extra_headers={"X-Request-ID": "call-2"})
+        client.health()
+    assert missing.value.request_id == "call-2"
+    sent = [
+        (h["x-request-id"], h["x-tag"], h.get_list("user-agent"), h.get("content-type"))
+        for h in recording.sent
+    ]
+    assert sent == [
+        ("call-1", "client", ["mine/1"], "application/json"),
+        ("call-2", "client", ["sessionary-python/0.1.0"], None),
+        ("client", "client", ["sessionary-python/0.1.0"], None),
+    ]
+
+
+async def test_a_calls_timeout_replaces_the_clients(live_server: str) -> None:
+    async with AsyncSessionaryClient(live_server, retries=0) as client:
+        with pytest.raises(APITimeoutError):
+            await client.health(timeout=1e-6)
+        assert await client.health() == {"status": "ok"}
+
+
+@pytest.mark.parametrize("max_retries", [0, 3])
+async def test_a_calls_max_retries_replaces_the_clients(max_retries: int) -> None:
+    server = Scripted((503, {"Retry-After": "0"}))
+    async with server as url, AsyncSessionaryClient(url, retries=1) as client:
+        with pytest.raises(APIError):
+            await client.session("app", USER, "s1").list_events(max_retries=max_retries)
+    assert len(server.sent) == 1 + max_retries
+
+
+async def test_a_streams_max_retries_bounds_its_reconnects_in_a_row() -> None:
+    attempts: list[httpx.Headers] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        attempts.append(request.headers)
+        raise httpx.ConnectError("connection refused", request=request)
+
+    refusing = httpx.MockTransport(refuse)
+    async with AsyncSessionaryClient(
+        "http://s", transport=refusing, retries=5, backoff=0
+    ) as client:
+        watch = client.stream_events(
+            "app", USER, "s1", max_retries=1, extra_headers={"X-Request-ID": "w"}
+        )
+        with pytest.raises(APIConnectionError) as lost:
+            async for _ in watch:
+                pass
+    assert len(attempts) == 2 and lost.value.request_id == "w"

@@ -8,7 +8,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
-from typing import Concatenate, Literal, ParamSpec, Self, TypeVar, cast
+from typing import Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack, cast
 
 import httpx
 
@@ -19,10 +19,12 @@ from sessionary_client._core import (
     UNSET,
     IfMatch,
     Params,
+    RequestOptions,
     RetryPolicy,
     Unset,
     WrittenVersions,
     base_url_or_default,
+    call_headers,
     default_headers,
     if_match_header,
     json_content,
@@ -91,6 +93,9 @@ class AsyncSessionaryClient:
     Retries: requests that never reached the server are resent; reads, appends (each event
     carries its id) and app/user state merges are also resent after a lost answer, a 429 or a
     502-504, after the wait its `Retry-After` asks (at most 60 s), else the backoff.
+
+    Every method also takes `timeout`, `extra_headers` and `max_retries` for that call alone
+    (`RequestOptions`).
     """
 
     def __init__(
@@ -141,6 +146,7 @@ class AsyncSessionaryClient:
         content: bytes | None = None,
         headers: dict[str, str] | None = None,
         idempotent: bool = False,
+        **options: Unpack[RequestOptions],
     ) -> httpx.Response:
         """The successful answer, after the resends `RetryPolicy` allows; errors are raised.
 
@@ -150,17 +156,20 @@ class AsyncSessionaryClient:
         if body is not None:
             content = json_content(body)
             headers = {"Content-Type": "application/json", **(headers or {})}
+        sent = call_headers(options, headers)
+        timeout = options.get("timeout", httpx.USE_CLIENT_DEFAULT)
+        retry = self._retry.of_call(options)
         attempt = 0
         while True:
             request = self._http.build_request(
-                method, path, params=params, content=content, headers=headers
+                method, path, params=params, content=content, headers=sent, timeout=timeout
             )
             outcome: httpx.Response | Exception
             try:
                 outcome = await self._http.send(request)
             except httpx.TransportError as error:
                 outcome = error
-            delay = self._retry.delay(idempotent, attempt, outcome)
+            delay = retry.delay(idempotent, attempt, outcome)
             if delay is None:
                 if isinstance(outcome, httpx.TransportError):
                     raise connection_error(outcome, request.headers) from outcome
@@ -183,6 +192,7 @@ class AsyncSessionaryClient:
         labels: dict[str, str] | None = None,
         ttl: float | None = None,
         expire_time: float | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """A new session; with `ttl` (seconds) or `expire_time` (epoch seconds), one that
         expires."""
@@ -195,7 +205,7 @@ class AsyncSessionaryClient:
             ttl=ttl,
             expireTime=expire_time,
         )
-        response = await self._send("POST", sessions_path(app_name, user_id), body=body)
+        response = await self._send("POST", sessions_path(app_name, user_id), body=body, **options)
         return cast(Session, response.json())
 
     async def get_session(
@@ -207,6 +217,7 @@ class AsyncSessionaryClient:
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
         until_seq: int | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """The session; with `until_seq`, as it was at that seq (events and session state).
         It holds every write this client made to it, even from a lagging read replica."""
@@ -217,6 +228,7 @@ class AsyncSessionaryClient:
             num_recent_events=num_recent_events,
             after_timestamp=after_timestamp,
             until_seq=until_seq,
+            **options,
         )
         return cast(Session, json.loads(read))
 
@@ -229,6 +241,7 @@ class AsyncSessionaryClient:
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
         until_seq: int | None = None,
+        **options: Unpack[RequestOptions],
     ) -> bytes:
         """As `get_session`, the session's JSON as the server sent it: for a caller that
         decodes it into models of its own in one pass (the ADK adapter does)."""
@@ -239,7 +252,7 @@ class AsyncSessionaryClient:
             untilSeq=until_seq,
             minVersion=self._written.of(app_name, user_id, session_id),
         )
-        response = await self._send("GET", path, params=params, idempotent=True)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
         return response.content
 
     async def list_sessions(
@@ -252,6 +265,7 @@ class AsyncSessionaryClient:
         order: Order = "asc",
         labels: dict[str, str] | None = None,
         display_name: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> SessionPage:
         """One page of sessions (without events); `user_id=None` lists every user's; with
         `labels`, those that have all of them; with `display_name`, those so named."""
@@ -266,7 +280,7 @@ class AsyncSessionaryClient:
             label=label_filters(labels),
             displayName=display_name,
         )
-        response = await self._send("GET", path, params=params, idempotent=True)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
         return cast(SessionPage, response.json())
 
     async def iter_sessions(
@@ -278,6 +292,7 @@ class AsyncSessionaryClient:
         order: Order = "asc",
         labels: dict[str, str] | None = None,
         display_name: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> AsyncIterator[Session]:
         """Every session (with the filters of `list_sessions`), fetching pages as the
         iteration reaches them."""
@@ -291,6 +306,7 @@ class AsyncSessionaryClient:
                 order=order,
                 labels=labels,
                 display_name=display_name,
+                **options,
             )
             for session in page["sessions"]:
                 yield session
@@ -298,17 +314,25 @@ class AsyncSessionaryClient:
             if page_token is None:
                 return
 
-    async def list_apps(self, *, page_size: int = 100, page_token: str | None = None) -> AppPage:
+    async def list_apps(
+        self,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AppPage:
         """One page of the apps that have sessions (a key of one app sees it alone), by name."""
         params = query(pageSize=page_size, pageToken=page_token)
-        response = await self._send("GET", "/apps", params=params, idempotent=True)
+        response = await self._send("GET", "/apps", params=params, idempotent=True, **options)
         return cast(AppPage, response.json())
 
-    async def iter_apps(self, *, page_size: int = 100) -> AsyncIterator[AppSummary]:
+    async def iter_apps(
+        self, *, page_size: int = 100, **options: Unpack[RequestOptions]
+    ) -> AsyncIterator[AppSummary]:
         """Every app that has sessions, fetching pages as the iteration reaches them."""
         page_token: str | None = None
         while True:
-            page = await self.list_apps(page_size=page_size, page_token=page_token)
+            page = await self.list_apps(page_size=page_size, page_token=page_token, **options)
             for app in page["apps"]:
                 yield app
             page_token = page["nextPageToken"]
@@ -316,21 +340,28 @@ class AsyncSessionaryClient:
                 return
 
     async def list_users(
-        self, app_name: str, *, page_size: int = 100, page_token: str | None = None
+        self,
+        app_name: str,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> UserPage:
         """One page of the app's users that have sessions (a key of one user sees it alone)."""
         params = query(pageSize=page_size, pageToken=page_token)
         path = quoted_path("apps", app_name, "users")
-        response = await self._send("GET", path, params=params, idempotent=True)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
         return cast(UserPage, response.json())
 
     async def iter_users(
-        self, app_name: str, *, page_size: int = 100
+        self, app_name: str, *, page_size: int = 100, **options: Unpack[RequestOptions]
     ) -> AsyncIterator[UserSummary]:
         """Every user of the app that has sessions, fetching pages as needed."""
         page_token: str | None = None
         while True:
-            page = await self.list_users(app_name, page_size=page_size, page_token=page_token)
+            page = await self.list_users(
+                app_name, page_size=page_size, page_token=page_token, **options
+            )
             for user in page["users"]:
                 yield user
             page_token = page["nextPageToken"]
@@ -347,13 +378,14 @@ class AsyncSessionaryClient:
         session_id: str | None = None,
         at_seq: int | None = None,
         before_invocation_id: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """A new session (`session_id`, else one the server makes) with the parent's events
         up to `at_seq`, or before the first event of `before_invocation_id`, or (with
         neither) all of them, and its session state then."""
         body = _present(sessionId=session_id, atSeq=at_seq, beforeInvocationId=before_invocation_id)
         path = sessions_path(app_name, user_id, parent_id) + ":fork"
-        response = await self._send("POST", path, body=body)
+        response = await self._send("POST", path, body=body, **options)
         return cast(Session, response.json())
 
     async def create_child_session(
@@ -367,6 +399,7 @@ class AsyncSessionaryClient:
         state: State | None = None,
         function_call_id: str | None = None,
         inherit: Inherit = "none",
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """A child session (`session_id`, else one the server makes) for a sub-agent; with
         `function_call_id`, closing it answers that call of the parent."""
@@ -377,7 +410,7 @@ class AsyncSessionaryClient:
             inherit=inherit,
         )
         path = sessions_path(app_name, user_id, parent_id, "children")
-        response = await self._send("POST", path, body=body)
+        response = await self._send("POST", path, body=body, **options)
         return cast(Session, response.json())
 
     async def close_session(
@@ -389,6 +422,7 @@ class AsyncSessionaryClient:
         *,
         result: object = None,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """Close the session to writes; a child made for a function call answers it with
         `{outcome, result}`."""
@@ -398,13 +432,16 @@ class AsyncSessionaryClient:
             sessions_path(app_name, user_id, session_id) + ":close",
             body=_present(outcome=outcome, result=result),
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Session, response.json())
 
-    async def get_lineage(self, app_name: str, user_id: str, session_id: str) -> list[Session]:
+    async def get_lineage(
+        self, app_name: str, user_id: str, session_id: str, **options: Unpack[RequestOptions]
+    ) -> list[Session]:
         """The session's ancestors (without events), root first."""
         path = sessions_path(app_name, user_id, session_id, "lineage")
-        response = await self._send("GET", path, idempotent=True)
+        response = await self._send("GET", path, idempotent=True, **options)
         return cast(SessionList, response.json())["sessions"]
 
     async def list_children(
@@ -415,11 +452,12 @@ class AsyncSessionaryClient:
         *,
         page_size: int = 100,
         page_token: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> SessionPage:
         """One page of the session's forks and children (without events), oldest first."""
         path = sessions_path(app_name, user_id, session_id, "children")
         params = query(pageSize=page_size, pageToken=page_token)
-        response = await self._send("GET", path, params=params, idempotent=True)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
         return cast(SessionPage, response.json())
 
     async def rewind_session(
@@ -430,6 +468,7 @@ class AsyncSessionaryClient:
         before_invocation_id: str,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Event:
         """ADK's rewind: appends the event that undoes `before_invocation_id` and everything
         after it (state included); returns that event."""
@@ -439,6 +478,7 @@ class AsyncSessionaryClient:
             sessions_path(app_name, user_id, session_id) + ":rewind",
             body={"beforeInvocationId": before_invocation_id},
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Event, response.json())
 
@@ -450,6 +490,7 @@ class AsyncSessionaryClient:
         keep_last: int,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Trimmed:
         """Remove all but the newest `keep_last` events (and answers to removed calls)."""
         response = await self._send(
@@ -457,17 +498,25 @@ class AsyncSessionaryClient:
             sessions_path(app_name, user_id, session_id) + ":trim",
             body={"keepLast": keep_last},
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Trimmed, response.json())
 
     async def reset_session(
-        self, app_name: str, user_id: str, session_id: str, *, if_match: IfMatch = None
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Trimmed:
         """Remove every event and the session's own state."""
         response = await self._send(
             "POST",
             sessions_path(app_name, user_id, session_id) + ":reset",
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Trimmed, response.json())
 
@@ -479,12 +528,14 @@ class AsyncSessionaryClient:
         event_id: str,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> EventsRemoved:
         """Remove an event and the events answering its function calls."""
         response = await self._send(
             "DELETE",
             sessions_path(app_name, user_id, session_id, "events", event_id),
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(EventsRemoved, response.json())
 
@@ -497,6 +548,7 @@ class AsyncSessionaryClient:
         content: dict[str, object],
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Event:
         """Replace an event's `content` (a redaction, say); returns the event as stored."""
         response = await self._send(
@@ -504,17 +556,24 @@ class AsyncSessionaryClient:
             sessions_path(app_name, user_id, session_id, "events", event_id),
             body={"content": content},
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Event, response.json())
 
     async def get_context(
-        self, app_name: str, user_id: str, session_id: str, *, token_budget: int | None = None
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        token_budget: int | None = None,
+        **options: Unpack[RequestOptions],
     ) -> ContextView:
         """What a model should see next: the live events, compactions applied, the newest
         that fit `token_budget` (all without one), tool calls whole with their answers."""
         path = sessions_path(app_name, user_id, session_id) + "/context"
         params = query(tokenBudget=token_budget)
-        response = await self._send("GET", path, params=params, idempotent=True)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
         return cast(ContextView, response.json())
 
     async def compact_session(
@@ -528,6 +587,7 @@ class AsyncSessionaryClient:
         summary: str | None = None,
         tool_output_max_chars: int | None = None,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Event:
         """Append one compaction event over the live events older than the newest
         `keep_last`: `summary` (your text replaces them), `truncate`, or `observationMask`
@@ -544,6 +604,7 @@ class AsyncSessionaryClient:
             sessions_path(app_name, user_id, session_id) + ":compact",
             body=body,
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Event, response.json())
 
@@ -555,12 +616,13 @@ class AsyncSessionaryClient:
         *,
         status: ToolCallStatus | None = None,
         timeout_seconds: float | None = None,
+        **options: Unpack[RequestOptions],
     ) -> list[ToolCall]:
         """The session's function calls, in order: answered, pending or orphaned (unanswered
         past `timeout_seconds`; the server's default without it)."""
         path = sessions_path(app_name, user_id, session_id) + "/toolCalls"
         params = query(status=status, timeoutSeconds=timeout_seconds)
-        response = await self._send("GET", path, params=params, idempotent=True)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
         return cast(list[ToolCall], response.json()["toolCalls"])
 
     async def heal_session(
@@ -571,6 +633,7 @@ class AsyncSessionaryClient:
         *,
         timeout_seconds: float | None = None,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Healed:
         """Answer each orphaned call with an error response. A second heal answers nothing,
         so it is resent after a lost answer (but for one with `if_match`, which would be a
@@ -581,11 +644,17 @@ class AsyncSessionaryClient:
             body=_present(timeoutSeconds=timeout_seconds),
             headers=if_match_header(if_match),
             idempotent=if_match is None,
+            **options,
         )
         return cast(Healed, response.json())
 
     async def queue_event(
-        self, app_name: str, user_id: str, session_id: str, event: Event
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: Event,
+        **options: Unpack[RequestOptions],
     ) -> Event:
         """Queue an event apart from the log (a user typing while a turn runs); returns it as
         queued. An id is given to it here, so a resend after a lost answer queues it once."""
@@ -594,19 +663,24 @@ class AsyncSessionaryClient:
             sessions_path(app_name, user_id, session_id) + "/pending",
             body=with_id(event),
             idempotent=True,
+            **options,
         )
         return cast(Event, response.json())
 
-    async def list_pending(self, app_name: str, user_id: str, session_id: str) -> list[Event]:
+    async def list_pending(
+        self, app_name: str, user_id: str, session_id: str, **options: Unpack[RequestOptions]
+    ) -> list[Event]:
         """The queued events, in the order they came."""
         path = sessions_path(app_name, user_id, session_id) + "/pending"
-        response = await self._send("GET", path, idempotent=True)
+        response = await self._send("GET", path, idempotent=True, **options)
         return cast(list[Event], response.json()["events"])
 
-    async def clear_pending(self, app_name: str, user_id: str, session_id: str) -> None:
+    async def clear_pending(
+        self, app_name: str, user_id: str, session_id: str, **options: Unpack[RequestOptions]
+    ) -> None:
         """Empty the queue without appending it."""
         path = sessions_path(app_name, user_id, session_id) + "/pending"
-        await self._send("DELETE", path, idempotent=True)
+        await self._send("DELETE", path, idempotent=True, **options)
 
     async def promote_pending(
         self,
@@ -616,6 +690,7 @@ class AsyncSessionaryClient:
         *,
         force: bool = False,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> list[Event]:
         """Append every queued event, in order, in one transaction; the events as stored
         (empty when none was queued). `ToolCallsPendingError` while a function call is
@@ -626,11 +701,18 @@ class AsyncSessionaryClient:
             sessions_path(app_name, user_id, session_id) + "/pending:promote",
             body={"force": force},
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(list[Event], response.json()["events"])
 
     async def delete_session(
-        self, app_name: str, user_id: str, session_id: str, *, if_match: IfMatch = None
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> None:
         """Delete the session and its events; with `if_match`, only at that version."""
         # Not resent after a lost answer: for the caller, the resend would answer 404.
@@ -638,6 +720,7 @@ class AsyncSessionaryClient:
             "DELETE",
             sessions_path(app_name, user_id, session_id),
             headers=if_match_header(if_match),
+            **options,
         )
         self._written.forget(app_name, user_id, session_id)  # a new one may take the id
 
@@ -649,6 +732,7 @@ class AsyncSessionaryClient:
         state_delta: State,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """Record `state_delta` as an event authored by `user`; returns the session."""
         # Not resent after a lost answer: each PATCH records an event with a server-chosen id.
@@ -657,6 +741,7 @@ class AsyncSessionaryClient:
             sessions_path(app_name, user_id, session_id),
             body={"stateDelta": state_delta},
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Session, response.json())
 
@@ -672,6 +757,7 @@ class AsyncSessionaryClient:
         ttl: float | None = None,
         expire_time: float | Unset | None = UNSET,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """Change what is given, in one write: `state_delta` (recorded as an event, like
         `update_session_state`), the display name (None clears it), every label (`{}` clears
@@ -686,6 +772,7 @@ class AsyncSessionaryClient:
             sessions_path(app_name, user_id, session_id),
             body=body,
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Session, response.json())
 
@@ -697,6 +784,7 @@ class AsyncSessionaryClient:
         event: Event,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Event:
         """Store `event` (given an `id` if it has none); returns it as stored, with `seq`.
 
@@ -705,7 +793,7 @@ class AsyncSessionaryClient:
         `append_event_outcome` tells, besides, whether this call stored it.
         """
         appended = await self.append_event_outcome(
-            app_name, user_id, session_id, event, if_match=if_match
+            app_name, user_id, session_id, event, if_match=if_match, **options
         )
         return appended.event
 
@@ -717,6 +805,7 @@ class AsyncSessionaryClient:
         event: Event,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Appended:
         """As `append_event`, and whether the event was stored now, or was stored before
         (a retry, after an answer was lost: nothing written), or is a partial one."""
@@ -728,6 +817,7 @@ class AsyncSessionaryClient:
             body=with_id(event),
             headers=if_match_header(if_match),
             idempotent=True,
+            **options,
         )
         outcome = _APPEND_OUTCOMES[response.status_code]
         return Appended(cast(Event, response.json()), outcome)
@@ -740,6 +830,7 @@ class AsyncSessionaryClient:
         events: list[Event],
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> list[Event]:
         """Store `events` at consecutive seqs, all or none; `partial` ones are skipped."""
         # Safe to resend for the same reason as one append: every event carries its id.
@@ -749,6 +840,7 @@ class AsyncSessionaryClient:
             body={"events": [with_id(event) for event in events]},
             headers=if_match_header(if_match),
             idempotent=True,
+            **options,
         )
         return cast(EventList, response.json())["events"]
 
@@ -764,6 +856,7 @@ class AsyncSessionaryClient:
         after_timestamp: float | None = None,
         before_timestamp: float | None = None,
         order: Order = "asc",
+        **options: Unpack[RequestOptions],
     ) -> EventPage:
         path = sessions_path(app_name, user_id, session_id, "events")
         params = query(
@@ -775,7 +868,7 @@ class AsyncSessionaryClient:
             order=order,
             minVersion=self._written.of(app_name, user_id, session_id),
         )
-        response = await self._send("GET", path, params=params, idempotent=True)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
         return cast(EventPage, response.json())
 
     async def iter_events(
@@ -789,6 +882,7 @@ class AsyncSessionaryClient:
         after_timestamp: float | None = None,
         before_timestamp: float | None = None,
         order: Order = "asc",
+        **options: Unpack[RequestOptions],
     ) -> AsyncIterator[Event]:
         """Every event, fetching pages as the iteration reaches them."""
         page_token: str | None = None
@@ -803,6 +897,7 @@ class AsyncSessionaryClient:
                 after_timestamp=after_timestamp,
                 before_timestamp=before_timestamp,
                 order=order,
+                **options,
             )
             for event in page["events"]:
                 yield event
@@ -810,21 +905,27 @@ class AsyncSessionaryClient:
             if page_token is None:
                 return
 
-    async def count_events(self, app_name: str, user_id: str, session_id: str) -> EventCount:
+    async def count_events(
+        self, app_name: str, user_id: str, session_id: str, **options: Unpack[RequestOptions]
+    ) -> EventCount:
         """How many events the session holds, without reading them."""
         path = sessions_path(app_name, user_id, session_id, "events:count")
-        response = await self._send("GET", path, idempotent=True)
+        response = await self._send("GET", path, idempotent=True, **options)
         return cast(EventCount, response.json())
 
-    async def export_session(self, app_name: str, user_id: str, session_id: str) -> bytes:
+    async def export_session(
+        self, app_name: str, user_id: str, session_id: str, **options: Unpack[RequestOptions]
+    ) -> bytes:
         """The session as NDJSON (its header line, then a line an event), for
         `import_session`. NDJSON is asked for: `Accept: application/json` gets one document."""
         path = sessions_path(app_name, user_id, f"{session_id}:export")
         headers = {"Accept": "application/x-ndjson"}
-        response = await self._send("GET", path, headers=headers, idempotent=True)
+        response = await self._send("GET", path, headers=headers, idempotent=True, **options)
         return response.content
 
-    async def import_session(self, app_name: str, user_id: str, export: bytes) -> Session:
+    async def import_session(
+        self, app_name: str, user_id: str, export: bytes, **options: Unpack[RequestOptions]
+    ) -> Session:
         """An export stored under this app and user as it was, all or nothing; the same export
         again writes nothing (so it is resent safely). The session, without events."""
         response = await self._send(
@@ -833,6 +934,7 @@ class AsyncSessionaryClient:
             content=export,
             headers={"Content-Type": "application/x-ndjson"},
             idempotent=True,
+            **options,
         )
         return cast(Session, response.json())
 
@@ -843,6 +945,7 @@ class AsyncSessionaryClient:
         user_id: str | None = None,
         after_timestamp: float | None = None,
         before_timestamp: float | None = None,
+        **options: Unpack[RequestOptions],
     ) -> AppUsage:
         """The app's token usage (its events' `usageMetadata`), by user and in all, over
         events with timestamp ≥ `after_timestamp` and < `before_timestamp`."""
@@ -850,22 +953,28 @@ class AsyncSessionaryClient:
             userId=user_id, afterTimestamp=after_timestamp, beforeTimestamp=before_timestamp
         )
         path = quoted_path("apps", app_name, "usage")
-        response = await self._send("GET", path, params=params, idempotent=True)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
         return cast(AppUsage, response.json())
 
     async def stream_events(
-        self, app_name: str, user_id: str, session_id: str, *, after_seq: int | None = None
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        **options: Unpack[RequestOptions],
     ) -> AsyncIterator[StreamEvent]:
         """The session's changes as they are committed: after `after_seq` first (read back
         from the log; 0: the whole session), else from now. Resumes by itself after a lost
         connection, after the last event received, losing and repeating nothing; ends after
         `closed` or `deleted`."""
         path = sessions_path(app_name, user_id, session_id) + "/events:stream"
-        async for event in self._stream(path, after_seq, ends=FINAL_EVENTS):
+        async for event in self._stream(path, after_seq, ends=FINAL_EVENTS, **options):
             yield event
 
     async def stream_sessions(
-        self, app_name: str, user_id: str | None = None
+        self, app_name: str, user_id: str | None = None, **options: Unpack[RequestOptions]
     ) -> AsyncIterator[StreamEvent]:
         """An app's sessions (one user's, with `user_id`) as they are created, updated,
         closed and deleted, from now; reconnects by itself after a lost connection (what
@@ -874,20 +983,28 @@ class AsyncSessionaryClient:
             path = quoted_path("apps", app_name, "sessions:stream")
         else:
             path = sessions_path(app_name, user_id) + ":stream"
-        async for event in self._stream(path, None, ends=frozenset()):
+        async for event in self._stream(path, None, ends=frozenset(), **options):
             yield event
 
     async def _stream(
-        self, path: str, after: int | None, *, ends: frozenset[str]
+        self,
+        path: str,
+        after: int | None,
+        *,
+        ends: frozenset[str],
+        **options: Unpack[RequestOptions],
     ) -> AsyncIterator[StreamEvent]:
         """A stream's events until one of `ends`, reconnecting after a lost connection (as
         the retry policy allows between two events, with `Last-Event-ID` once there is
         one)."""
         attempt = 0
-        timeout = self._http.timeout
+        timeout = httpx.Timeout(options.get("timeout", self._http.timeout))
         timeout = httpx.Timeout(timeout.connect, read=STREAM_READ_TIMEOUT, write=timeout.write)
+        retry = self._retry.of_call(options)
         while True:
-            headers = {} if after is None else {"Last-Event-ID": str(after)}
+            headers = call_headers(
+                options, None if after is None else {"Last-Event-ID": str(after)}
+            )
             try:
                 async with self._http.stream(
                     "GET", path, headers=headers, timeout=timeout
@@ -909,9 +1026,11 @@ class AsyncSessionaryClient:
                             if event.event in ends:
                                 return
             except httpx.TransportError as error:
-                delay = self._retry.delay(True, attempt, error)
+                delay = retry.delay(True, attempt, error)
                 if delay is None:
-                    raise connection_error(error, self._http.headers) from error
+                    sent = httpx.Headers(self._http.headers)
+                    sent.update(headers)
+                    raise connection_error(error, sent) from error
                 await asyncio.sleep(delay)
                 attempt += 1
 
@@ -927,6 +1046,7 @@ class AsyncSessionaryClient:
         before_timestamp: float | None = None,
         page_size: int = 100,
         page_token: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> SearchPage:
         """One page of the app's events matching `q` (web-search syntax: `refund order`,
         `"full refund"`, `refund or return`, `refund -partial`), best first."""
@@ -941,56 +1061,66 @@ class AsyncSessionaryClient:
             pageToken=page_token,
         )
         path = quoted_path("apps", app_name, "search")
-        response = await self._send("GET", path, params=params, idempotent=True)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
         return cast(SearchPage, response.json())
 
-    async def get_app_state(self, app_name: str) -> State:
-        response = await self._send("GET", quoted_path("apps", app_name, "state"), idempotent=True)
+    async def get_app_state(self, app_name: str, **options: Unpack[RequestOptions]) -> State:
+        response = await self._send(
+            "GET", quoted_path("apps", app_name, "state"), idempotent=True, **options
+        )
         return cast(ScopeState, response.json())["state"]
 
-    async def update_app_state(self, app_name: str, state_delta: State) -> State:
+    async def update_app_state(
+        self, app_name: str, state_delta: State, **options: Unpack[RequestOptions]
+    ) -> State:
         # Safe to resend: a top-level merge of the same keys twice leaves what merging once does.
         response = await self._send(
             "PATCH",
             quoted_path("apps", app_name, "state"),
             body={"stateDelta": state_delta},
             idempotent=True,
+            **options,
         )
         return cast(ScopeState, response.json())["state"]
 
-    async def get_user_state(self, app_name: str, user_id: str) -> State:
+    async def get_user_state(
+        self, app_name: str, user_id: str, **options: Unpack[RequestOptions]
+    ) -> State:
         path = quoted_path("apps", app_name, "users", user_id, "state")
-        response = await self._send("GET", path, idempotent=True)
+        response = await self._send("GET", path, idempotent=True, **options)
         return cast(ScopeState, response.json())["state"]
 
-    async def update_user_state(self, app_name: str, user_id: str, state_delta: State) -> State:
+    async def update_user_state(
+        self, app_name: str, user_id: str, state_delta: State, **options: Unpack[RequestOptions]
+    ) -> State:
         # Safe to resend, as for app state.
         response = await self._send(
             "PATCH",
             quoted_path("apps", app_name, "users", user_id, "state"),
             body={"stateDelta": state_delta},
             idempotent=True,
+            **options,
         )
         return cast(ScopeState, response.json())["state"]
 
-    async def health(self) -> Health:
+    async def health(self, **options: Unpack[RequestOptions]) -> Health:
         """The process answers (`/healthz`); says nothing about the database."""
-        response = await self._send("GET", "/healthz", idempotent=True)
+        response = await self._send("GET", "/healthz", idempotent=True, **options)
         return cast(Health, response.json())
 
-    async def readiness(self) -> Readiness:
+    async def readiness(self, **options: Unpack[RequestOptions]) -> Readiness:
         """The database answers, at the expected schema (`/readyz`); else a 503 error."""
-        response = await self._send("GET", "/readyz", idempotent=True)
+        response = await self._send("GET", "/readyz", idempotent=True, **options)
         return cast(Readiness, response.json())
 
-    async def get_key_scope(self) -> KeyScope:
+    async def get_key_scope(self, **options: Unpack[RequestOptions]) -> KeyScope:
         """What the client's API key may reach (`/auth/key`)."""
-        response = await self._send("GET", "/auth/key", idempotent=True)
+        response = await self._send("GET", "/auth/key", idempotent=True, **options)
         return cast(KeyScope, response.json())
 
-    async def metrics(self) -> str:
+    async def metrics(self, **options: Unpack[RequestOptions]) -> str:
         """The server's Prometheus metrics (`/metrics`), as text."""
-        response = await self._send("GET", "/metrics", idempotent=True)
+        response = await self._send("GET", "/metrics", idempotent=True, **options)
         return response.text
 
     def session(self, app_name: str, user_id: str, session_id: str) -> "AsyncSessionHandle":

@@ -9,11 +9,11 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from importlib.metadata import version
-from typing import Generic, TypeVar
+from typing import Generic, TypedDict, TypeVar
 from urllib.parse import quote, unquote
 
 import httpx
@@ -244,6 +244,25 @@ def with_id(event: Event) -> Event:
     return event if event.get("id") else {**event, "id": str(uuid.uuid4())}
 
 
+class RequestOptions(TypedDict, total=False):
+    """What one call changes of the client's, as keyword arguments of every method (named as
+    openai-python's): `timeout` (seconds, or an `httpx.Timeout`) replaces the client's;
+    `extra_headers` go over the client's headers (a `User-Agent` among them replaces the
+    client's), the operation's own (`Content-Type`, `If-Match`) over them; `max_retries`
+    replaces `retries`, and for a stream is how many reconnects in a row it makes."""
+
+    timeout: float | httpx.Timeout
+    extra_headers: dict[str, str]
+    max_retries: int
+
+
+def call_headers(options: RequestOptions, own: dict[str, str] | None) -> httpx.Headers:
+    """A call's `extra_headers` with the operation's `own` over them, whatever their case."""
+    headers = httpx.Headers(options.get("extra_headers"))
+    headers.update(own or {})
+    return headers
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how soon to resend a request whose answer was lost or was a transient error."""
@@ -259,6 +278,11 @@ class RetryPolicy:
     # 503s that the same request again would meet again: a search too costly for the server's
     # time limit (narrow it instead).
     _LASTING = frozenset({"search_timeout"})
+
+    def of_call(self, options: RequestOptions) -> "RetryPolicy":
+        """This policy with the call's `max_retries`, if it gives one."""
+        retries = options.get("max_retries")
+        return self if retries is None else replace(self, retries=retries)
 
     def delay(
         self, idempotent: bool, attempt: int, outcome: httpx.Response | Exception

@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import Concatenate, Literal, ParamSpec, Self, TypeVar, cast
+from typing import Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack, cast
 
 import httpx
 
@@ -17,10 +17,12 @@ from sessionary_client._core import (
     UNSET,
     IfMatch,
     Params,
+    RequestOptions,
     RetryPolicy,
     Unset,
     WrittenVersions,
     base_url_or_default,
+    call_headers,
     default_headers,
     if_match_header,
     json_content,
@@ -89,6 +91,9 @@ class SessionaryClient:
     Retries: requests that never reached the server are resent; reads, appends (each event
     carries its id) and app/user state merges are also resent after a lost answer, a 429 or a
     502-504, after the wait its `Retry-After` asks (at most 60 s), else the backoff.
+
+    Every method also takes `timeout`, `extra_headers` and `max_retries` for that call alone
+    (`RequestOptions`).
     """
 
     def __init__(
@@ -139,6 +144,7 @@ class SessionaryClient:
         content: bytes | None = None,
         headers: dict[str, str] | None = None,
         idempotent: bool = False,
+        **options: Unpack[RequestOptions],
     ) -> httpx.Response:
         """The successful answer, after the resends `RetryPolicy` allows; errors are raised.
 
@@ -148,17 +154,20 @@ class SessionaryClient:
         if body is not None:
             content = json_content(body)
             headers = {"Content-Type": "application/json", **(headers or {})}
+        sent = call_headers(options, headers)
+        timeout = options.get("timeout", httpx.USE_CLIENT_DEFAULT)
+        retry = self._retry.of_call(options)
         attempt = 0
         while True:
             request = self._http.build_request(
-                method, path, params=params, content=content, headers=headers
+                method, path, params=params, content=content, headers=sent, timeout=timeout
             )
             outcome: httpx.Response | Exception
             try:
                 outcome = self._http.send(request)
             except httpx.TransportError as error:
                 outcome = error
-            delay = self._retry.delay(idempotent, attempt, outcome)
+            delay = retry.delay(idempotent, attempt, outcome)
             if delay is None:
                 if isinstance(outcome, httpx.TransportError):
                     raise connection_error(outcome, request.headers) from outcome
@@ -181,6 +190,7 @@ class SessionaryClient:
         labels: dict[str, str] | None = None,
         ttl: float | None = None,
         expire_time: float | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """A new session; with `ttl` (seconds) or `expire_time` (epoch seconds), one that
         expires."""
@@ -193,7 +203,7 @@ class SessionaryClient:
             ttl=ttl,
             expireTime=expire_time,
         )
-        response = self._send("POST", sessions_path(app_name, user_id), body=body)
+        response = self._send("POST", sessions_path(app_name, user_id), body=body, **options)
         return cast(Session, response.json())
 
     def get_session(
@@ -205,6 +215,7 @@ class SessionaryClient:
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
         until_seq: int | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """The session; with `until_seq`, as it was at that seq (events and session state).
         It holds every write this client made to it, even from a lagging read replica."""
@@ -215,6 +226,7 @@ class SessionaryClient:
             num_recent_events=num_recent_events,
             after_timestamp=after_timestamp,
             until_seq=until_seq,
+            **options,
         )
         return cast(Session, json.loads(read))
 
@@ -227,6 +239,7 @@ class SessionaryClient:
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
         until_seq: int | None = None,
+        **options: Unpack[RequestOptions],
     ) -> bytes:
         """As `get_session`, the session's JSON as the server sent it: for a caller that
         decodes it into models of its own in one pass (the ADK adapter does)."""
@@ -237,7 +250,7 @@ class SessionaryClient:
             untilSeq=until_seq,
             minVersion=self._written.of(app_name, user_id, session_id),
         )
-        response = self._send("GET", path, params=params, idempotent=True)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
         return response.content
 
     def list_sessions(
@@ -250,6 +263,7 @@ class SessionaryClient:
         order: Order = "asc",
         labels: dict[str, str] | None = None,
         display_name: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> SessionPage:
         """One page of sessions (without events); `user_id=None` lists every user's; with
         `labels`, those that have all of them; with `display_name`, those so named."""
@@ -264,7 +278,7 @@ class SessionaryClient:
             label=label_filters(labels),
             displayName=display_name,
         )
-        response = self._send("GET", path, params=params, idempotent=True)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
         return cast(SessionPage, response.json())
 
     def iter_sessions(
@@ -276,6 +290,7 @@ class SessionaryClient:
         order: Order = "asc",
         labels: dict[str, str] | None = None,
         display_name: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Iterator[Session]:
         """Every session (with the filters of `list_sessions`), fetching pages as the
         iteration reaches them."""
@@ -289,42 +304,58 @@ class SessionaryClient:
                 order=order,
                 labels=labels,
                 display_name=display_name,
+                **options,
             )
             yield from page["sessions"]
             page_token = page["nextPageToken"]
             if page_token is None:
                 return
 
-    def list_apps(self, *, page_size: int = 100, page_token: str | None = None) -> AppPage:
+    def list_apps(
+        self,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AppPage:
         """One page of the apps that have sessions (a key of one app sees it alone), by name."""
         params = query(pageSize=page_size, pageToken=page_token)
-        response = self._send("GET", "/apps", params=params, idempotent=True)
+        response = self._send("GET", "/apps", params=params, idempotent=True, **options)
         return cast(AppPage, response.json())
 
-    def iter_apps(self, *, page_size: int = 100) -> Iterator[AppSummary]:
+    def iter_apps(
+        self, *, page_size: int = 100, **options: Unpack[RequestOptions]
+    ) -> Iterator[AppSummary]:
         """Every app that has sessions, fetching pages as the iteration reaches them."""
         page_token: str | None = None
         while True:
-            page = self.list_apps(page_size=page_size, page_token=page_token)
+            page = self.list_apps(page_size=page_size, page_token=page_token, **options)
             yield from page["apps"]
             page_token = page["nextPageToken"]
             if page_token is None:
                 return
 
     def list_users(
-        self, app_name: str, *, page_size: int = 100, page_token: str | None = None
+        self,
+        app_name: str,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> UserPage:
         """One page of the app's users that have sessions (a key of one user sees it alone)."""
         params = query(pageSize=page_size, pageToken=page_token)
         path = quoted_path("apps", app_name, "users")
-        response = self._send("GET", path, params=params, idempotent=True)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
         return cast(UserPage, response.json())
 
-    def iter_users(self, app_name: str, *, page_size: int = 100) -> Iterator[UserSummary]:
+    def iter_users(
+        self, app_name: str, *, page_size: int = 100, **options: Unpack[RequestOptions]
+    ) -> Iterator[UserSummary]:
         """Every user of the app that has sessions, fetching pages as needed."""
         page_token: str | None = None
         while True:
-            page = self.list_users(app_name, page_size=page_size, page_token=page_token)
+            page = self.list_users(app_name, page_size=page_size, page_token=page_token, **options)
             yield from page["users"]
             page_token = page["nextPageToken"]
             if page_token is None:
@@ -340,13 +371,14 @@ class SessionaryClient:
         session_id: str | None = None,
         at_seq: int | None = None,
         before_invocation_id: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """A new session (`session_id`, else one the server makes) with the parent's events
         up to `at_seq`, or before the first event of `before_invocation_id`, or (with
         neither) all of them, and its session state then."""
         body = _present(sessionId=session_id, atSeq=at_seq, beforeInvocationId=before_invocation_id)
         path = sessions_path(app_name, user_id, parent_id) + ":fork"
-        response = self._send("POST", path, body=body)
+        response = self._send("POST", path, body=body, **options)
         return cast(Session, response.json())
 
     def create_child_session(
@@ -360,6 +392,7 @@ class SessionaryClient:
         state: State | None = None,
         function_call_id: str | None = None,
         inherit: Inherit = "none",
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """A child session (`session_id`, else one the server makes) for a sub-agent; with
         `function_call_id`, closing it answers that call of the parent."""
@@ -370,7 +403,7 @@ class SessionaryClient:
             inherit=inherit,
         )
         path = sessions_path(app_name, user_id, parent_id, "children")
-        response = self._send("POST", path, body=body)
+        response = self._send("POST", path, body=body, **options)
         return cast(Session, response.json())
 
     def close_session(
@@ -382,6 +415,7 @@ class SessionaryClient:
         *,
         result: object = None,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """Close the session to writes; a child made for a function call answers it with
         `{outcome, result}`."""
@@ -391,13 +425,16 @@ class SessionaryClient:
             sessions_path(app_name, user_id, session_id) + ":close",
             body=_present(outcome=outcome, result=result),
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Session, response.json())
 
-    def get_lineage(self, app_name: str, user_id: str, session_id: str) -> list[Session]:
+    def get_lineage(
+        self, app_name: str, user_id: str, session_id: str, **options: Unpack[RequestOptions]
+    ) -> list[Session]:
         """The session's ancestors (without events), root first."""
         path = sessions_path(app_name, user_id, session_id, "lineage")
-        response = self._send("GET", path, idempotent=True)
+        response = self._send("GET", path, idempotent=True, **options)
         return cast(SessionList, response.json())["sessions"]
 
     def list_children(
@@ -408,11 +445,12 @@ class SessionaryClient:
         *,
         page_size: int = 100,
         page_token: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> SessionPage:
         """One page of the session's forks and children (without events), oldest first."""
         path = sessions_path(app_name, user_id, session_id, "children")
         params = query(pageSize=page_size, pageToken=page_token)
-        response = self._send("GET", path, params=params, idempotent=True)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
         return cast(SessionPage, response.json())
 
     def rewind_session(
@@ -423,6 +461,7 @@ class SessionaryClient:
         before_invocation_id: str,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Event:
         """ADK's rewind: appends the event that undoes `before_invocation_id` and everything
         after it (state included); returns that event."""
@@ -432,6 +471,7 @@ class SessionaryClient:
             sessions_path(app_name, user_id, session_id) + ":rewind",
             body={"beforeInvocationId": before_invocation_id},
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Event, response.json())
 
@@ -443,6 +483,7 @@ class SessionaryClient:
         keep_last: int,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Trimmed:
         """Remove all but the newest `keep_last` events (and answers to removed calls)."""
         response = self._send(
@@ -450,17 +491,25 @@ class SessionaryClient:
             sessions_path(app_name, user_id, session_id) + ":trim",
             body={"keepLast": keep_last},
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Trimmed, response.json())
 
     def reset_session(
-        self, app_name: str, user_id: str, session_id: str, *, if_match: IfMatch = None
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Trimmed:
         """Remove every event and the session's own state."""
         response = self._send(
             "POST",
             sessions_path(app_name, user_id, session_id) + ":reset",
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Trimmed, response.json())
 
@@ -472,12 +521,14 @@ class SessionaryClient:
         event_id: str,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> EventsRemoved:
         """Remove an event and the events answering its function calls."""
         response = self._send(
             "DELETE",
             sessions_path(app_name, user_id, session_id, "events", event_id),
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(EventsRemoved, response.json())
 
@@ -490,6 +541,7 @@ class SessionaryClient:
         content: dict[str, object],
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Event:
         """Replace an event's `content` (a redaction, say); returns the event as stored."""
         response = self._send(
@@ -497,17 +549,24 @@ class SessionaryClient:
             sessions_path(app_name, user_id, session_id, "events", event_id),
             body={"content": content},
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Event, response.json())
 
     def get_context(
-        self, app_name: str, user_id: str, session_id: str, *, token_budget: int | None = None
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        token_budget: int | None = None,
+        **options: Unpack[RequestOptions],
     ) -> ContextView:
         """What a model should see next: the live events, compactions applied, the newest
         that fit `token_budget` (all without one), tool calls whole with their answers."""
         path = sessions_path(app_name, user_id, session_id) + "/context"
         params = query(tokenBudget=token_budget)
-        response = self._send("GET", path, params=params, idempotent=True)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
         return cast(ContextView, response.json())
 
     def compact_session(
@@ -521,6 +580,7 @@ class SessionaryClient:
         summary: str | None = None,
         tool_output_max_chars: int | None = None,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Event:
         """Append one compaction event over the live events older than the newest
         `keep_last`: `summary` (your text replaces them), `truncate`, or `observationMask`
@@ -537,6 +597,7 @@ class SessionaryClient:
             sessions_path(app_name, user_id, session_id) + ":compact",
             body=body,
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Event, response.json())
 
@@ -548,12 +609,13 @@ class SessionaryClient:
         *,
         status: ToolCallStatus | None = None,
         timeout_seconds: float | None = None,
+        **options: Unpack[RequestOptions],
     ) -> list[ToolCall]:
         """The session's function calls, in order: answered, pending or orphaned (unanswered
         past `timeout_seconds`; the server's default without it)."""
         path = sessions_path(app_name, user_id, session_id) + "/toolCalls"
         params = query(status=status, timeoutSeconds=timeout_seconds)
-        response = self._send("GET", path, params=params, idempotent=True)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
         return cast(list[ToolCall], response.json()["toolCalls"])
 
     def heal_session(
@@ -564,6 +626,7 @@ class SessionaryClient:
         *,
         timeout_seconds: float | None = None,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Healed:
         """Answer each orphaned call with an error response. A second heal answers nothing,
         so it is resent after a lost answer (but for one with `if_match`, which would be a
@@ -574,10 +637,18 @@ class SessionaryClient:
             body=_present(timeoutSeconds=timeout_seconds),
             headers=if_match_header(if_match),
             idempotent=if_match is None,
+            **options,
         )
         return cast(Healed, response.json())
 
-    def queue_event(self, app_name: str, user_id: str, session_id: str, event: Event) -> Event:
+    def queue_event(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: Event,
+        **options: Unpack[RequestOptions],
+    ) -> Event:
         """Queue an event apart from the log (a user typing while a turn runs); returns it as
         queued. An id is given to it here, so a resend after a lost answer queues it once."""
         response = self._send(
@@ -585,19 +656,24 @@ class SessionaryClient:
             sessions_path(app_name, user_id, session_id) + "/pending",
             body=with_id(event),
             idempotent=True,
+            **options,
         )
         return cast(Event, response.json())
 
-    def list_pending(self, app_name: str, user_id: str, session_id: str) -> list[Event]:
+    def list_pending(
+        self, app_name: str, user_id: str, session_id: str, **options: Unpack[RequestOptions]
+    ) -> list[Event]:
         """The queued events, in the order they came."""
         path = sessions_path(app_name, user_id, session_id) + "/pending"
-        response = self._send("GET", path, idempotent=True)
+        response = self._send("GET", path, idempotent=True, **options)
         return cast(list[Event], response.json()["events"])
 
-    def clear_pending(self, app_name: str, user_id: str, session_id: str) -> None:
+    def clear_pending(
+        self, app_name: str, user_id: str, session_id: str, **options: Unpack[RequestOptions]
+    ) -> None:
         """Empty the queue without appending it."""
         path = sessions_path(app_name, user_id, session_id) + "/pending"
-        self._send("DELETE", path, idempotent=True)
+        self._send("DELETE", path, idempotent=True, **options)
 
     def promote_pending(
         self,
@@ -607,6 +683,7 @@ class SessionaryClient:
         *,
         force: bool = False,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> list[Event]:
         """Append every queued event, in order, in one transaction; the events as stored
         (empty when none was queued). `ToolCallsPendingError` while a function call is
@@ -617,11 +694,18 @@ class SessionaryClient:
             sessions_path(app_name, user_id, session_id) + "/pending:promote",
             body={"force": force},
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(list[Event], response.json()["events"])
 
     def delete_session(
-        self, app_name: str, user_id: str, session_id: str, *, if_match: IfMatch = None
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> None:
         """Delete the session and its events; with `if_match`, only at that version."""
         # Not resent after a lost answer: for the caller, the resend would answer 404.
@@ -629,6 +713,7 @@ class SessionaryClient:
             "DELETE",
             sessions_path(app_name, user_id, session_id),
             headers=if_match_header(if_match),
+            **options,
         )
         self._written.forget(app_name, user_id, session_id)  # a new one may take the id
 
@@ -640,6 +725,7 @@ class SessionaryClient:
         state_delta: State,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """Record `state_delta` as an event authored by `user`; returns the session."""
         # Not resent after a lost answer: each PATCH records an event with a server-chosen id.
@@ -648,6 +734,7 @@ class SessionaryClient:
             sessions_path(app_name, user_id, session_id),
             body={"stateDelta": state_delta},
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Session, response.json())
 
@@ -663,6 +750,7 @@ class SessionaryClient:
         ttl: float | None = None,
         expire_time: float | Unset | None = UNSET,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Session:
         """Change what is given, in one write: `state_delta` (recorded as an event, like
         `update_session_state`), the display name (None clears it), every label (`{}` clears
@@ -677,6 +765,7 @@ class SessionaryClient:
             sessions_path(app_name, user_id, session_id),
             body=body,
             headers=if_match_header(if_match),
+            **options,
         )
         return cast(Session, response.json())
 
@@ -688,6 +777,7 @@ class SessionaryClient:
         event: Event,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Event:
         """Store `event` (given an `id` if it has none); returns it as stored, with `seq`.
 
@@ -696,7 +786,7 @@ class SessionaryClient:
         `append_event_outcome` tells, besides, whether this call stored it.
         """
         appended = self.append_event_outcome(
-            app_name, user_id, session_id, event, if_match=if_match
+            app_name, user_id, session_id, event, if_match=if_match, **options
         )
         return appended.event
 
@@ -708,6 +798,7 @@ class SessionaryClient:
         event: Event,
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> Appended:
         """As `append_event`, and whether the event was stored now, or was stored before
         (a retry, after an answer was lost: nothing written), or is a partial one."""
@@ -719,6 +810,7 @@ class SessionaryClient:
             body=with_id(event),
             headers=if_match_header(if_match),
             idempotent=True,
+            **options,
         )
         outcome = _APPEND_OUTCOMES[response.status_code]
         return Appended(cast(Event, response.json()), outcome)
@@ -731,6 +823,7 @@ class SessionaryClient:
         events: list[Event],
         *,
         if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
     ) -> list[Event]:
         """Store `events` at consecutive seqs, all or none; `partial` ones are skipped."""
         # Safe to resend for the same reason as one append: every event carries its id.
@@ -740,6 +833,7 @@ class SessionaryClient:
             body={"events": [with_id(event) for event in events]},
             headers=if_match_header(if_match),
             idempotent=True,
+            **options,
         )
         return cast(EventList, response.json())["events"]
 
@@ -755,6 +849,7 @@ class SessionaryClient:
         after_timestamp: float | None = None,
         before_timestamp: float | None = None,
         order: Order = "asc",
+        **options: Unpack[RequestOptions],
     ) -> EventPage:
         path = sessions_path(app_name, user_id, session_id, "events")
         params = query(
@@ -766,7 +861,7 @@ class SessionaryClient:
             order=order,
             minVersion=self._written.of(app_name, user_id, session_id),
         )
-        response = self._send("GET", path, params=params, idempotent=True)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
         return cast(EventPage, response.json())
 
     def iter_events(
@@ -780,6 +875,7 @@ class SessionaryClient:
         after_timestamp: float | None = None,
         before_timestamp: float | None = None,
         order: Order = "asc",
+        **options: Unpack[RequestOptions],
     ) -> Iterator[Event]:
         """Every event, fetching pages as the iteration reaches them."""
         page_token: str | None = None
@@ -794,27 +890,34 @@ class SessionaryClient:
                 after_timestamp=after_timestamp,
                 before_timestamp=before_timestamp,
                 order=order,
+                **options,
             )
             yield from page["events"]
             page_token = page["nextPageToken"]
             if page_token is None:
                 return
 
-    def count_events(self, app_name: str, user_id: str, session_id: str) -> EventCount:
+    def count_events(
+        self, app_name: str, user_id: str, session_id: str, **options: Unpack[RequestOptions]
+    ) -> EventCount:
         """How many events the session holds, without reading them."""
         path = sessions_path(app_name, user_id, session_id, "events:count")
-        response = self._send("GET", path, idempotent=True)
+        response = self._send("GET", path, idempotent=True, **options)
         return cast(EventCount, response.json())
 
-    def export_session(self, app_name: str, user_id: str, session_id: str) -> bytes:
+    def export_session(
+        self, app_name: str, user_id: str, session_id: str, **options: Unpack[RequestOptions]
+    ) -> bytes:
         """The session as NDJSON (its header line, then a line an event), for
         `import_session`. NDJSON is asked for: `Accept: application/json` gets one document."""
         path = sessions_path(app_name, user_id, f"{session_id}:export")
         headers = {"Accept": "application/x-ndjson"}
-        response = self._send("GET", path, headers=headers, idempotent=True)
+        response = self._send("GET", path, headers=headers, idempotent=True, **options)
         return response.content
 
-    def import_session(self, app_name: str, user_id: str, export: bytes) -> Session:
+    def import_session(
+        self, app_name: str, user_id: str, export: bytes, **options: Unpack[RequestOptions]
+    ) -> Session:
         """An export stored under this app and user as it was, all or nothing; the same export
         again writes nothing (so it is resent safely). The session, without events."""
         response = self._send(
@@ -823,6 +926,7 @@ class SessionaryClient:
             content=export,
             headers={"Content-Type": "application/x-ndjson"},
             idempotent=True,
+            **options,
         )
         return cast(Session, response.json())
 
@@ -833,6 +937,7 @@ class SessionaryClient:
         user_id: str | None = None,
         after_timestamp: float | None = None,
         before_timestamp: float | None = None,
+        **options: Unpack[RequestOptions],
     ) -> AppUsage:
         """The app's token usage (its events' `usageMetadata`), by user and in all, over
         events with timestamp ≥ `after_timestamp` and < `before_timestamp`."""
@@ -840,20 +945,28 @@ class SessionaryClient:
             userId=user_id, afterTimestamp=after_timestamp, beforeTimestamp=before_timestamp
         )
         path = quoted_path("apps", app_name, "usage")
-        response = self._send("GET", path, params=params, idempotent=True)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
         return cast(AppUsage, response.json())
 
     def stream_events(
-        self, app_name: str, user_id: str, session_id: str, *, after_seq: int | None = None
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Iterator[StreamEvent]:
         """The session's changes as they are committed: after `after_seq` first (read back
         from the log; 0: the whole session), else from now. Resumes by itself after a lost
         connection, after the last event received, losing and repeating nothing; ends after
         `closed` or `deleted`."""
         path = sessions_path(app_name, user_id, session_id) + "/events:stream"
-        yield from self._stream(path, after_seq, ends=FINAL_EVENTS)
+        yield from self._stream(path, after_seq, ends=FINAL_EVENTS, **options)
 
-    def stream_sessions(self, app_name: str, user_id: str | None = None) -> Iterator[StreamEvent]:
+    def stream_sessions(
+        self, app_name: str, user_id: str | None = None, **options: Unpack[RequestOptions]
+    ) -> Iterator[StreamEvent]:
         """An app's sessions (one user's, with `user_id`) as they are created, updated,
         closed and deleted, from now; reconnects by itself after a lost connection (what
         happened meanwhile is not sent again: list the sessions to catch up)."""
@@ -861,19 +974,27 @@ class SessionaryClient:
             path = quoted_path("apps", app_name, "sessions:stream")
         else:
             path = sessions_path(app_name, user_id) + ":stream"
-        yield from self._stream(path, None, ends=frozenset())
+        yield from self._stream(path, None, ends=frozenset(), **options)
 
     def _stream(
-        self, path: str, after: int | None, *, ends: frozenset[str]
+        self,
+        path: str,
+        after: int | None,
+        *,
+        ends: frozenset[str],
+        **options: Unpack[RequestOptions],
     ) -> Iterator[StreamEvent]:
         """A stream's events until one of `ends`, reconnecting after a lost connection (as
         the retry policy allows between two events, with `Last-Event-ID` once there is
         one)."""
         attempt = 0
-        timeout = self._http.timeout
+        timeout = httpx.Timeout(options.get("timeout", self._http.timeout))
         timeout = httpx.Timeout(timeout.connect, read=STREAM_READ_TIMEOUT, write=timeout.write)
+        retry = self._retry.of_call(options)
         while True:
-            headers = {} if after is None else {"Last-Event-ID": str(after)}
+            headers = call_headers(
+                options, None if after is None else {"Last-Event-ID": str(after)}
+            )
             try:
                 with self._http.stream("GET", path, headers=headers, timeout=timeout) as response:
                     if response.is_error:
@@ -893,9 +1014,11 @@ class SessionaryClient:
                             if event.event in ends:
                                 return
             except httpx.TransportError as error:
-                delay = self._retry.delay(True, attempt, error)
+                delay = retry.delay(True, attempt, error)
                 if delay is None:
-                    raise connection_error(error, self._http.headers) from error
+                    sent = httpx.Headers(self._http.headers)
+                    sent.update(headers)
+                    raise connection_error(error, sent) from error
                 time.sleep(delay)
                 attempt += 1
 
@@ -911,6 +1034,7 @@ class SessionaryClient:
         before_timestamp: float | None = None,
         page_size: int = 100,
         page_token: str | None = None,
+        **options: Unpack[RequestOptions],
     ) -> SearchPage:
         """One page of the app's events matching `q` (web-search syntax: `refund order`,
         `"full refund"`, `refund or return`, `refund -partial`), best first."""
@@ -925,56 +1049,66 @@ class SessionaryClient:
             pageToken=page_token,
         )
         path = quoted_path("apps", app_name, "search")
-        response = self._send("GET", path, params=params, idempotent=True)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
         return cast(SearchPage, response.json())
 
-    def get_app_state(self, app_name: str) -> State:
-        response = self._send("GET", quoted_path("apps", app_name, "state"), idempotent=True)
+    def get_app_state(self, app_name: str, **options: Unpack[RequestOptions]) -> State:
+        response = self._send(
+            "GET", quoted_path("apps", app_name, "state"), idempotent=True, **options
+        )
         return cast(ScopeState, response.json())["state"]
 
-    def update_app_state(self, app_name: str, state_delta: State) -> State:
+    def update_app_state(
+        self, app_name: str, state_delta: State, **options: Unpack[RequestOptions]
+    ) -> State:
         # Safe to resend: a top-level merge of the same keys twice leaves what merging once does.
         response = self._send(
             "PATCH",
             quoted_path("apps", app_name, "state"),
             body={"stateDelta": state_delta},
             idempotent=True,
+            **options,
         )
         return cast(ScopeState, response.json())["state"]
 
-    def get_user_state(self, app_name: str, user_id: str) -> State:
+    def get_user_state(
+        self, app_name: str, user_id: str, **options: Unpack[RequestOptions]
+    ) -> State:
         path = quoted_path("apps", app_name, "users", user_id, "state")
-        response = self._send("GET", path, idempotent=True)
+        response = self._send("GET", path, idempotent=True, **options)
         return cast(ScopeState, response.json())["state"]
 
-    def update_user_state(self, app_name: str, user_id: str, state_delta: State) -> State:
+    def update_user_state(
+        self, app_name: str, user_id: str, state_delta: State, **options: Unpack[RequestOptions]
+    ) -> State:
         # Safe to resend, as for app state.
         response = self._send(
             "PATCH",
             quoted_path("apps", app_name, "users", user_id, "state"),
             body={"stateDelta": state_delta},
             idempotent=True,
+            **options,
         )
         return cast(ScopeState, response.json())["state"]
 
-    def health(self) -> Health:
+    def health(self, **options: Unpack[RequestOptions]) -> Health:
         """The process answers (`/healthz`); says nothing about the database."""
-        response = self._send("GET", "/healthz", idempotent=True)
+        response = self._send("GET", "/healthz", idempotent=True, **options)
         return cast(Health, response.json())
 
-    def readiness(self) -> Readiness:
+    def readiness(self, **options: Unpack[RequestOptions]) -> Readiness:
         """The database answers, at the expected schema (`/readyz`); else a 503 error."""
-        response = self._send("GET", "/readyz", idempotent=True)
+        response = self._send("GET", "/readyz", idempotent=True, **options)
         return cast(Readiness, response.json())
 
-    def get_key_scope(self) -> KeyScope:
+    def get_key_scope(self, **options: Unpack[RequestOptions]) -> KeyScope:
         """What the client's API key may reach (`/auth/key`)."""
-        response = self._send("GET", "/auth/key", idempotent=True)
+        response = self._send("GET", "/auth/key", idempotent=True, **options)
         return cast(KeyScope, response.json())
 
-    def metrics(self) -> str:
+    def metrics(self, **options: Unpack[RequestOptions]) -> str:
         """The server's Prometheus metrics (`/metrics`), as text."""
-        response = self._send("GET", "/metrics", idempotent=True)
+        response = self._send("GET", "/metrics", idempotent=True, **options)
         return response.text
 
     def session(self, app_name: str, user_id: str, session_id: str) -> "SessionHandle":
