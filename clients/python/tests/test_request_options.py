@@ -14,6 +14,7 @@ from sessionary_client import (
     APIError,
     APITimeoutError,
     AsyncSessionaryClient,
+    RequestOptions,
     SessionaryClient,
     SessionNotFoundError,
 )
@@ -188,9 +189,10 @@ async def test_a_calls_timeout_replaces_the_clients(live_server: str) -> None:
 @pytest.mark.parametrize("max_retries", [0, 3])
 async def test_a_calls_max_retries_replaces_the_clients(max_retries: int) -> None:
     server = Scripted((503, {"Retry-After": "0"}))
+    options: RequestOptions = {"max_retries": max_retries}  # typed, to pass along
     async with server as url, AsyncSessionaryClient(url, retries=1) as client:
         with pytest.raises(APIError):
-            await client.session("app", USER, "s1").list_events(max_retries=max_retries)
+            await client.session("app", USER, "s1").list_events(**options)
     assert len(server.sent) == 1 + max_retries
 
 

@@ -1,6 +1,7 @@
 """sessionary-client: typed sync and async clients for the Sessionary session store."""
 
 from sessionary_client._async_client import AsyncSessionaryClient, AsyncSessionHandle
+from sessionary_client._core import RequestOptions
 from sessionary_client._sync_client import SessionaryClient, SessionHandle
 from sessionary_client.errors import (
     APIConnectionError,
@@ -26,7 +27,9 @@ from sessionary_client.models import (
     Appended,
     ContextView,
     Event,
+    EventCount,
     EventPage,
+    KeyScope,
     Order,
     Parent,
     SearchHit,
@@ -49,13 +52,16 @@ __all__ = [
     "ContextView",
     "Event",
     "EventConflictError",
+    "EventCount",
     "EventPage",
     "ForbiddenError",
     "InvalidRequestError",
+    "KeyScope",
     "NotFoundError",
     "Order",
     "Parent",
     "PayloadTooLargeError",
+    "RequestOptions",
     "SearchHit",
     "SearchPage",
     "ServiceUnavailableError",
