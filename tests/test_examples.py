@@ -7,6 +7,7 @@ test_openai_agents.py), which also check what it stored, and so is the ADK memor
 built by Go, then run as the Python ones."""
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -85,6 +86,21 @@ def test_a_child_answers_its_parents_call_and_a_fork_branches(live_server: str) 
         f"ancestors: ['{session_id}']",
         "planner's children: ['child', 'fork']",
     ]
+
+
+def test_the_fork_example_runs_again_and_again_as_written(live_server: str) -> None:
+    """Without an id, as its docstring runs it: each run makes a planner of its own."""
+    first, second = (
+        run(live_server, "fork_and_children.py"),
+        run(live_server, "fork_and_children.py"),
+    )
+    for said in (first, second):
+        assert said[1:3] == [
+            "open calls: []",
+            "fork sees: ['Plan a weekend in Bergen', 'Museums, then: KODE and Bryggens Museum.']",
+        ]
+        assert re.fullmatch(r"ancestors: \['planner-\w+'\]", said[3])
+    assert first[3] != second[3]
 
 
 def test_the_live_tail_prints_each_event_as_it_comes_until_the_close(live_server: str) -> None:
