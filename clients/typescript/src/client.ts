@@ -20,6 +20,7 @@ import {
 import type { operations } from "./schema.js";
 import { follow, type Frame, type Open, type StreamOptions } from "./stream.js";
 import type {
+  Appended,
   AppPage,
   AppSummary,
   AppUsage,
@@ -74,6 +75,12 @@ const SESSIONS = "/apps/{app_name}/users/{user_id}/sessions";
 const SESSION = `${SESSIONS}/{session_id}` as const;
 // The events after which nothing more can happen to a session: its stream ends.
 const FINAL: ReadonlySet<string> = new Set(["closed", "deleted"]);
+// What an append's status says it did.
+const APPEND_OUTCOMES: Readonly<Record<number, Appended["outcome"]>> = {
+  201: "stored",
+  200: "replayed",
+  202: "acknowledged",
+};
 
 function at(appName: string, userId: string, sessionId: string) {
   return { app_name: appName, user_id: userId, session_id: sessionId };
@@ -271,6 +278,7 @@ export class Sessionary {
    * Stores `event`, given an `id` if it has none; the event as stored, with its `seq`. A resend
    * after a lost answer gets the stored event back, even if `ifMatch` has moved on since. A
    * `partial` event is acknowledged and not stored: it comes back as sent, without `seq`.
+   * `appendEventOutcome` tells, besides, which of these happened.
    */
   async appendEvent(
     appName: string,
@@ -279,10 +287,25 @@ export class Sessionary {
     event: EventIn,
     options: WriteOptions = {},
   ): Promise<Event> {
+    return (await this.appendEventOutcome(appName, userId, sessionId, event, options)).event;
+  }
+
+  /** As `appendEvent`, and whether the event was stored now, was stored before (a resend:
+   * nothing written), or is a partial one, acknowledged and not stored. */
+  async appendEventOutcome(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    event: EventIn,
+    options: WriteOptions = {},
+  ): Promise<Appended> {
     const params = writeTo(appName, userId, sessionId, options.ifMatch);
-    return ok(
-      this.raw.POST(`${SESSION}/events`, { params, body: event, ...this.#call(options) }),
-    ) as Promise<Event>;
+    const { data, response } = await this.raw.POST(`${SESSION}/events`, {
+      params,
+      body: event,
+      ...this.#call(options),
+    });
+    return { event: data as Event, outcome: APPEND_OUTCOMES[response.status]! };
   }
 
   /** Stores `events` at consecutive seqs, all or none (`partial` ones skipped). */
@@ -851,6 +874,7 @@ const BOUND = {
   updateState: "updateState",
   delete: "deleteSession",
   appendEvent: "appendEvent",
+  appendEventOutcome: "appendEventOutcome",
   appendEvents: "appendEvents",
   listEvents: "listEvents",
   events: "events",

@@ -1,6 +1,7 @@
 /**
- * Names for the generated schemas (`schema.ts`, from openapi/openapi.json), and the frames of
- * the live streams, which the spec describes only as `text/event-stream`.
+ * Names for the generated schemas (`schema.ts`, from openapi/openapi.json), the frames of the
+ * live streams, which the spec describes only as `text/event-stream`, and what an append did,
+ * which the spec tells by status alone.
  */
 import type { components } from "./schema.js";
 
@@ -33,6 +34,17 @@ export type UserSummary = Schemas["UserSummary"];
 export type AppUsage = Schemas["AppUsage"];
 export type Health = Schemas["Health"];
 export type Readiness = Schemas["Readiness"];
+
+/**
+ * What an append did with its event (`appendEventOutcome`), as the Python client's `Appended`
+ * says it: `stored` it now (201, with its `seq`); found it `replayed` (200: this id was stored
+ * before with the same content, by an earlier call or an attempt of this one whose answer was
+ * lost; nothing was written); or `acknowledged` a `partial` one (202: echoed, never stored).
+ */
+export interface Appended {
+  event: Event;
+  outcome: "stored" | "replayed" | "acknowledged";
+}
 
 /**
  * A frame of a session's stream (`streamEvents`): `event` names the change, `id` is the

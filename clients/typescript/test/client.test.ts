@@ -1,4 +1,4 @@
-// Every method of `Sessionary` (the built dist/) against the live server at SESSIONARY_URL.
+// Every method of `Sessionary` (the built dist/esm/) against the live server at SESSIONARY_URL.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -13,7 +13,7 @@ import {
   ToolCallsPendingError,
   ifMatch,
   type EventIn,
-} from "../dist/index.js";
+} from "../dist/esm/index.js";
 import { freshApp } from "./helpers.ts";
 
 assert.ok(process.env.SESSIONARY_URL, "SESSIONARY_URL names the server to test against");
@@ -83,6 +83,20 @@ test("sessions are created, read, listed, updated and deleted", async () => {
       error instanceof SessionNotFoundError && error.status === 404 && error.code === "session_not_found"
     );
   });
+});
+
+test("an append says whether it stored the event, found it stored or acknowledged a partial one", async () => {
+  const app = freshApp();
+  const chat = client.session(app, "ada", (await client.createSession(app, "ada")).id);
+  const event = { id: "e1", author: "user", content: { parts: [{ text: "Oslo?" }] } };
+  const stored = await chat.appendEventOutcome(event);
+  assert.deepEqual([stored.outcome, stored.event.seq, stored.event.id], ["stored", 1, "e1"]);
+  // Sent again, as after a lost answer: the stored event, nothing written.
+  const replayed = await chat.appendEventOutcome(event, { ifMatch: 0 });
+  assert.deepEqual([replayed.outcome, replayed.event.seq], ["replayed", 1]);
+  const partial = await client.appendEventOutcome(app, "ada", chat.sessionId, { author: "agent", partial: true });
+  assert.deepEqual([partial.outcome, partial.event.seq], ["acknowledged", undefined]);
+  assert.equal((await chat.get()).version, 1);
 });
 
 test("events are appended under If-Match, paged, rewritten and removed", async () => {

@@ -68,7 +68,8 @@ after(() => rm(scratch, { recursive: true, force: true }));
 
 test("the tarball holds the built client, its types and its README", async () => {
   const packed = (await exec("tar", ["-tzf", tarball])).stdout.split("\n").map((path) => path.replace(/^package\//, ""));
-  for (const file of ["package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/client.d.ts"]) {
+  const builds = ["esm", "cjs"].flatMap((build) => [`dist/${build}/index.js`, `dist/${build}/index.d.ts`]);
+  for (const file of ["package.json", "README.md", ...builds, "dist/esm/client.d.ts", "dist/cjs/package.json"]) {
     assert.ok(packed.includes(file), file);
   }
   assert.ok(
@@ -85,6 +86,49 @@ test("the installed package runs no script of its own on install", async () => {
   for (const script of ["preinstall", "install", "postinstall", "prepare"]) {
     assert.equal(manifest.scripts?.[script], undefined, script);
   }
+});
+
+test("require() gets the CommonJS build and import the ES module one, each with its types", async () => {
+  // A `.cts` file's imports compile to require() calls, an `.mts` file's stay imports, in any
+  // app. Under `node16`, tsc refuses a require() whose types are an ES module's (`nodenext`,
+  // from TypeScript 5.8, allows it, as Node 22 does); `commonjs` is an older project's setting.
+  const code = [
+    'import { Sessionary, StaleSessionError, type Appended } from "sessionary-client";',
+    'export const client: Sessionary = new Sessionary();',
+    'export const stale = (error: unknown): boolean => error instanceof StaleSessionError;',
+    'export const outcome = (appended: Appended): string => appended.outcome;',
+  ].join("\n");
+  const settings = { strict: true, target: "es2022", lib: ["es2022", "dom"], noEmit: true };
+  const projects = {
+    "formats.json": { compilerOptions: { ...settings, module: "node16" }, files: ["both.cts", "both.mts"] },
+    "older.json": { compilerOptions: { ...settings, module: "commonjs" }, files: ["older.ts"] },
+  };
+  const tsc = join(CLIENT, "node_modules/typescript/bin/tsc");
+  try {
+    for (const name of ["both.cts", "both.mts", "older.ts"]) await writeFile(join(app, name), code);
+    for (const [name, project] of Object.entries(projects)) {
+      await writeFile(join(app, name), JSON.stringify(project));
+      await exec(process.execPath, [tsc, "-p", join(app, name)]).catch((failed) => {
+        assert.fail(`${name} does not type-check:\n${failed.stdout}`);
+      });
+    }
+  } finally {
+    for (const name of ["both.cts", "both.mts", "older.ts", ...Object.keys(projects)]) await rm(join(app, name));
+  }
+  // Each build runs, openapi-fetch's of the same format under it, against the live server.
+  const required = await sh(
+    app,
+    `node -e 'const { Sessionary } = require("sessionary-client");
+      new Sessionary().health().then((health) => console.log(require.resolve("sessionary-client"), health.status))'`,
+  );
+  assert.match(required, /[/\\]dist[/\\]cjs[/\\]index\.js ok\n$/);
+  // An ES module's namespace has no `default`, which a CommonJS module's imported would have.
+  const imported = await sh(
+    app,
+    `node --input-type=module -e 'const client = await import("sessionary-client");
+      console.log("default" in client, (await new client.Sessionary().health()).status)'`,
+  );
+  assert.equal(imported, "false ok\n");
 });
 
 /** What `code`, saved as `name` in the app and type-checked there, prints when `command` runs

@@ -11,8 +11,8 @@ import {
   Sessionary,
   ServiceUnavailableError,
   VERSION,
-} from "../dist/index.js";
-import { retryAfter } from "../dist/raw.js";
+} from "../dist/esm/index.js";
+import { retryAfter } from "../dist/esm/raw.js";
 import { echo, fakeServer, freshApp, problem, refusedUrl } from "./helpers.ts";
 
 test("a resend waits the Retry-After the server asks", async () => {

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import type { ServerResponse } from "node:http";
 import { test } from "node:test";
 
-import { APIConnectionError, SessionNotFoundError, Sessionary, type SessionChange } from "../dist/index.js";
+import { APIConnectionError, SessionNotFoundError, Sessionary, type SessionChange } from "../dist/esm/index.js";
 import { fakeServer, freshApp } from "./helpers.ts";
 
 const client = new Sessionary();

@@ -10,7 +10,7 @@ import {
   SessionaryError,
   Sessionary,
   UnauthorizedError,
-} from "../dist/index.js";
+} from "../dist/esm/index.js";
 import { echo, fakeServer, problem, refusedUrl, type FakeServer } from "./helpers.ts";
 
 /** A server that answers as an append would, but reads the second request and then closes
