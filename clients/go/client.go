@@ -6,8 +6,12 @@
 // event is given an id when it has none, so that a resend stores it once) and the other
 // idempotent writes are sent again after a lost answer, a 429 or a 502-504 (after the server's
 // Retry-After, when it gives one); any request is sent again when its connection was refused.
-// Every method takes a context, which cancels it, and RequestOptions last, which change how
-// that one call is sent (WithTimeout, WithHeader, WithMaxRetries).
+// Every method takes a context, which cancels it; then the ids of what it acts on (app, user,
+// session, event), as strings; then what it sends, if anything: one struct of the operation's
+// parameters (SessionRead, SessionFork, ...), whose optional numbers are pointers so that 0 can
+// be sent (Int64(0); nil is not sent), or a value that says what it is (an Event, a State);
+// and RequestOptions last, which change how that one call is sent (WithTimeout, WithHeader,
+// WithMaxRetries). A method that fails returns nil (or "") beside its error.
 package sessionary
 
 import (

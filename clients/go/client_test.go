@@ -93,7 +93,7 @@ func TestASessionsEventsAreStoredAndPaged(t *testing.T) {
 	extra := said("forecaster", "Sunny.")
 	extra.Extra = map[string]json.RawMessage{"turnComplete": json.RawMessage("true")}
 	must[[]Event](t)(c.AppendEvents(ctx, app, "ada", session.ID, []Event{extra, said("user", "Thanks")}))
-	events := collect(t, c.Events(ctx, app, "ada", session.ID, EventFilter{Page: Page{PageSize: 1}}))
+	events := collect(t, c.Events(ctx, app, "ada", session.ID, EventFilter{Page: Page{PageSize: Int64(1)}}))
 	var texts []string
 	for _, event := range events {
 		texts = append(texts, event.Content.Text())
@@ -101,7 +101,7 @@ func TestASessionsEventsAreStoredAndPaged(t *testing.T) {
 	if !slices.Equal(texts, []string{"Oslo?", "Sunny.", "Thanks"}) || string(events[1].Extra["turnComplete"]) != "true" {
 		t.Fatalf("events %v, extra %s", texts, events[1].Extra)
 	}
-	read := must[*Session](t)(c.GetSession(ctx, app, "ada", session.ID, SessionRead{NumRecentEvents: 2}))
+	read := must[*Session](t)(c.GetSession(ctx, app, "ada", session.ID, SessionRead{NumRecentEvents: Int64(2)}))
 	if len(read.Events) != 2 || read.Version != 3 || read.State["user:units"] != "metric" {
 		t.Fatalf("read %+v", read)
 	}
@@ -286,14 +286,14 @@ func TestAStreamReplaysThenFollowsAndResumesWhereItWasCut(t *testing.T) {
 	session := must[*Session](t)(c.CreateSession(ctx, app, "ada", SessionCreate{
 		Events: []Event{said("user", "one"), said("agent", "two")}}))
 	var seen []string
-	for frame, err := range c.StreamEvents(ctx, app, "ada", session.ID, StreamOptions{FromStart: true}) {
+	for frame, err := range c.StreamEvents(ctx, app, "ada", session.ID, StreamOptions{AfterSeq: Int64(0)}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		seen = append(seen, frame.Event)
 		if frame.Event == "appended" && frame.ID == 2 {
 			must[*Event](t)(c.AppendEvent(ctx, app, "ada", session.ID, said("user", "three")))
-			must[*Session](t)(c.Close(ctx, app, "ada", session.ID, "completed", nil))
+			must[*Session](t)(c.CloseSession(ctx, app, "ada", session.ID, SessionClose{Outcome: "completed"}))
 		}
 	}
 	if !slices.Equal(seen, []string{"appended", "appended", "appended", "closed"}) {
@@ -348,13 +348,13 @@ func TestEveryOperationAnswers(t *testing.T) {
 	if len(labelled.Sessions) != 1 {
 		t.Fatalf("labelled %d", len(labelled.Sessions))
 	}
-	calls := must[[]ToolCall](t)(c.ToolCalls(ctx, app, "ada", root.ID, "", 0))
+	calls := must[[]ToolCall](t)(c.ToolCalls(ctx, app, "ada", root.ID, ToolCallFilter{}))
 	if len(calls) != 1 || calls[0].Status != "pending" {
 		t.Fatalf("calls %+v", calls)
 	}
 	child := must[*Session](t)(c.CreateChild(ctx, app, "ada", root.ID, ChildCreate{SessionID: "child", FunctionCallID: "c1"}))
-	must[*Session](t)(c.Close(ctx, app, "ada", child.ID, "completed", map[string]string{"forecast": "sun"}))
-	fork := must[*Session](t)(c.Fork(ctx, app, "ada", root.ID, SessionFork{SessionID: "fork", AtSeq: 1}))
+	must[*Session](t)(c.CloseSession(ctx, app, "ada", child.ID, SessionClose{Outcome: "completed", Result: map[string]string{"forecast": "sun"}}))
+	fork := must[*Session](t)(c.Fork(ctx, app, "ada", root.ID, SessionFork{SessionID: "fork", AtSeq: Int64(1)}))
 	forked := must[*Session](t)(c.GetSession(ctx, app, "ada", fork.ID, SessionRead{}))
 	if len(forked.Events) != 1 {
 		t.Fatalf("the fork has %d events", len(forked.Events))
@@ -365,12 +365,12 @@ func TestEveryOperationAnswers(t *testing.T) {
 	if ancestors := must[[]Session](t)(c.Lineage(ctx, app, "ada", fork.ID)); len(ancestors) != 1 {
 		t.Fatalf("lineage %d", len(ancestors))
 	}
-	view := must[*ContextView](t)(c.Context(ctx, app, "ada", root.ID, 1000))
+	view := must[*ContextView](t)(c.Context(ctx, app, "ada", root.ID, ContextRead{TokenBudget: Int64(1000)}))
 	if len(view.Events) != 3 {
 		t.Fatalf("context %d", len(view.Events))
 	}
-	must[*Healed](t)(c.Heal(ctx, app, "ada", root.ID, 0))
-	summary := must[*Event](t)(c.Compact(ctx, app, "ada", root.ID, SessionCompact{Strategy: "summary", KeepLast: 1, Summary: "A trip."}))
+	must[*Healed](t)(c.Heal(ctx, app, "ada", root.ID, SessionHeal{}))
+	summary := must[*Event](t)(c.Compact(ctx, app, "ada", root.ID, SessionCompact{Strategy: "summary", KeepLast: Int64(1), Summary: "A trip."}))
 	if summary.Actions == nil || summary.Actions.Compaction == nil {
 		t.Fatalf("compaction %+v", summary)
 	}
@@ -382,19 +382,19 @@ func TestEveryOperationAnswers(t *testing.T) {
 	if queued := must[[]Event](t)(c.Pending(ctx, app, "ada", fork.ID)); len(queued) != 1 {
 		t.Fatalf("queued %d", len(queued))
 	}
-	if promoted := must[[]Event](t)(c.PromotePending(ctx, app, "ada", fork.ID, false)); len(promoted) != 1 {
+	if promoted := must[[]Event](t)(c.PromotePending(ctx, app, "ada", fork.ID, PendingPromote{})); len(promoted) != 1 {
 		t.Fatalf("promoted %d", len(promoted))
 	}
 	if err := c.ClearPending(ctx, app, "ada", fork.ID); err != nil {
 		t.Fatal(err)
 	}
 	must[*Event](t)(c.AppendEvent(ctx, app, "ada", fork.ID, Event{Author: "user", InvocationID: "later"}))
-	must[*Event](t)(c.Rewind(ctx, app, "ada", fork.ID, "later"))
+	must[*Event](t)(c.Rewind(ctx, app, "ada", fork.ID, SessionRewind{BeforeInvocationID: "later"}))
 	removed := must[*EventsRemoved](t)(c.RemoveEvent(ctx, app, "ada", fork.ID, forked.Events[0].ID))
 	if len(removed.RemovedEventIDs) != 1 {
 		t.Fatalf("removed %+v", removed)
 	}
-	must[*Trimmed](t)(c.Trim(ctx, app, "ada", fork.ID, 1))
+	must[*Trimmed](t)(c.Trim(ctx, app, "ada", fork.ID, SessionTrim{KeepLast: 1}))
 	must[*Trimmed](t)(c.Reset(ctx, app, "ada", fork.ID))
 	ndjson := must[[]byte](t)(c.Export(ctx, app, "ada", root.ID))
 	imported := must[*Session](t)(c.Import(ctx, app, "bob", ndjson))
@@ -402,13 +402,13 @@ func TestEveryOperationAnswers(t *testing.T) {
 		t.Fatalf("imported %+v", imported)
 	}
 	// The export was taken after the rewrite: what it replaced is nowhere.
-	if hits := collect(t, c.SearchHits(ctx, app, "redacted", SearchFilter{})); len(hits) != 2 {
+	if hits := collect(t, c.SearchHits(ctx, app, SearchQuery{Q: "redacted"})); len(hits) != 2 {
 		t.Fatalf("hits %+v", hits)
 	}
-	if hits := must[*SearchPage](t)(c.Search(ctx, app, "Bergen", SearchFilter{})); len(hits.Hits) != 0 {
+	if hits := must[*SearchPage](t)(c.Search(ctx, app, SearchQuery{Q: "Bergen"})); len(hits.Hits) != 0 {
 		t.Fatalf("hits %+v", hits.Hits)
 	}
-	must[*AppUsage](t)(c.Usage(ctx, app, "", 0, 0))
+	must[*AppUsage](t)(c.Usage(ctx, app, UsageFilter{}))
 	if apps := collect(t, c.Apps(ctx)); !slices.ContainsFunc(apps, func(a AppSummary) bool { return a.AppName == app }) {
 		t.Fatalf("apps lack %s", app)
 	}

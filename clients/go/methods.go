@@ -55,7 +55,18 @@ func (c *Client) send(ctx context.Context, req call, out any, ids ...string) err
 	return err
 }
 
-// query is a call's query string of the values that are set (not zero).
+// answer is what a method returns: value, or its zero (nil) beside an error, never a value
+// half decoded.
+func answer[T any](value T, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return value, nil
+}
+
+// query is a call's query string of the values that are given: a string that is not empty (the
+// API takes none that is), a number whose pointer is not nil (0 is a value).
 type query url.Values
 
 func (q query) str(name, value string) query {
@@ -65,29 +76,29 @@ func (q query) str(name, value string) query {
 	return q
 }
 
-func (q query) int(name string, value int64) query {
-	if value != 0 {
-		url.Values(q).Set(name, strconv.FormatInt(value, 10))
+func (q query) int(name string, value *int64) query {
+	if value != nil {
+		url.Values(q).Set(name, strconv.FormatInt(*value, 10))
 	}
 	return q
 }
 
-func (q query) num(name string, value float64) query {
-	if value != 0 {
-		url.Values(q).Set(name, strconv.FormatFloat(value, 'f', -1, 64))
+func (q query) num(name string, value *float64) query {
+	if value != nil {
+		url.Values(q).Set(name, strconv.FormatFloat(*value, 'f', -1, 64))
 	}
 	return q
 }
 
-// Page picks a page of a listing: PageSize (the server's default when 0) and the PageToken of
+// Page picks a page of a listing: PageSize (nil: the server's default) and the PageToken of
 // the page before (none: the first).
 type Page struct {
-	PageSize  int
+	PageSize  *int64
 	PageToken string
 }
 
 func (p Page) query() query {
-	return query{}.int("pageSize", int64(p.PageSize)).str("pageToken", p.PageToken)
+	return query{}.int("pageSize", p.PageSize).str("pageToken", p.PageToken)
 }
 
 // pages is every item of a paged listing, each page fetched as the iteration reaches it.
@@ -124,27 +135,27 @@ func (c *Client) CreateSession(ctx context.Context, app, user string, create Ses
 	var session Session
 	withIDs(create.Events)
 	err := c.send(ctx, with(call{method: http.MethodPost, path: "/sessions", body: create}, options), &session, app, user)
-	return &session, err
+	return answer(&session, err)
 }
 
-// SessionRead picks what a read of a session gives: the NumRecentEvents newest events, those at
-// or after AfterTimestamp, the session as it was at UntilSeq; MinVersion, the version it must
-// be at least (the client asks for its own writes' by itself).
+// SessionRead picks what a read of a session gives: the NumRecentEvents newest events (0:
+// none), those at or after AfterTimestamp, the session as it was at UntilSeq; MinVersion, the
+// version it must be at least (the client asks for its own writes' by itself). Nil: not asked.
 type SessionRead struct {
-	NumRecentEvents int
-	AfterTimestamp  float64
-	UntilSeq        int64
-	MinVersion      int64
+	NumRecentEvents *int64
+	AfterTimestamp  *float64
+	UntilSeq        *int64
+	MinVersion      *int64
 }
 
 // GetSession is the session with its events.
 func (c *Client) GetSession(ctx context.Context, app, user, id string, read SessionRead,
 	options ...RequestOption) (*Session, error) {
-	q := query{}.int("numRecentEvents", int64(read.NumRecentEvents)).num("afterTimestamp", read.AfterTimestamp).
+	q := query{}.int("numRecentEvents", read.NumRecentEvents).num("afterTimestamp", read.AfterTimestamp).
 		int("untilSeq", read.UntilSeq).int("minVersion", read.MinVersion)
 	var session Session
 	err := c.send(ctx, with(call{method: http.MethodGet, query: url.Values(q)}, options), &session, app, user, id)
-	return &session, err
+	return answer(&session, err)
 }
 
 // SessionFilter picks the sessions of a listing: in Order ("asc" or "desc" by last update),
@@ -170,7 +181,7 @@ func (c *Client) ListSessions(ctx context.Context, app, user string, filter Sess
 	var page SessionPage
 	req := with(call{method: http.MethodGet, path: "/sessions", query: filter.query()}, options)
 	err := c.send(ctx, req, &page, app, user)
-	return &page, err
+	return answer(&page, err)
 }
 
 // Sessions is every session of a user, page by page.
@@ -187,7 +198,7 @@ func (c *Client) ListAppSessions(ctx context.Context, app string, filter Session
 	options ...RequestOption) (*SessionPage, error) {
 	var page SessionPage
 	err := c.send(ctx, with(call{method: http.MethodGet, path: "/sessions", query: filter.query()}, options), &page, app)
-	return &page, err
+	return answer(&page, err)
 }
 
 // AppSessions is every session of every user of the app, page by page.
@@ -204,7 +215,7 @@ func (c *Client) UpdateSession(ctx context.Context, app, user, id string, update
 	options ...WriteOption) (*Session, error) {
 	var session Session
 	err := c.send(ctx, with(call{method: http.MethodPatch, body: update}, options), &session, app, user, id)
-	return &session, err
+	return answer(&session, err)
 }
 
 // UpdateState records stateDelta as an event by `user`.
@@ -239,7 +250,7 @@ func (c *Client) AppendEvent(ctx context.Context, app, user, id string, event Ev
 	}
 	var stored Event
 	err := c.send(ctx, with(call{method: http.MethodPost, path: "/events", body: event}, options), &stored, app, user, id)
-	return &stored, err
+	return answer(&stored, err)
 }
 
 // AppendEvents stores events at consecutive seqs, all or none (partial ones skipped).
@@ -251,18 +262,19 @@ func (c *Client) AppendEvents(ctx context.Context, app, user, id string, events 
 	body := map[string][]Event{"events": events}
 	req := with(call{method: http.MethodPost, path: "/events:batch", body: body}, options)
 	err := c.send(ctx, req, &stored, app, user, id)
-	return stored.Events, err
+	return answer(stored.Events, err)
 }
 
-// EventFilter picks the events of a listing: after AfterSeq, within the timestamps, in Order
-// ("asc", by seq, or "desc").
+// EventFilter picks the events of a listing: after AfterSeq, at or after AfterTimestamp and
+// before BeforeTimestamp, in Order ("asc", by seq, or "desc"); MinVersion as SessionRead's.
+// Nil: not asked.
 type EventFilter struct {
 	Page
-	AfterSeq        int64
-	AfterTimestamp  float64
-	BeforeTimestamp float64
+	AfterSeq        *int64
+	AfterTimestamp  *float64
+	BeforeTimestamp *float64
 	Order           string
-	MinVersion      int64
+	MinVersion      *int64
 }
 
 // ListEvents is a page of the session's events.
@@ -273,7 +285,7 @@ func (c *Client) ListEvents(ctx context.Context, app, user, id string, filter Ev
 	var page EventPage
 	req := with(call{method: http.MethodGet, path: "/events", query: url.Values(q)}, options)
 	err := c.send(ctx, req, &page, app, user, id)
-	return &page, err
+	return answer(&page, err)
 }
 
 // Events is every event of the session, page by page.
@@ -289,7 +301,7 @@ func (c *Client) Events(ctx context.Context, app, user, id string, filter EventF
 func (c *Client) CountEvents(ctx context.Context, app, user, id string, options ...RequestOption) (*EventCount, error) {
 	var count EventCount
 	err := c.send(ctx, with(call{method: http.MethodGet, path: "/events:count"}, options), &count, app, user, id)
-	return &count, err
+	return answer(&count, err)
 }
 
 // RemoveEvent removes an event, and the events answering its function calls.
@@ -297,7 +309,7 @@ func (c *Client) RemoveEvent(ctx context.Context, app, user, id, eventID string,
 	options ...WriteOption) (*EventsRemoved, error) {
 	var removed EventsRemoved
 	err := c.send(ctx, with(call{method: http.MethodDelete}, options), &removed, app, user, id, eventID)
-	return &removed, err
+	return answer(&removed, err)
 }
 
 // RewriteEvent replaces an event's content (a redaction, say); the event as stored.
@@ -306,7 +318,7 @@ func (c *Client) RewriteEvent(ctx context.Context, app, user, id, eventID string
 	var event Event
 	body := map[string]Content{"content": content}
 	err := c.send(ctx, with(call{method: http.MethodPatch, body: body}, options), &event, app, user, id, eventID)
-	return &event, err
+	return answer(&event, err)
 }
 
 // --- Forks, children and history -----------------------------------------------------------
@@ -316,7 +328,7 @@ func (c *Client) Fork(ctx context.Context, app, user, id string, fork SessionFor
 	options ...RequestOption) (*Session, error) {
 	var session Session
 	err := c.send(ctx, with(call{method: http.MethodPost, path: ":fork", body: fork}, options), &session, app, user, id)
-	return &session, err
+	return answer(&session, err)
 }
 
 // CreateChild is a child session for a sub-agent.
@@ -325,7 +337,7 @@ func (c *Client) CreateChild(ctx context.Context, app, user, id string, child Ch
 	var session Session
 	req := with(call{method: http.MethodPost, path: "/children", body: child}, options)
 	err := c.send(ctx, req, &session, app, user, id)
-	return &session, err
+	return answer(&session, err)
 }
 
 // ListChildren is a page of the session's forks and children.
@@ -334,7 +346,7 @@ func (c *Client) ListChildren(ctx context.Context, app, user, id string, page Pa
 	var got SessionPage
 	req := with(call{method: http.MethodGet, path: "/children", query: url.Values(page.query())}, options)
 	err := c.send(ctx, req, &got, app, user, id)
-	return &got, err
+	return answer(&got, err)
 }
 
 // Children is every fork and child of the session, page by page.
@@ -349,38 +361,33 @@ func (c *Client) Children(ctx context.Context, app, user, id string,
 func (c *Client) Lineage(ctx context.Context, app, user, id string, options ...RequestOption) ([]Session, error) {
 	var list struct{ Sessions []Session }
 	err := c.send(ctx, with(call{method: http.MethodGet, path: "/lineage"}, options), &list, app, user, id)
-	return list.Sessions, err
+	return answer(list.Sessions, err)
 }
 
-// Close closes the session to writes with outcome ("completed", "failed" or "canceled"); a
-// child made for a function call answers it with result.
-func (c *Client) Close(ctx context.Context, app, user, id, outcome string, result any,
+// CloseSession closes the session to writes with closing.Outcome; a child made for a function
+// call answers it with closing.Result.
+func (c *Client) CloseSession(ctx context.Context, app, user, id string, closing SessionClose,
 	options ...WriteOption) (*Session, error) {
-	body := map[string]any{"outcome": outcome}
-	if result != nil {
-		body["result"] = result
-	}
 	var session Session
-	err := c.send(ctx, with(call{method: http.MethodPost, path: ":close", body: body}, options), &session, app, user, id)
-	return &session, err
+	req := with(call{method: http.MethodPost, path: ":close", body: closing}, options)
+	err := c.send(ctx, req, &session, app, user, id)
+	return answer(&session, err)
 }
 
-// Rewind appends ADK's rewind event, undoing the invocation's events and those after it.
-func (c *Client) Rewind(ctx context.Context, app, user, id, beforeInvocationID string,
+// Rewind appends ADK's rewind event, undoing rewind.BeforeInvocationID's events and those after.
+func (c *Client) Rewind(ctx context.Context, app, user, id string, rewind SessionRewind,
 	options ...WriteOption) (*Event, error) {
 	var event Event
-	body := map[string]string{"beforeInvocationId": beforeInvocationID}
-	err := c.send(ctx, with(call{method: http.MethodPost, path: ":rewind", body: body}, options), &event, app, user, id)
-	return &event, err
+	err := c.send(ctx, with(call{method: http.MethodPost, path: ":rewind", body: rewind}, options), &event, app, user, id)
+	return answer(&event, err)
 }
 
-// Trim removes all events but the newest keepLast.
-func (c *Client) Trim(ctx context.Context, app, user, id string, keepLast int,
+// Trim removes all events but the newest trim.KeepLast.
+func (c *Client) Trim(ctx context.Context, app, user, id string, trim SessionTrim,
 	options ...WriteOption) (*Trimmed, error) {
 	var trimmed Trimmed
-	body := map[string]int{"keepLast": keepLast}
-	err := c.send(ctx, with(call{method: http.MethodPost, path: ":trim", body: body}, options), &trimmed, app, user, id)
-	return &trimmed, err
+	err := c.send(ctx, with(call{method: http.MethodPost, path: ":trim", body: trim}, options), &trimmed, app, user, id)
+	return answer(&trimmed, err)
 }
 
 // Reset removes every event and the session's state.
@@ -388,20 +395,26 @@ func (c *Client) Reset(ctx context.Context, app, user, id string, options ...Wri
 	var trimmed Trimmed
 	req := with(call{method: http.MethodPost, path: ":reset", body: struct{}{}}, options)
 	err := c.send(ctx, req, &trimmed, app, user, id)
-	return &trimmed, err
+	return answer(&trimmed, err)
 }
 
 // --- Context, tool calls, queued input -----------------------------------------------------
 
-// Context is what a model should see next: the live events, compactions applied, the newest
-// that fit tokenBudget (0: all), function calls never apart from their answers.
-func (c *Client) Context(ctx context.Context, app, user, id string, tokenBudget int,
+// ContextRead picks what a context view holds: the newest events that fit TokenBudget (nil:
+// every live event).
+type ContextRead struct {
+	TokenBudget *int64
+}
+
+// Context is what a model should see next: the live events, compactions applied, function
+// calls never apart from their answers.
+func (c *Client) Context(ctx context.Context, app, user, id string, read ContextRead,
 	options ...RequestOption) (*ContextView, error) {
 	var view ContextView
-	q := query{}.int("tokenBudget", int64(tokenBudget))
+	q := query{}.int("tokenBudget", read.TokenBudget)
 	req := with(call{method: http.MethodGet, path: "/context", query: url.Values(q)}, options)
 	err := c.send(ctx, req, &view, app, user, id)
-	return &view, err
+	return answer(&view, err)
 }
 
 // Compact appends one compaction event; that event.
@@ -410,31 +423,34 @@ func (c *Client) Compact(ctx context.Context, app, user, id string, compact Sess
 	var event Event
 	req := with(call{method: http.MethodPost, path: ":compact", body: compact}, options)
 	err := c.send(ctx, req, &event, app, user, id)
-	return &event, err
+	return answer(&event, err)
 }
 
-// ToolCalls is the session's function calls in order, with status ("" for any) and each
-// unanswered one orphaned past timeoutSeconds (0: the server's default).
-func (c *Client) ToolCalls(ctx context.Context, app, user, id, status string, timeoutSeconds float64,
+// ToolCallFilter picks the function calls of a listing: with Status ("answered", "pending",
+// "orphaned"; "": any), each unanswered one orphaned past TimeoutSeconds (nil: the server's
+// default; 0 orphans every one).
+type ToolCallFilter struct {
+	Status         string
+	TimeoutSeconds *float64
+}
+
+// ToolCalls is the session's function calls in order, with their status.
+func (c *Client) ToolCalls(ctx context.Context, app, user, id string, filter ToolCallFilter,
 	options ...RequestOption) ([]ToolCall, error) {
 	var list struct{ ToolCalls []ToolCall }
-	q := query{}.str("status", status).num("timeoutSeconds", timeoutSeconds)
+	q := query{}.str("status", filter.Status).num("timeoutSeconds", filter.TimeoutSeconds)
 	req := with(call{method: http.MethodGet, path: "/toolCalls", query: url.Values(q)}, options)
 	err := c.send(ctx, req, &list, app, user, id)
-	return list.ToolCalls, err
+	return answer(list.ToolCalls, err)
 }
 
-// Heal answers each function call orphaned past timeoutSeconds (0: the server's default) with
-// an error response, in one write.
-func (c *Client) Heal(ctx context.Context, app, user, id string, timeoutSeconds float64,
+// Heal answers each function call orphaned past heal.TimeoutSeconds with an error response, in
+// one write.
+func (c *Client) Heal(ctx context.Context, app, user, id string, heal SessionHeal,
 	options ...WriteOption) (*Healed, error) {
-	body := map[string]any{}
-	if timeoutSeconds != 0 {
-		body["timeoutSeconds"] = timeoutSeconds
-	}
 	var healed Healed
-	err := c.send(ctx, with(call{method: http.MethodPost, path: ":heal", body: body}, options), &healed, app, user, id)
-	return &healed, err
+	err := c.send(ctx, with(call{method: http.MethodPost, path: ":heal", body: heal}, options), &healed, app, user, id)
+	return answer(&healed, err)
 }
 
 // QueueEvent queues an event apart from the log (a user typing while a turn runs), given an id
@@ -446,14 +462,14 @@ func (c *Client) QueueEvent(ctx context.Context, app, user, id string, event Eve
 	}
 	var queued Event
 	err := c.send(ctx, with(call{method: http.MethodPost, path: "/pending", body: event}, options), &queued, app, user, id)
-	return &queued, err
+	return answer(&queued, err)
 }
 
 // Pending is the queued events, in the order they came.
 func (c *Client) Pending(ctx context.Context, app, user, id string, options ...RequestOption) ([]Event, error) {
 	var list struct{ Events []Event }
 	err := c.send(ctx, with(call{method: http.MethodGet, path: "/pending"}, options), &list, app, user, id)
-	return list.Events, err
+	return answer(list.Events, err)
 }
 
 // ClearPending empties the queue without appending it.
@@ -462,14 +478,13 @@ func (c *Client) ClearPending(ctx context.Context, app, user, id string, options
 }
 
 // PromotePending appends the queue in order, in one write; ErrToolCallsPending while a
-// function call is unanswered, unless force.
-func (c *Client) PromotePending(ctx context.Context, app, user, id string, force bool,
+// function call is unanswered, unless promote.Force.
+func (c *Client) PromotePending(ctx context.Context, app, user, id string, promote PendingPromote,
 	options ...WriteOption) ([]Event, error) {
 	var list struct{ Events []Event }
-	body := map[string]bool{"force": force}
-	req := with(call{method: http.MethodPost, path: "/pending:promote", body: body}, options)
+	req := with(call{method: http.MethodPost, path: "/pending:promote", body: promote}, options)
 	err := c.send(ctx, req, &list, app, user, id)
-	return list.Events, err
+	return answer(list.Events, err)
 }
 
 // --- Export and import ---------------------------------------------------------------------
@@ -486,7 +501,7 @@ func (c *Client) Export(ctx context.Context, app, user, id string, options ...Re
 	if err != nil {
 		return nil, err
 	}
-	return io.ReadAll(resp.Body)
+	return answer(io.ReadAll(resp.Body))
 }
 
 // Import stores an export under this app and user exactly as it was, all or nothing; the
@@ -496,55 +511,66 @@ func (c *Client) Import(ctx context.Context, app, user string, ndjson []byte,
 	var session Session
 	req := call{method: http.MethodPost, path: "/sessions:import", raw: ndjson, ctype: "application/x-ndjson"}
 	err := c.send(ctx, with(req, options), &session, app, user)
-	return &session, err
+	return answer(&session, err)
 }
 
 // --- Search, usage, browsing ----------------------------------------------------------------
 
-// SearchFilter narrows a search to a user, a session, an author, a time span.
-type SearchFilter struct {
+// SearchQuery is a search: Q, the words to find (web-search syntax: `refund order`,
+// `"full refund"`, `refund or return`, `refund -partial`), in the events of a user, a session,
+// an author, at or after AfterTimestamp and before BeforeTimestamp (nil: not asked).
+type SearchQuery struct {
 	Page
+	Q               string
 	UserID          string
 	SessionID       string
 	Author          string
-	AfterTimestamp  float64
-	BeforeTimestamp float64
+	AfterTimestamp  *float64
+	BeforeTimestamp *float64
 }
 
-// Search is a page of the app's events matching q (web-search syntax: `refund order`,
-// `"full refund"`, `refund or return`, `refund -partial`), best first.
-func (c *Client) Search(ctx context.Context, app, q string, filter SearchFilter,
+// Search is a page of the app's events matching search.Q, best first.
+func (c *Client) Search(ctx context.Context, app string, search SearchQuery,
 	options ...RequestOption) (*SearchPage, error) {
-	values := filter.Page.query().str("q", q).str("userId", filter.UserID).str("sessionId", filter.SessionID).
-		str("author", filter.Author).num("afterTimestamp", filter.AfterTimestamp).num("beforeTimestamp", filter.BeforeTimestamp)
+	q := search.Page.query().str("q", search.Q).str("userId", search.UserID).str("sessionId", search.SessionID).
+		str("author", search.Author).num("afterTimestamp", search.AfterTimestamp).num("beforeTimestamp", search.BeforeTimestamp)
 	var page SearchPage
-	err := c.send(ctx, with(call{method: http.MethodGet, path: "/search", query: url.Values(values)}, options), &page, app)
-	return &page, err
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/search", query: url.Values(q)}, options), &page, app)
+	return answer(&page, err)
 }
 
 // SearchHits is every hit of a search, page by page.
-func (c *Client) SearchHits(ctx context.Context, app, q string, filter SearchFilter,
+func (c *Client) SearchHits(ctx context.Context, app string, search SearchQuery,
 	options ...RequestOption) iter.Seq2[SearchHit, error] {
-	return pages(ctx, filter.Page, func(ctx context.Context, page Page) (*SearchPage, error) {
-		filter.Page = page
-		return c.Search(ctx, app, q, filter, options...)
+	return pages(ctx, search.Page, func(ctx context.Context, page Page) (*SearchPage, error) {
+		search.Page = page
+		return c.Search(ctx, app, search, options...)
 	}, func(p *SearchPage) ([]SearchHit, *string) { return p.Hits, p.NextPageToken })
 }
 
-// Usage is the token counts of the app's events (of userID's alone, if not ""), by user.
-func (c *Client) Usage(ctx context.Context, app, userID string, afterTimestamp, beforeTimestamp float64,
+// UsageFilter picks the events whose tokens are counted: UserID's ("": every user's), at or
+// after AfterTimestamp and before BeforeTimestamp (nil: not asked).
+type UsageFilter struct {
+	UserID          string
+	AfterTimestamp  *float64
+	BeforeTimestamp *float64
+}
+
+// Usage is the token counts of the app's events, by user.
+func (c *Client) Usage(ctx context.Context, app string, filter UsageFilter,
 	options ...RequestOption) (*AppUsage, error) {
-	q := query{}.str("userId", userID).num("afterTimestamp", afterTimestamp).num("beforeTimestamp", beforeTimestamp)
+	q := query{}.str("userId", filter.UserID).num("afterTimestamp", filter.AfterTimestamp).
+		num("beforeTimestamp", filter.BeforeTimestamp)
 	var usage AppUsage
 	err := c.send(ctx, with(call{method: http.MethodGet, path: "/usage", query: url.Values(q)}, options), &usage, app)
-	return &usage, err
+	return answer(&usage, err)
 }
 
 // ListApps is a page of the apps that have sessions, by name.
 func (c *Client) ListApps(ctx context.Context, page Page, options ...RequestOption) (*AppPage, error) {
 	var got AppPage
 	_, err := c.do(ctx, with(call{method: http.MethodGet, path: "/apps", query: url.Values(page.query())}, options), &got)
-	return &got, err
+	return answer(&got, err)
 }
 
 // Apps is every app that has sessions.
@@ -559,7 +585,7 @@ func (c *Client) ListUsers(ctx context.Context, app string, page Page, options .
 	var got UserPage
 	req := with(call{method: http.MethodGet, path: "/users", query: url.Values(page.query())}, options)
 	err := c.send(ctx, req, &got, app)
-	return &got, err
+	return answer(&got, err)
 }
 
 // Users is every user of the app that has sessions.
@@ -579,7 +605,7 @@ type scopeState struct {
 func (c *Client) AppState(ctx context.Context, app string, options ...RequestOption) (State, error) {
 	var got scopeState
 	err := c.send(ctx, with(call{method: http.MethodGet, path: "/state"}, options), &got, app)
-	return got.State, err
+	return answer(got.State, err)
 }
 
 // UpdateAppState merges stateDelta (keys without prefix) into the app's state; the state now.
@@ -588,14 +614,14 @@ func (c *Client) UpdateAppState(ctx context.Context, app string, stateDelta Stat
 	var got scopeState
 	body := map[string]State{"stateDelta": stateDelta}
 	err := c.send(ctx, with(call{method: http.MethodPatch, path: "/state", body: body}, options), &got, app)
-	return got.State, err
+	return answer(got.State, err)
 }
 
 // UserState is the user's state, its keys without their `user:` prefix.
 func (c *Client) UserState(ctx context.Context, app, user string, options ...RequestOption) (State, error) {
 	var got scopeState
 	err := c.send(ctx, with(call{method: http.MethodGet, path: "/state"}, options), &got, app, user)
-	return got.State, err
+	return answer(got.State, err)
 }
 
 // UpdateUserState merges stateDelta (keys without prefix) into the user's state; the state now.
@@ -604,7 +630,7 @@ func (c *Client) UpdateUserState(ctx context.Context, app, user string, stateDel
 	var got scopeState
 	body := map[string]State{"stateDelta": stateDelta}
 	err := c.send(ctx, with(call{method: http.MethodPatch, path: "/state", body: body}, options), &got, app, user)
-	return got.State, err
+	return answer(got.State, err)
 }
 
 // --- Operations ------------------------------------------------------------------------------
@@ -613,21 +639,21 @@ func (c *Client) UpdateUserState(ctx context.Context, app, user string, stateDel
 func (c *Client) KeyScope(ctx context.Context, options ...RequestOption) (*KeyScope, error) {
 	var scope KeyScope
 	_, err := c.do(ctx, with(call{method: http.MethodGet, path: "/auth/key"}, options), &scope)
-	return &scope, err
+	return answer(&scope, err)
 }
 
 // Health is /healthz: the process answers (it says nothing of the database).
 func (c *Client) Health(ctx context.Context, options ...RequestOption) (*Health, error) {
 	var health Health
 	_, err := c.do(ctx, with(call{method: http.MethodGet, path: "/healthz"}, options), &health)
-	return &health, err
+	return answer(&health, err)
 }
 
 // Readiness is /readyz: the database answers, at the expected schema; else ErrUnavailable.
 func (c *Client) Readiness(ctx context.Context, options ...RequestOption) (*Readiness, error) {
 	var ready Readiness
 	_, err := c.do(ctx, with(call{method: http.MethodGet, path: "/readyz"}, options), &ready)
-	return &ready, err
+	return answer(&ready, err)
 }
 
 // Metrics is /metrics, in Prometheus' text format.
@@ -637,5 +663,5 @@ func (c *Client) Metrics(ctx context.Context, options ...RequestOption) (string,
 		return "", err
 	}
 	text, err := io.ReadAll(resp.Body)
-	return string(text), err
+	return answer(string(text), err)
 }

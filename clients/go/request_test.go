@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -185,5 +187,103 @@ func TestEveryRequestNamesTheClient(t *testing.T) {
 	}
 	if stream := seen()[1]; stream.Get("X-Request-ID") != "stream-1" || stream.Get("Accept") != "text/event-stream" {
 		t.Errorf("the stream was opened with %v", stream)
+	}
+}
+
+// An optional number is sent when it is given, 0 included, and left out when it is nil.
+func TestAZeroIsSentAndANilIsNot(t *testing.T) {
+	ctx := context.Background()
+	wire := make(chan string, 1)
+	base, _ := answering(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		wire <- strings.TrimSpace(r.URL.RawQuery + " " + string(body))
+		healthy(w)
+	})
+	c := client(t, Options{BaseURL: base})
+	ignore := func(_ any, err error) error { return err }
+	for _, sent := range []struct {
+		call func() error
+		want string
+	}{
+		{func() error {
+			return ignore(c.GetSession(ctx, "a", "u", "s", SessionRead{NumRecentEvents: Int64(0), UntilSeq: Int64(0)}))
+		}, "numRecentEvents=0&untilSeq=0"},
+		{func() error { return ignore(c.GetSession(ctx, "a", "u", "s", SessionRead{})) }, ""},
+		{func() error {
+			return ignore(c.ListEvents(ctx, "a", "u", "s", EventFilter{AfterSeq: Int64(0), BeforeTimestamp: Float64(0)}))
+		}, "afterSeq=0&beforeTimestamp=0"},
+		{func() error {
+			return ignore(c.ToolCalls(ctx, "a", "u", "s", ToolCallFilter{TimeoutSeconds: Float64(0)}))
+		}, "timeoutSeconds=0"},
+		{func() error { return ignore(c.ToolCalls(ctx, "a", "u", "s", ToolCallFilter{})) }, ""},
+		{func() error { return ignore(c.Usage(ctx, "a", UsageFilter{AfterTimestamp: Float64(0)})) }, "afterTimestamp=0"},
+		{func() error { return ignore(c.Fork(ctx, "a", "u", "s", SessionFork{AtSeq: Int64(0)})) }, `{"atSeq":0}`},
+		{func() error { return ignore(c.Fork(ctx, "a", "u", "s", SessionFork{})) }, `{}`},
+		{func() error { return ignore(c.Heal(ctx, "a", "u", "s", SessionHeal{TimeoutSeconds: Float64(0)})) }, `{"timeoutSeconds":0}`},
+		{func() error { return ignore(c.Heal(ctx, "a", "u", "s", SessionHeal{})) }, `{}`},
+		{func() error {
+			return ignore(c.Compact(ctx, "a", "u", "s", SessionCompact{Strategy: "truncate", KeepLast: Int64(0)}))
+		}, `{"strategy":"truncate","keepLast":0}`},
+		{func() error { return ignore(c.Trim(ctx, "a", "u", "s", SessionTrim{})) }, `{"keepLast":0}`},
+	} {
+		if err := sent.call(); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-wire; got != sent.want {
+			t.Errorf("sent %q, not %q", got, sent.want)
+		}
+	}
+}
+
+// Every method that fails returns nothing beside its error (a nil pointer, slice or map, an
+// empty string), whether the server said no or said something the client cannot read.
+func TestAFailedCallReturnsNothingBesideItsError(t *testing.T) {
+	ctx := context.Background()
+	for answer, body := range map[string]string{
+		"a 404": `{"type":"about:blank","title":"Not found","status":404,"detail":"none","code":"session_not_found"}`,
+		// Every answer type's fields, all of the wrong type but the first (half decodable).
+		"an answer it cannot read": `{"appName":"a","id":1,"state":"x","events":"x","sessions":"x","toolCalls":"x",` +
+			`"hits":"x","apps":"x","users":"x","count":"x","removedEventIds":"x","removedEvents":"x","healed":"x",` +
+			`"authEnabled":"x","status":1}`,
+	} {
+		base, _ := answering(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+			if answer == "a 404" {
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusNotFound)
+			}
+			fmt.Fprint(w, body)
+		})
+		c := reflect.ValueOf(client(t, Options{BaseURL: base, Retries: -1}))
+		for i := range c.NumMethod() {
+			method, name := c.Method(i), c.Type().Method(i).Name
+			kind := method.Type()
+			if kind.Out(kind.NumOut()-1) != reflect.TypeFor[error]() {
+				continue // an iterator: its errors are yielded
+			}
+			var args []reflect.Value
+			for a := range kind.NumIn() - 1 { // the options left out
+				switch in := kind.In(a); {
+				case in == reflect.TypeFor[context.Context]():
+					args = append(args, reflect.ValueOf(ctx))
+				case in.Kind() == reflect.String:
+					args = append(args, reflect.ValueOf("x"))
+				default:
+					args = append(args, reflect.Zero(in))
+				}
+			}
+			out := method.Call(args)
+			err, _ := out[len(out)-1].Interface().(error)
+			if err == nil {
+				if answer == "a 404" {
+					t.Errorf("%s: no error after a 404", name)
+				}
+				continue // Export, Metrics: any 200 is theirs
+			}
+			for _, value := range out[:len(out)-1] {
+				if !value.IsZero() {
+					t.Errorf("%s, %s: %v beside %v", answer, name, value, err)
+				}
+			}
+		}
 	}
 }

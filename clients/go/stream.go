@@ -28,12 +28,11 @@ type Frame struct {
 func (f Frame) Decode(v any) error { return json.Unmarshal(f.Data, v) }
 
 // StreamOptions tune a live stream. A session's stream replays from the log what came after
-// AfterSeq, or the whole session with FromStart, then goes on live (neither: from now).
-// IdleTimeout is how long without a byte, not even a heartbeat, before the connection is taken
-// for lost and opened again (default 60 s; the server sends a heartbeat every 15).
+// AfterSeq (Int64(0): the whole session), then goes on live (nil: from now). IdleTimeout is how
+// long without a byte, not even a heartbeat, before the connection is taken for lost and opened
+// again (default 60 s; the server sends a heartbeat every 15).
 type StreamOptions struct {
-	AfterSeq    int64
-	FromStart   bool
+	AfterSeq    *int64
 	IdleTimeout time.Duration
 }
 
@@ -45,8 +44,8 @@ func (c *Client) StreamEvents(ctx context.Context, app, user, id string, stream 
 	options ...RequestOption) iter.Seq2[Frame, error] {
 	path, err := pathTo("/events:stream", app, user, id)
 	position := ""
-	if stream.AfterSeq > 0 || stream.FromStart {
-		position = strconv.FormatInt(stream.AfterSeq, 10)
+	if stream.AfterSeq != nil {
+		position = strconv.FormatInt(*stream.AfterSeq, 10)
 	}
 	return c.follow(ctx, path, err, position, stream, options, map[string]bool{"closed": true, "deleted": true})
 }

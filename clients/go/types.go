@@ -234,8 +234,8 @@ type SessionCreate struct {
 	Events      []Event           `json:"events,omitempty"`
 	DisplayName string            `json:"displayName,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
-	TTL         float64           `json:"ttl,omitempty"`
-	ExpireTime  float64           `json:"expireTime,omitempty"`
+	TTL         *float64          `json:"ttl,omitempty"`
+	ExpireTime  *float64          `json:"expireTime,omitempty"`
 }
 
 // SessionUpdate changes what it sets, in one write. StateDelta is recorded as an event by
@@ -248,6 +248,13 @@ type SessionUpdate struct {
 	TTL         Opt[float64]      `json:"ttl,omitzero"`
 	ExpireTime  Opt[float64]      `json:"expireTime,omitzero"`
 }
+
+// Int64 is v for an optional number of a call's parameters, which are pointers so that 0 can be
+// sent: nil is not sent, Int64(0) sends 0.
+func Int64(v int64) *int64 { return &v }
+
+// Float64 is Int64 for a float (a timestamp, seconds).
+func Float64(v float64) *float64 { return &v }
 
 // Opt is an optional field that can also be null: absent (the zero Opt), Some(v) or Null().
 type Opt[T any] struct {
@@ -266,11 +273,11 @@ func (o Opt[T]) IsZero() bool { return !o.set }
 
 func (o Opt[T]) MarshalJSON() ([]byte, error) { return json.Marshal(o.value) }
 
-// SessionFork names where a fork branches: at AtSeq, or before BeforeInvocationID's first
-// event, or (neither) after the last event.
+// SessionFork names where a fork branches: at AtSeq (Int64(0): before the first event), or
+// before BeforeInvocationID's first event, or (neither) after the last event.
 type SessionFork struct {
 	SessionID          string `json:"sessionId,omitempty"`
-	AtSeq              int64  `json:"atSeq,omitempty"`
+	AtSeq              *int64 `json:"atSeq,omitempty"`
 	BeforeInvocationID string `json:"beforeInvocationId,omitempty"`
 }
 
@@ -284,12 +291,40 @@ type ChildCreate struct {
 }
 
 // SessionCompact is a compaction: Strategy "summary" (with Summary, your text), "truncate"
-// or "observationMask", over the live events older than the newest KeepLast.
+// or "observationMask", over the live events older than the newest KeepLast (nil: 0).
 type SessionCompact struct {
 	Strategy           string `json:"strategy"`
-	KeepLast           int    `json:"keepLast,omitempty"`
+	KeepLast           *int64 `json:"keepLast,omitempty"`
 	Summary            string `json:"summary,omitempty"`
-	ToolOutputMaxChars int    `json:"toolOutputMaxChars,omitempty"`
+	ToolOutputMaxChars *int64 `json:"toolOutputMaxChars,omitempty"`
+}
+
+// SessionClose closes a session with Outcome ("completed", "failed" or "canceled"); a child
+// made for a function call answers it with Result (nil: none).
+type SessionClose struct {
+	Outcome string `json:"outcome"`
+	Result  any    `json:"result,omitempty"`
+}
+
+// SessionRewind undoes the events of BeforeInvocationID and those after it.
+type SessionRewind struct {
+	BeforeInvocationID string `json:"beforeInvocationId"`
+}
+
+// SessionTrim keeps the newest KeepLast events (0: none).
+type SessionTrim struct {
+	KeepLast int64 `json:"keepLast"`
+}
+
+// SessionHeal answers the function calls unanswered past TimeoutSeconds (nil: the server's
+// default; 0: every unanswered one).
+type SessionHeal struct {
+	TimeoutSeconds *float64 `json:"timeoutSeconds,omitempty"`
+}
+
+// PendingPromote appends the queue even while a function call is unanswered, if Force.
+type PendingPromote struct {
+	Force bool `json:"force,omitempty"`
 }
 
 // SessionPage is a page of sessions; NextPageToken is empty on the last.

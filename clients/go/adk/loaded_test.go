@@ -169,7 +169,7 @@ func TestALoadAfterAnyOtherWriteIsTheSession(t *testing.T) {
 			check(t, err)
 		},
 		"trim": func(t *testing.T, client *sessionary.Client, app string, _ []sessionary.Event) {
-			_, err := client.Trim(t.Context(), app, user, "s", 2)
+			_, err := client.Trim(t.Context(), app, user, "s", sessionary.SessionTrim{KeepLast: 2})
 			check(t, err)
 		},
 		"reset": func(t *testing.T, client *sessionary.Client, app string, _ []sessionary.Event) {
@@ -177,7 +177,7 @@ func TestALoadAfterAnyOtherWriteIsTheSession(t *testing.T) {
 			check(t, err)
 		},
 		"close": func(t *testing.T, client *sessionary.Client, app string, _ []sessionary.Event) {
-			_, err := client.Close(t.Context(), app, user, "s", "completed", nil)
+			_, err := client.CloseSession(t.Context(), app, user, "s", sessionary.SessionClose{Outcome: "completed"})
 			check(t, err)
 		},
 		// Deleted, and made again under its id with more events than it had, so that only its

@@ -24,15 +24,13 @@ import (
 	"iter"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/adk/v2/tool/toolconfirmation"
-	"google.golang.org/genai"
 
 	"sessionary.local/sessionary"
 )
@@ -76,7 +74,10 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (*sess
 		return nil, err
 	}
 	stored, err := fromWire(created)
-	return &session.CreateResponse{Session: stored}, err
+	if err != nil {
+		return nil, err
+	}
+	return &session.CreateResponse{Session: stored}, nil
 }
 
 func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.GetResponse, error) {
@@ -91,9 +92,12 @@ func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.Ge
 	if req.NumRecentEvents == 0 && req.After.IsZero() {
 		found, events, err = s.whole(ctx, key)
 	} else {
-		read := sessionary.SessionRead{NumRecentEvents: req.NumRecentEvents}
+		var read sessionary.SessionRead // ADK's zero values ask nothing, as its own services read them
+		if req.NumRecentEvents > 0 {
+			read.NumRecentEvents = sessionary.Int64(int64(req.NumRecentEvents))
+		}
 		if !req.After.IsZero() {
-			read.AfterTimestamp = seconds(req.After)
+			read.AfterTimestamp = sessionary.Float64(seconds(req.After))
 		}
 		found, events, err = s.read(ctx, key, read)
 	}
@@ -115,7 +119,8 @@ const recent = 32
 // since.
 func (s *Service) whole(ctx context.Context, key sessionKey) (*sessionary.Session, []*session.Event, error) {
 	if kept, ok := s.loaded.get(key); ok {
-		found, err := s.client.GetSession(ctx, key.app, key.user, key.id, sessionary.SessionRead{NumRecentEvents: recent})
+		newest := sessionary.SessionRead{NumRecentEvents: sessionary.Int64(recent)}
+		found, err := s.client.GetSession(ctx, key.app, key.user, key.id, newest)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -150,7 +155,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 	if req.AppName == "" {
 		return nil, fmt.Errorf("app_name is required, got app_name: %q", req.AppName)
 	}
-	filter := sessionary.SessionFilter{Page: sessionary.Page{PageSize: 1000}}
+	filter := sessionary.SessionFilter{Page: sessionary.Page{PageSize: sessionary.Int64(1000)}}
 	all := s.client.AppSessions(ctx, req.AppName, filter)
 	if req.UserID != "" {
 		all = s.client.Sessions(ctx, req.AppName, req.UserID, filter)
@@ -369,71 +374,15 @@ func decode(sessionID string, stored []sessionary.Event) ([]*session.Event, erro
 	return events, nil
 }
 
-// wireEvent is an ADK-Go event in the camelCase JSON that ADK's Python events are stored in,
-// so that agents of either language read each other's sessions.
-type wireEvent struct {
-	ID                 string                `json:"id,omitempty"`
-	Timestamp          float64               `json:"timestamp"`
-	InvocationID       string                `json:"invocationId,omitempty"`
-	Branch             string                `json:"branch,omitempty"`
-	IsolationScope     string                `json:"isolationScope,omitempty"`
-	Author             string                `json:"author,omitempty"`
-	Actions            wireActions           `json:"actions"`
-	LongRunningToolIDs []string              `json:"longRunningToolIds,omitempty"`
-	Routes             []string              `json:"routes,omitempty"`
-	RequestedInput     *session.RequestInput `json:"requestedInput,omitempty"`
-	Output             any                   `json:"output,omitempty"`
-	NodeInfo           *session.NodeInfo     `json:"nodeInfo,omitempty"`
-
-	// model.LLMResponse's fields.
-	Content                 *genai.Content                              `json:"content,omitempty"`
-	CitationMetadata        *genai.CitationMetadata                     `json:"citationMetadata,omitempty"`
-	GroundingMetadata       *genai.GroundingMetadata                    `json:"groundingMetadata,omitempty"`
-	UsageMetadata           *genai.GenerateContentResponseUsageMetadata `json:"usageMetadata,omitempty"`
-	CustomMetadata          map[string]any                              `json:"customMetadata,omitempty"`
-	LogprobsResult          *genai.LogprobsResult                       `json:"logprobsResult,omitempty"`
-	InputTranscription      *genai.Transcription                        `json:"inputTranscription,omitempty"`
-	OutputTranscription     *genai.Transcription                        `json:"outputTranscription,omitempty"`
-	ModelVersion            string                                      `json:"modelVersion,omitempty"`
-	Partial                 bool                                        `json:"partial,omitempty"`
-	TurnComplete            bool                                        `json:"turnComplete,omitempty"`
-	Interrupted             bool                                        `json:"interrupted,omitempty"`
-	SessionResumptionHandle string                                      `json:"sessionResumptionHandle,omitempty"`
-	ErrorCode               string                                      `json:"errorCode,omitempty"`
-	ErrorMessage            string                                      `json:"errorMessage,omitempty"`
-	FinishReason            genai.FinishReason                          `json:"finishReason,omitempty"`
-	AvgLogprobs             float64                                     `json:"avgLogprobs,omitempty"`
-}
-
-type wireActions struct {
-	StateDelta                 map[string]any                               `json:"stateDelta,omitempty"`
-	ArtifactDelta              map[string]int64                             `json:"artifactDelta,omitempty"`
-	RequestedToolConfirmations map[string]toolconfirmation.ToolConfirmation `json:"requestedToolConfirmations,omitempty"`
-	SkipSummarization          bool                                         `json:"skipSummarization,omitempty"`
-	TransferToAgent            string                                       `json:"transferToAgent,omitempty"`
-	Escalate                   bool                                         `json:"escalate,omitempty"`
-}
-
+// toWire is the event in the camelCase JSON that ADK's Python events are stored in, so that
+// agents of either language read each other's sessions. It is ADK-Go's own fields, named as
+// Python's alias generator names the same fields (InvocationID: invocationId), its timestamp in
+// epoch seconds, the zero ones left out (Python's events forbid fields they lack). Each value
+// is encoded by its own type (genai's are tagged camelCase already).
 func toWire(e *session.Event) (sessionary.Event, error) {
-	r := e.LLMResponse
-	data, err := json.Marshal(wireEvent{
-		ID: e.ID, Timestamp: seconds(e.Timestamp), InvocationID: e.InvocationID, Branch: e.Branch,
-		IsolationScope: e.IsolationScope, Author: e.Author, LongRunningToolIDs: e.LongRunningToolIDs,
-		Routes: e.Routes, RequestedInput: e.RequestedInput, Output: e.Output, NodeInfo: e.NodeInfo,
-		Actions: wireActions{
-			StateDelta: e.Actions.StateDelta, ArtifactDelta: e.Actions.ArtifactDelta,
-			RequestedToolConfirmations: e.Actions.RequestedToolConfirmations,
-			SkipSummarization:          e.Actions.SkipSummarization, TransferToAgent: e.Actions.TransferToAgent,
-			Escalate: e.Actions.Escalate,
-		},
-		Content: r.Content, CitationMetadata: r.CitationMetadata, GroundingMetadata: r.GroundingMetadata,
-		UsageMetadata: r.UsageMetadata, CustomMetadata: r.CustomMetadata, LogprobsResult: r.LogprobsResult,
-		InputTranscription: r.InputTranscription, OutputTranscription: r.OutputTranscription,
-		ModelVersion: r.ModelVersion, Partial: r.Partial, TurnComplete: r.TurnComplete,
-		Interrupted: r.Interrupted, SessionResumptionHandle: r.SessionResumptionHandle,
-		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, FinishReason: r.FinishReason,
-		AvgLogprobs: r.AvgLogprobs,
-	})
+	fields := camelFields(reflect.ValueOf(*e), map[string]any{})
+	fields["timestamp"] = seconds(e.Timestamp) // the zero time too: it is stored as year 1
+	data, err := json.Marshal(fields)
 	var sent sessionary.Event
 	if err == nil {
 		err = json.Unmarshal(data, &sent)
@@ -441,35 +390,51 @@ func toWire(e *session.Event) (sessionary.Event, error) {
 	return sent, err
 }
 
+// camelFields adds the struct's fields that are not zero to fields, by their camelCase names:
+// an embedded struct's (LLMResponse) as the struct's own, a struct of untagged fields
+// (Actions) as an object of its own camelCase fields.
+func camelFields(v reflect.Value, fields map[string]any) map[string]any {
+	for i := range v.NumField() {
+		field, value := v.Type().Field(i), v.Field(i)
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
+		switch {
+		case field.Anonymous:
+			camelFields(value, fields)
+		case !field.IsExported() || name == "-" || value.IsZero(): // as encoding/json leaves them out
+		case name != "":
+			fields[name] = value.Interface()
+		case value.Kind() == reflect.Struct && field.Type != reflect.TypeFor[time.Time]():
+			fields[camelCase(field.Name)] = camelFields(value, map[string]any{})
+		default:
+			fields[camelCase(field.Name)] = value.Interface()
+		}
+	}
+	return fields
+}
+
+// camelCase is a Go field's name as Python's alias generator names the field: ID is id,
+// LongRunningToolIDs longRunningToolIds.
+func camelCase(name string) string {
+	name = strings.ReplaceAll(name, "ID", "Id")
+	return strings.ToLower(name[:1]) + name[1:]
+}
+
+// fromWireEvent reads a stored event into ADK-Go's own type, whose field names encoding/json
+// matches without regard to case (invocationId: InvocationID); the timestamp is epoch seconds.
 func fromWireEvent(stored sessionary.Event) (*session.Event, error) {
 	data, err := json.Marshal(stored)
 	if err != nil {
 		return nil, err
 	}
-	var w wireEvent
-	if err := json.Unmarshal(data, &w); err != nil {
+	var read struct {
+		session.Event
+		Timestamp float64 // the event's, which it hides
+	}
+	if err := json.Unmarshal(data, &read); err != nil {
 		return nil, err
 	}
-	return &session.Event{
-		ID: w.ID, Timestamp: fromSeconds(w.Timestamp), InvocationID: w.InvocationID, Branch: w.Branch,
-		IsolationScope: w.IsolationScope, Author: w.Author, LongRunningToolIDs: w.LongRunningToolIDs,
-		Routes: w.Routes, RequestedInput: w.RequestedInput, Output: w.Output, NodeInfo: w.NodeInfo,
-		Actions: session.EventActions{
-			StateDelta: w.Actions.StateDelta, ArtifactDelta: w.Actions.ArtifactDelta,
-			RequestedToolConfirmations: w.Actions.RequestedToolConfirmations,
-			SkipSummarization:          w.Actions.SkipSummarization, TransferToAgent: w.Actions.TransferToAgent,
-			Escalate: w.Actions.Escalate,
-		},
-		LLMResponse: model.LLMResponse{
-			Content: w.Content, CitationMetadata: w.CitationMetadata, GroundingMetadata: w.GroundingMetadata,
-			UsageMetadata: w.UsageMetadata, CustomMetadata: w.CustomMetadata, LogprobsResult: w.LogprobsResult,
-			InputTranscription: w.InputTranscription, OutputTranscription: w.OutputTranscription,
-			ModelVersion: w.ModelVersion, Partial: w.Partial, TurnComplete: w.TurnComplete,
-			Interrupted: w.Interrupted, SessionResumptionHandle: w.SessionResumptionHandle,
-			ErrorCode: w.ErrorCode, ErrorMessage: w.ErrorMessage, FinishReason: w.FinishReason,
-			AvgLogprobs: w.AvgLogprobs,
-		},
-	}, nil
+	read.Event.Timestamp = fromSeconds(read.Timestamp)
+	return &read.Event, nil
 }
 
 // seconds is a time as the server keeps it: epoch seconds, to the microsecond. The zero time

@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/session/sessiontestsuite"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
 	"sessionary.local/sessionary"
@@ -137,5 +141,91 @@ func TestEventsAreStoredAsADKsPythonAgentsStoreThem(t *testing.T) {
 	if event.Content.Parts[0].Text != "Sunny." || event.Content.Role != genai.RoleModel || !event.TurnComplete ||
 		event.Branch != "root.weather" || !event.Timestamp.Equal(want) || event.Actions.StateDelta["z"] != 1.0 {
 		t.Fatalf("read %+v", event)
+	}
+}
+
+// An ADK-Go event is stored with every field it has and read back as it was, in the camelCase
+// JSON that ADK's Python agents write (whose events forbid fields they lack: none is sent
+// zero).
+func TestAnEventIsStoredWithEveryFieldAndReadBackAsItWas(t *testing.T) {
+	event := &session.Event{
+		LLMResponse: model.LLMResponse{
+			Content:             genai.NewContentFromText("Sunny.", genai.RoleModel),
+			CitationMetadata:    &genai.CitationMetadata{Citations: []*genai.Citation{{Title: "met.no", URI: "https://met.no"}}},
+			GroundingMetadata:   &genai.GroundingMetadata{WebSearchQueries: []string{"oslo weather"}},
+			UsageMetadata:       &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 1, TotalTokenCount: 3},
+			CustomMetadata:      map[string]any{"source": "test"},
+			LogprobsResult:      &genai.LogprobsResult{ChosenCandidates: []*genai.LogprobsResultCandidate{{Token: "Sunny"}}},
+			InputTranscription:  &genai.Transcription{Text: "Oslo?"},
+			OutputTranscription: &genai.Transcription{Text: "Sunny.", Finished: true},
+			ModelVersion:        "gemini-2.5", Partial: true, TurnComplete: true, Interrupted: true,
+			SessionResumptionHandle: "handle", ErrorCode: "code", ErrorMessage: "message",
+			FinishReason: genai.FinishReasonStop, AvgLogprobs: -0.25,
+		},
+		ID: "e1", Timestamp: time.Date(2025, 1, 1, 0, 0, 0, 500_000_000, time.UTC), InvocationID: "inv",
+		Branch: "root.weather", IsolationScope: "scope", Author: "weather_agent",
+		Actions: session.EventActions{
+			StateDelta: map[string]any{"city": "Oslo"}, ArtifactDelta: map[string]int64{"map.png": 2},
+			RequestedToolConfirmations: map[string]toolconfirmation.ToolConfirmation{"c1": {Hint: "sure?", Confirmed: true}},
+			SkipSummarization:          true, TransferToAgent: "planner", Escalate: true,
+		},
+		LongRunningToolIDs: []string{"c1"}, Routes: []string{"next"},
+		RequestedInput: &session.RequestInput{InterruptID: "i1", Message: "Which city?"}, Output: "done",
+		NodeInfo: &session.NodeInfo{Path: "trip/forecast", OutputFor: []string{"trip"}},
+	}
+	// A field ADK-Go adds is tested once it is set here.
+	everyFieldSet(t, reflect.ValueOf(*event))
+	sent, err := toWire(event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored struct {
+		Fields  map[string]json.RawMessage
+		Actions map[string]json.RawMessage
+	}
+	data, _ := json.Marshal(sent)
+	_ = json.Unmarshal(data, &stored.Fields)
+	_ = json.Unmarshal(stored.Fields["actions"], &stored.Actions)
+	for _, names := range []map[string]json.RawMessage{stored.Fields, stored.Actions} {
+		for name := range names {
+			if strings.ToLower(name[:1]) != name[:1] || strings.Contains(name, "ID") {
+				t.Errorf("stored as %q, not in camelCase", name)
+			}
+		}
+	}
+	for _, name := range []string{"invocationId", "longRunningToolIds", "turnComplete", "usageMetadata"} {
+		if _, ok := stored.Fields[name]; !ok {
+			t.Errorf("no %q in %s", name, data)
+		}
+	}
+	if string(stored.Fields["timestamp"]) != "1735689600.5" || string(stored.Actions["stateDelta"]) != `{"city":"Oslo"}` {
+		t.Errorf("stored %s", data)
+	}
+	read, err := fromWireEvent(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(read, event) {
+		got, _ := json.Marshal(read)
+		want, _ := json.Marshal(event)
+		t.Fatalf("read back\n%s\nnot\n%s", got, want)
+	}
+
+	bare, err := toWire(&session.Event{ID: "e2"})
+	if data, _ := json.Marshal(bare); err != nil || string(data) != `{"id":"e2","timestamp":-62135596800}` {
+		t.Fatalf("a bare event is stored as %s (%v)", data, err)
+	}
+}
+
+func everyFieldSet(t *testing.T, v reflect.Value) {
+	t.Helper()
+	for i := range v.NumField() {
+		field := v.Type().Field(i)
+		if v.Field(i).IsZero() {
+			t.Errorf("%s.%s is not set", v.Type().Name(), field.Name)
+		}
+		if field.Anonymous || field.Type == reflect.TypeFor[session.EventActions]() {
+			everyFieldSet(t, v.Field(i))
+		}
 	}
 }
