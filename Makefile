@@ -15,7 +15,7 @@ BENCH := $(VENV)/.installed-bench
 DEV := $(VENV)/.installed-dev
 
 .PHONY: install run test test-history test-tools lint lint-spec migrate openapi client-sync \
-	screenshots bench lock clean
+	clients screenshots bench lock clean
 
 $(BIN)/uv:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -92,6 +92,11 @@ openapi: $(SERVE)
 ## Regenerate the blocking Python client from the asyncio one (clients/python/README.md).
 client-sync: $(DEV)
 	$(BIN)/python clients/python/scripts/unasync.py
+
+## Regenerate each client's table of error codes and list of operations from the spec
+## (clients/generate.py; standard library only).
+clients:
+	$(PYTHON) clients/generate.py
 
 ## Refresh the explorer's pictures in docs/screenshots (its browser tests take them).
 screenshots: $(DEV) test-tools
