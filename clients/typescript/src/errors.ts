@@ -5,25 +5,48 @@
  *     ├── APIConnectionError                   no answer: refused, reset, DNS (after the retries)
  *     │   └── APITimeoutError                  no answer within `timeout`
  *     └── APIError                             the server answered with an error status
- *         ├── UnauthorizedError                401
- *         ├── ForbiddenError                   403
- *         ├── NotFoundError                    404
- *         │   └── SessionNotFoundError         404 session_not_found
- *         ├── ConflictError                    409
+ *         ├── BadRequestError                  400 bad_request
+ *         │   ├── CORSPreflightRefusedError    400 cors_preflight_refused
+ *         │   └── HostNotAllowedError          400 host_not_allowed
+ *         ├── UnauthorizedError                401 unauthorized
+ *         ├── ForbiddenError                   403 forbidden
+ *         │   └── CrossOriginRefusedError      403 cross_origin_refused
+ *         ├── NotFoundError                    404 not_found
+ *         │   ├── SessionNotFoundError         404 session_not_found
+ *         │   └── EventNotFoundError           404 event_not_found
+ *         ├── MethodNotAllowedError            405 method_not_allowed
+ *         ├── ConflictError                    409 conflict
  *         │   ├── SessionAlreadyExistsError    409 session_already_exists
  *         │   ├── SessionClosedError           409 session_closed
  *         │   ├── EventConflictError           409 event_conflict
  *         │   ├── ToolPairViolationError       409 tool_pair_violation
- *         │   └── ToolCallsPendingError        409 tool_calls_pending (`callIds`)
+ *         │   ├── ToolCallsPendingError        409 tool_calls_pending (`callIds`)
+ *         │   └── VersionExhaustedError        409 version_exhausted
  *         ├── StaleSessionError                412 stale_session (`currentVersion`)
- *         ├── PayloadTooLargeError             413
+ *         ├── PayloadTooLargeError             413 payload_too_large
+ *         ├── UnsupportedMediaTypeError        415 unsupported_media_type
  *         ├── InvalidRequestError              422 validation_error (`errors`)
- *         └── ServiceUnavailableError          503
+ *         ├── HeadersTooLargeError             431 headers_too_large
+ *         ├── InternalError                    500 internal_error
+ *         ├── ServiceUnavailableError          503
+ *         │   ├── DatabaseUnavailableError     503 database_unavailable
+ *         │   ├── SchemaBehindError            503 schema_behind
+ *         │   ├── SearchBusyError              503 search_busy
+ *         │   ├── SearchTimeoutError           503 search_timeout
+ *         │   └── TooManyStreamsError          503 too_many_streams
+ *         └── HTTPError                        http_error, of any other status
+ *
+ * Which class each code throws is the generated table `ERROR_CLASSES` (spec.gen.ts, from
+ * clients/generate.py); a code's class is a child of its status's, so a check for the status
+ * catches it too.
  *
  * An abort the caller asked for (its `AbortSignal`) is not one of them: it rejects with the
  * signal's reason, as fetch does.
  */
+// This module itself, to find each class by the name the generated table gives it.
+import * as errors from "./errors.js";
 import type { components } from "./schema.js";
+import { ERROR_CLASSES } from "./spec.gen.js";
 
 export type Problem = components["schemas"]["Problem"];
 export type ProblemCode = Problem["code"];
@@ -71,12 +94,23 @@ export class APIError extends SessionaryError {
   }
 }
 
+/** The request is not valid HTTP, or not what the service reads. */
+export class BadRequestError extends APIError {}
+/** A browser asked to send a cross-origin request that SESSIONARY_CORS_ORIGINS does not allow. */
+export class CORSPreflightRefusedError extends BadRequestError {}
+/** The server does not answer for this Host (SESSIONARY_ALLOWED_HOSTS). */
+export class HostNotAllowedError extends BadRequestError {}
 /** No API key was sent, or it is unknown or revoked (`apiKey`, or SESSIONARY_API_KEY). */
 export class UnauthorizedError extends APIError {}
 /** The key is valid, but this app, user or write is outside its scope. */
 export class ForbiddenError extends APIError {}
+/** A page on an origin SESSIONARY_CORS_ORIGINS does not allow may not write. */
+export class CrossOriginRefusedError extends ForbiddenError {}
 export class NotFoundError extends APIError {}
 export class SessionNotFoundError extends NotFoundError {}
+/** The session holds no event with that id. */
+export class EventNotFoundError extends NotFoundError {}
+export class MethodNotAllowedError extends APIError {}
 export class ConflictError extends APIError {}
 export class SessionAlreadyExistsError extends ConflictError {}
 /** The session is closed: it can be read, forked or deleted, not written. */
@@ -85,6 +119,8 @@ export class SessionClosedError extends ConflictError {}
 export class EventConflictError extends ConflictError {}
 /** The change would leave a function call without its response, or a response without it. */
 export class ToolPairViolationError extends ConflictError {}
+/** The write would take the session's version past 2^53 - 1; go on in a new session. */
+export class VersionExhaustedError extends ConflictError {}
 /** Queued events were not promoted: function calls are unanswered. Answer or heal them, or
  * promote with `force`. */
 export class ToolCallsPendingError extends ConflictError {
@@ -101,29 +137,43 @@ export class StaleSessionError extends APIError {
   }
 }
 export class PayloadTooLargeError extends APIError {}
+/** The body is not JSON. */
+export class UnsupportedMediaTypeError extends APIError {}
 export class InvalidRequestError extends APIError {
   get errors(): NonNullable<Problem["errors"]> {
     return this.problem.errors ?? [];
   }
 }
+export class HeadersTooLargeError extends APIError {}
+/** A fault of the server's; its logs have it under the `requestId`. */
+export class InternalError extends APIError {}
 /** Retry later: the database is unreachable, or the server is at a limit (`Retry-After`). */
 export class ServiceUnavailableError extends APIError {}
+export class DatabaseUnavailableError extends ServiceUnavailableError {}
+/** The database's schema is not the server's: run `sessionary migrate`. */
+export class SchemaBehindError extends ServiceUnavailableError {}
+export class SearchBusyError extends ServiceUnavailableError {}
+/** The search ran past the server's time limit: narrow it rather than retry it. */
+export class SearchTimeoutError extends ServiceUnavailableError {}
+export class TooManyStreamsError extends ServiceUnavailableError {}
+/** Refused by HTTP itself with a status no other code names, or answered by a proxy. */
+export class HTTPError extends APIError {}
 
 type ErrorClass = new (problem: Problem, response: Response) => APIError;
 
-const BY_CODE: Partial<Record<ProblemCode, ErrorClass>> = {
-  session_not_found: SessionNotFoundError,
-  session_already_exists: SessionAlreadyExistsError,
-  session_closed: SessionClosedError,
-  event_conflict: EventConflictError,
-  tool_pair_violation: ToolPairViolationError,
-  tool_calls_pending: ToolCallsPendingError,
-  stale_session: StaleSessionError,
-  payload_too_large: PayloadTooLargeError,
-  validation_error: InvalidRequestError,
-};
+// Each code's class, by the name the generated table gives it. One not written yet is left
+// out: its status's class stands in, as for a newer server's code, and test/spec.test.ts
+// names it.
+const BY_CODE = new Map<string, ErrorClass>();
+for (const [code, name] of Object.entries(ERROR_CLASSES)) {
+  const kind: unknown = (errors as Record<string, unknown>)[name];
+  if (typeof kind === "function" && kind.prototype instanceof APIError) {
+    BY_CODE.set(code, kind as ErrorClass);
+  }
+}
 // For codes this client does not know yet, and for answers that are not problems (a proxy's).
 const BY_STATUS: Record<number, ErrorClass> = {
+  400: BadRequestError,
   401: UnauthorizedError,
   403: ForbiddenError,
   404: NotFoundError,
@@ -155,6 +205,10 @@ export async function problemOf(response: Response): Promise<Problem> {
 /** The typed error of an error answer. */
 export async function errorFor(response: Response): Promise<APIError> {
   const problem = await problemOf(response);
-  const kind = BY_CODE[problem.code] ?? BY_STATUS[response.status] ?? APIError;
+  let kind = BY_CODE.get(problem.code);
+  if (kind === undefined || kind === HTTPError) {
+    // `http_error` names no cause: the status's class, where there is one, says more.
+    kind = BY_STATUS[response.status] ?? kind ?? APIError;
+  }
   return new kind(problem, response);
 }
