@@ -48,16 +48,13 @@ func (e *APIError) Error() string {
 // Code is the problem's code, "http_error" for an answer that carried no problem (a proxy's).
 func (e *APIError) Code() string { return e.Problem.Code }
 
-// Is matches the Err* kinds: a code kind by the problem's code, a status kind by status.
+// Is matches the Err* kinds: the kind of the problem's code (problemKinds, in spec_gen.go),
+// the generic kind of its status (byStatus), or a status kind.
 func (e *APIError) Is(target error) bool {
-	kind, ok := target.(*errorKind)
-	if !ok {
-		return false
+	if kind, ok := target.(*errorKind); ok && kind.status != 0 {
+		return kind.status == e.Status
 	}
-	if kind.code != "" {
-		return kind.code == e.Problem.Code
-	}
-	return kind.status == e.Status
+	return target == problemKinds[e.Problem.Code] || target == byStatus[e.Status]
 }
 
 // errorKind is what the Err* values are: a problem code, or a status for any code.
@@ -73,24 +70,20 @@ func (k *errorKind) Error() string {
 	return fmt.Sprintf("sessionary: status %d", k.status)
 }
 
-// The kinds of error answer, for errors.Is(err, sessionary.ErrSessionNotFound).
-var (
-	ErrSessionNotFound      error = &errorKind{code: "session_not_found"}
-	ErrSessionAlreadyExists error = &errorKind{code: "session_already_exists"}
-	ErrSessionClosed        error = &errorKind{code: "session_closed"}
-	ErrEventConflict        error = &errorKind{code: "event_conflict"}
-	ErrEventNotFound        error = &errorKind{code: "event_not_found"}
-	ErrToolPairViolation    error = &errorKind{code: "tool_pair_violation"}
-	ErrToolCallsPending     error = &errorKind{code: "tool_calls_pending"}
-	ErrStaleSession         error = &errorKind{code: "stale_session"}
-	ErrValidation           error = &errorKind{code: "validation_error"}
-	ErrPayloadTooLarge      error = &errorKind{code: "payload_too_large"}
-	ErrUnauthorized         error = &errorKind{status: http.StatusUnauthorized}
-	ErrForbidden            error = &errorKind{status: http.StatusForbidden}
-	ErrNotFound             error = &errorKind{status: http.StatusNotFound}
-	ErrConflict             error = &errorKind{status: http.StatusConflict}
-	ErrUnavailable          error = &errorKind{status: http.StatusServiceUnavailable}
-)
+// ErrUnavailable is any 503 answer (database_unavailable, too_many_streams, a proxy's, ...).
+// The kind of each problem code is in spec_gen.go.
+var ErrUnavailable error = &errorKind{status: http.StatusServiceUnavailable}
+
+// byStatus is the kind every answer of a status is besides its code's, as the Python client's
+// class of a status is the parent of its codes': errors.Is(err, ErrNotFound) for a
+// session_not_found too.
+var byStatus = map[int]error{
+	http.StatusBadRequest:   ErrBadRequest,
+	http.StatusUnauthorized: ErrUnauthorized,
+	http.StatusForbidden:    ErrForbidden,
+	http.StatusNotFound:     ErrNotFound,
+	http.StatusConflict:     ErrConflict,
+}
 
 // ConnectionError is a request that got no answer (refused, reset, DNS, or no answer within
 // Options.Timeout), after the resends allowed. Err is net/http's error; a cancellation of the
