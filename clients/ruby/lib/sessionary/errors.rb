@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
+require_relative "spec"
 
 module Sessionary
   # The errors this gem raises, as the Python and TypeScript clients raise them:
@@ -9,21 +10,40 @@ module Sessionary
   #     ├── APIConnectionError                   no answer: refused, reset, DNS (after the retries)
   #     │   └── APITimeoutError                  no answer within the timeout
   #     └── APIError                             the server answered with an error status
-  #         ├── UnauthorizedError                401
-  #         ├── ForbiddenError                   403
-  #         ├── NotFoundError                    404
-  #         │   └── SessionNotFoundError         404 session_not_found
-  #         ├── ConflictError                    409
+  #         ├── BadRequestError                  400 bad_request
+  #         │   ├── CORSPreflightRefusedError    400 cors_preflight_refused
+  #         │   └── HostNotAllowedError          400 host_not_allowed
+  #         ├── UnauthorizedError                401 unauthorized
+  #         ├── ForbiddenError                   403 forbidden
+  #         │   └── CrossOriginRefusedError      403 cross_origin_refused
+  #         ├── NotFoundError                    404 not_found
+  #         │   ├── SessionNotFoundError         404 session_not_found
+  #         │   └── EventNotFoundError           404 event_not_found
+  #         ├── MethodNotAllowedError            405 method_not_allowed
+  #         ├── ConflictError                    409 conflict
   #         │   ├── SessionAlreadyExistsError    409 session_already_exists
   #         │   ├── SessionClosedError           409 session_closed
   #         │   ├── EventConflictError           409 event_conflict
   #         │   ├── ToolPairViolationError       409 tool_pair_violation
-  #         │   └── ToolCallsPendingError        409 tool_calls_pending (#call_ids)
+  #         │   ├── ToolCallsPendingError        409 tool_calls_pending (#call_ids)
+  #         │   └── VersionExhaustedError        409 version_exhausted
   #         ├── StaleSessionError                412 stale_session (#current_version)
-  #         ├── PayloadTooLargeError             413
+  #         ├── PayloadTooLargeError             413 payload_too_large
+  #         ├── UnsupportedMediaTypeError        415 unsupported_media_type
   #         ├── InvalidRequestError              422 validation_error (#errors)
-  #         └── ServiceUnavailableError          503
+  #         ├── HeadersTooLargeError             431 headers_too_large
+  #         ├── InternalError                    500 internal_error
+  #         ├── ServiceUnavailableError          503
+  #         │   ├── DatabaseUnavailableError     503 database_unavailable
+  #         │   ├── SchemaBehindError            503 schema_behind
+  #         │   ├── SearchBusyError              503 search_busy
+  #         │   ├── SearchTimeoutError           503 search_timeout
+  #         │   └── TooManyStreamsError          503 too_many_streams
+  #         └── HTTPError                        http_error, of any other status
   #
+  # Which class each code raises is the generated table Spec::ERROR_CLASSES (spec.rb, from
+  # clients/generate.py); a code's class is a child of its status's, so a rescue of the status
+  # catches it too.
   # A connection error keeps Net::HTTP's as its #cause.
   class Error < StandardError; end
 
@@ -60,12 +80,23 @@ module Sessionary
     end
   end
 
+  # The request is not valid HTTP, or not what the service reads.
+  class BadRequestError < APIError; end
+  # A browser asked to send a cross-origin request that SESSIONARY_CORS_ORIGINS does not allow.
+  class CORSPreflightRefusedError < BadRequestError; end
+  # The server does not answer for this Host (SESSIONARY_ALLOWED_HOSTS).
+  class HostNotAllowedError < BadRequestError; end
   # No API key was sent, or it is unknown or revoked (api_key:, or SESSIONARY_API_KEY).
   class UnauthorizedError < APIError; end
   # The key is valid, but this app, user or write is outside its scope.
   class ForbiddenError < APIError; end
+  # A page on an origin SESSIONARY_CORS_ORIGINS does not allow may not write.
+  class CrossOriginRefusedError < ForbiddenError; end
   class NotFoundError < APIError; end
   class SessionNotFoundError < NotFoundError; end
+  # The session holds no event with that id.
+  class EventNotFoundError < NotFoundError; end
+  class MethodNotAllowedError < APIError; end
   class ConflictError < APIError; end
   class SessionAlreadyExistsError < ConflictError; end
   # The session is closed: it can be read, forked or deleted, not written.
@@ -74,6 +105,8 @@ module Sessionary
   class EventConflictError < ConflictError; end
   # The change would leave a function call without its response, or a response without it.
   class ToolPairViolationError < ConflictError; end
+  # The write would take the session's version past 2^53 - 1; go on in a new session.
+  class VersionExhaustedError < ConflictError; end
 
   # Queued events were not promoted: function calls are unanswered. Answer or heal them, or
   # promote with force: true.
@@ -87,27 +120,37 @@ module Sessionary
   end
 
   class PayloadTooLargeError < APIError; end
+  # The body is not JSON.
+  class UnsupportedMediaTypeError < APIError; end
 
   class InvalidRequestError < APIError
     def errors = Array(problem["errors"])
   end
 
+  class HeadersTooLargeError < APIError; end
+  # A fault of the server's; its logs have it under the #request_id.
+  class InternalError < APIError; end
   # Retry later: the database is unreachable, or the server is at a limit (Retry-After).
   class ServiceUnavailableError < APIError; end
+  class DatabaseUnavailableError < ServiceUnavailableError; end
+  # The database's schema is not the server's: run `sessionary migrate`.
+  class SchemaBehindError < ServiceUnavailableError; end
+  class SearchBusyError < ServiceUnavailableError; end
+  # The search ran past the server's time limit: narrow it rather than retry it.
+  class SearchTimeoutError < ServiceUnavailableError; end
+  class TooManyStreamsError < ServiceUnavailableError; end
+  # Refused by HTTP itself with a status no other code names, or answered by a proxy.
+  class HTTPError < APIError; end
 
-  BY_CODE = {
-    "session_not_found" => SessionNotFoundError,
-    "session_already_exists" => SessionAlreadyExistsError,
-    "session_closed" => SessionClosedError,
-    "event_conflict" => EventConflictError,
-    "tool_pair_violation" => ToolPairViolationError,
-    "tool_calls_pending" => ToolCallsPendingError,
-    "stale_session" => StaleSessionError,
-    "payload_too_large" => PayloadTooLargeError,
-    "validation_error" => InvalidRequestError
-  }.freeze
+  # Each code's class, by the name the generated table gives it. One not written yet is left
+  # out: its status's class stands in, as for a newer server's code, and test/spec_test.rb
+  # names it.
+  BY_CODE = Spec::ERROR_CLASSES.filter_map do |code, name|
+    [code, const_get(name)] if const_defined?(name, false)
+  end.to_h.freeze
   # For codes this client does not know yet, and for answers that are not problems (a proxy's).
   BY_STATUS = {
+    400 => BadRequestError,
     401 => UnauthorizedError,
     403 => ForbiddenError,
     404 => NotFoundError,
@@ -146,7 +189,9 @@ module Sessionary
   def self.error_for(response)
     status = response.code.to_i
     problem = problem_of(response.body.to_s, status)
-    kind = BY_CODE[problem["code"]] || BY_STATUS[status] || APIError
+    kind = BY_CODE[problem["code"]]
+    # http_error names no cause: the status's class, where there is one, says more.
+    kind = BY_STATUS.fetch(status, kind || APIError) if kind.nil? || kind == HTTPError
     kind.new(status, problem, response.each_header.to_h)
   end
 
