@@ -1,21 +1,14 @@
 # frozen_string_literal: true
 
-require "test_helper"
+require "live_helper"
 
-# Each problem `code` raised as its class, with what it carries.
+# Each problem `code` the server sends raised as its class, with what it carries, and the id
+# the server logged the request under.
 class ErrorsTest < Minitest::Test
   include Helpers
 
   def setup
     @sessionary = client
-  end
-
-  def test_the_tree_of_errors
-    assert_operator Sessionary::SessionNotFoundError, :<, Sessionary::NotFoundError
-    assert_operator Sessionary::ToolCallsPendingError, :<, Sessionary::ConflictError
-    assert_operator Sessionary::APITimeoutError, :<, Sessionary::APIConnectionError
-    assert_operator Sessionary::APIError, :<, Sessionary::Error
-    assert_operator Sessionary::Error, :<, StandardError
   end
 
   def test_a_missing_session_is_session_not_found
@@ -51,5 +44,20 @@ class ErrorsTest < Minitest::Test
       chat.append_event({author: "user", content: text("x" * (17 * 1024 * 1024))})
     end
     assert_equal 413, error.status
+  end
+
+  def test_errors_carry_the_request_id_the_server_logged
+    error = assert_raises(Sessionary::SessionNotFoundError) do
+      @sessionary.get_session(APP, "ada", unique("none"))
+    end
+    assert_equal [404, "session_not_found"], [error.status, error.code]
+    refute_nil error.request_id, "the server names every request"
+    assert_equal error.headers["x-request-id"], error.request_id
+    # One the caller gives is the server's too.
+    error = assert_raises(Sessionary::SessionNotFoundError) do
+      @sessionary.get_session(APP, "ada", unique("none"),
+                              request_options: {headers: {"X-Request-ID" => "mine-1"}})
+    end
+    assert_equal "mine-1", error.request_id
   end
 end

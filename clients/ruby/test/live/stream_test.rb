@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "test_helper"
+require "live_helper"
 
 # Live streams: the log, then live, until the session closes; resumed after a lost connection
 # with Last-Event-ID, losing and repeating nothing.
@@ -96,16 +96,5 @@ class StreamTest < Minitest::Test
     sessionary.close_session(APP, user, made.id, "completed")
     watcher.join(30)
     Array.new(frames.size) { frames.pop }
-  end
-
-  public
-
-  def test_frames_are_parsed_across_chunks_and_line_endings
-    parser = Sessionary::Stream::Parser.new
-    frames = []
-    ["id: 7\r", "\nevent: appended\r\ndata: {\"author\":", "\"ü\"}\n", ": heartbeat\n\n",
-     "data: [1,\rdata: 2]\r\r", "\n"].each { |chunk| parser.feed(chunk.b) { |frame| frames << frame } }
-    assert_equal [[7, "appended", {"author" => "ü"}], [nil, "message", [1, 2]]],
-                 frames.map { |frame| [frame.id, frame.event, frame.data.is_a?(Sessionary::Record) ? frame.data.to_h : frame.data] }
   end
 end

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "test_helper"
+require "live_helper"
 
 # Every method against the live server, each named for what it does.
 class ClientTest < Minitest::Test

@@ -1,9 +1,8 @@
 # frozen_string_literal: true
 
-require "test_helper"
+require "live_helper"
 
-# Connections, resends and the errors of requests that got no answer, over a relay that loses
-# answers on purpose and servers that answer what a proxy would.
+# Connections and resends against the live server, over a relay that loses answers on purpose.
 class TransportTest < Minitest::Test
   include Helpers
 
@@ -45,37 +44,6 @@ class TransportTest < Minitest::Test
     assert_equal id, client.get_session(APP, "ada", id).id # it was done: a resend would have been a 409
   ensure
     relay&.close
-  end
-
-  def test_a_refused_connection_is_an_api_connection_error
-    port = TCPServer.open("127.0.0.1", 0) { |server| server.addr[1] } # free once closed
-    sessionary = Sessionary::Client.new(base_url: "http://127.0.0.1:#{port}", backoff: 0.01)
-    error = assert_raises(Sessionary::APIConnectionError) { sessionary.create_session(APP, "ada") }
-    assert_kind_of Errno::ECONNREFUSED, error.cause
-  end
-
-  def test_a_proxys_503_is_a_service_unavailable_error_resent_only_for_reads
-    page = "<html>busy</html>"
-    server = CannedServer.new("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/html\r\n" \
-                              "Content-Length: #{page.bytesize}\r\n\r\n#{page}")
-    sessionary = Sessionary::Client.new(base_url: server.url, retries: 2, backoff: 0.01)
-    error = assert_raises(Sessionary::ServiceUnavailableError) { sessionary.get_session(APP, "ada", "s") }
-    assert_equal [503, "http_error", page], [error.status, error.code, error.detail]
-    assert_equal 3, server.requests # once, then twice again
-    assert_raises(Sessionary::ServiceUnavailableError) { sessionary.create_session(APP, "ada") }
-    assert_equal 4, server.requests # a create is sent once: a resend could make two
-  ensure
-    server&.close
-  end
-
-  def test_no_answer_in_time_is_an_api_timeout_error
-    server = CannedServer.new(nil)
-    sessionary = Sessionary::Client.new(base_url: server.url, timeout: 0.3, retries: 1, backoff: 0.01)
-    error = assert_raises(Sessionary::APITimeoutError) { sessionary.health }
-    assert_kind_of Sessionary::APIConnectionError, error
-    assert_equal 2, server.requests # a read is resent after a timeout
-  ensure
-    server&.close
   end
 
   def test_reads_after_a_write_ask_for_the_version_it_made

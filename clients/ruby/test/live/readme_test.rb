@@ -3,7 +3,7 @@
 require "fileutils"
 require "open3"
 require "rbconfig"
-require "test_helper"
+require "live_helper"
 require "tmpdir"
 
 # The README's examples run as written, in order, as one script, with the gem built and
@@ -11,7 +11,7 @@ require "tmpdir"
 # or nothing. So do the repository README's and the agent turn in examples/ruby, by the steps
 # its comment gives. Each runs twice in a row against the server, as a reader may run it.
 class ReadmeTest < Minitest::Test
-  HERE = File.expand_path("..", __dir__)
+  HERE = File.expand_path("../..", __dir__)
   EXAMPLE = File.expand_path("../../examples/ruby/agent_turn.rb", HERE)
 
   def test_the_readmes_examples_print_what_it_shows

@@ -1,0 +1,296 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+# Every method of the client against the stub of the API: the request it sends (method, path,
+# query, body) and what it makes of the answer. One test per method, from the table below,
+# which must name every public method of the client.
+class OperationsTest < Minitest::Test
+  include Stubbed
+
+  OPERATIONS = []
+  SESSIONS = "/apps/app/users/ada/sessions"
+  SESSION = "#{SESSIONS}/s1"
+  TIME = 1_795_000_001.5
+  A_SESSION = StubAPI.session("s1")
+  A_FORK = StubAPI.session("f1", kind: "fork", parent: {"sessionId" => "s1", "seq" => 2, "functionCallId" => nil})
+  AN_EVENT = StubAPI.event(1)
+  A_PAGE = {"sessions" => [A_SESSION], "nextPageToken" => nil}.freeze
+  EVENTS = {"events" => [AN_EVENT], "nextPageToken" => nil}.freeze
+  TRIMMED = {"removedEvents" => 2, "keptEvents" => 1, "version" => 4}.freeze
+  A_CALL = {"id" => "call-1", "name" => "lookup", "eventId" => "e1", "seq" => 1, "timestamp" => TIME,
+            "status" => "pending", "deadline" => nil, "longRunning" => false}.freeze
+  A_HIT = {"userId" => "ada", "sessionId" => "s1", "seq" => 1, "eventId" => "e1", "author" => "user",
+           "timestamp" => TIME, "rank" => 0.5, "snippet" => "a [refund] order"}.freeze
+  COMPACTION = {"startTimestamp" => TIME, "endTimestamp" => TIME,
+                "compactedContent" => {"role" => "model", "parts" => [{"text" => "They talked."}]}}.freeze
+  TOKENS = {"promptTokenCount" => 5, "candidatesTokenCount" => 2, "totalTokenCount" => 7, "events" => 1}.freeze
+  EXPORT = "#{JSON.generate(A_SESSION.except('events').merge('format' => 'sessionary.session.v1'))}\n" \
+           "#{JSON.generate(AN_EVENT)}\n"
+  STREAM = {"Content-Type" => "text/event-stream"}.freeze
+
+  # The test of `name`: `call` sends `verb path` with `query` and `body` (nil: none) and,
+  # answered `status` and `answer` (`headers` besides), returns `result` as plain JSON
+  # (records as Hashes, lists and Enumerators as Arrays).
+  def self.operation(name, verb, path, query: {}, body: nil, status: 200, answer: {}, headers: {}, result: answer,
+                     &call)
+    OPERATIONS << name
+    define_method("test_#{name}") do
+      api.on(verb, path, status, answer, headers)
+      returned = plain(call.call(sessionary))
+      request = api.requests.last
+      assert_equal [verb, path, query], [request.method, request.path, request.query]
+      if body.nil? then assert_empty request.body
+      elsif body.is_a?(String) then assert_equal body, request.body
+      else assert_equal body, request.json
+      end
+      result.nil? ? assert_nil(returned) : assert_equal(result, returned)
+    end
+  end
+
+  # A stream's body: each frame's `event:`, `id:` (if any) and `data:`.
+  def self.frames(*frames)
+    frames.map { |event, id, data| "event: #{event}\n#{id && "id: #{id}\n"}data: #{JSON.generate(data)}\n\n" }.join
+  end
+
+  # --- Sessions ---------------------------------------------------------------------------
+
+  operation :create_session, "POST", SESSIONS, status: 201, answer: A_SESSION,
+            body: {"sessionId" => "s1", "state" => {"k" => 1}, "displayName" => "Trip", "labels" => {"team" => "a"},
+                   "ttl" => 60, "events" => [{"id" => "e1", "author" => "user"}]} do |c|
+    c.create_session("app", "ada", session_id: "s1", state: {"k" => 1}, display_name: "Trip",
+                     labels: {"team" => "a"}, ttl: 60, events: [{id: "e1", author: "user"}])
+  end
+  operation :get_session, "GET", SESSION, answer: A_SESSION,
+            query: {"numRecentEvents" => "1", "untilSeq" => "3"} do |c|
+    c.get_session("app", "ada", "s1", num_recent_events: 1, until_seq: 3)
+  end
+  operation :list_sessions, "GET", SESSIONS, answer: A_PAGE,
+            query: {"pageSize" => "2", "order" => "desc", "label" => ["team:a", "n:1"], "displayName" => "Trip"} do |c|
+    c.list_sessions("app", "ada", page_size: 2, order: "desc", labels: {"team" => "a", "n" => "1"}, display_name: "Trip")
+  end
+  operation :sessions, "GET", SESSIONS, query: {"pageSize" => "2"}, answer: A_PAGE, result: [A_SESSION] do |c|
+    c.sessions("app", "ada", page_size: 2)
+  end
+  operation :list_app_sessions, "GET", "/apps/app/sessions", query: {"label" => "team:a"}, answer: A_PAGE do |c|
+    c.list_app_sessions("app", labels: {"team" => "a"})
+  end
+  operation :app_sessions, "GET", "/apps/app/sessions", answer: A_PAGE, result: [A_SESSION] do |c|
+    c.app_sessions("app")
+  end
+  # nil clears the display name (sent as null); what is not given is not sent.
+  operation :update_session, "PATCH", SESSION, answer: A_SESSION,
+            body: {"stateDelta" => {"k" => 2}, "labels" => {}, "displayName" => nil} do |c|
+    c.update_session("app", "ada", "s1", state_delta: {"k" => 2}, display_name: nil, labels: {})
+  end
+  operation :update_state, "PATCH", SESSION, body: {"stateDelta" => {"k" => 2}}, answer: A_SESSION do |c|
+    c.update_state("app", "ada", "s1", {"k" => 2})
+  end
+  operation :delete_session, "DELETE", SESSION, status: 204, answer: nil do |c|
+    c.delete_session("app", "ada", "s1")
+  end
+
+  # --- Events -----------------------------------------------------------------------------
+
+  operation :append_event, "POST", "#{SESSION}/events", status: 201, answer: AN_EVENT,
+            body: {"id" => "e1", "author" => "user"} do |c|
+    c.append_event("app", "ada", "s1", {id: "e1", author: "user"})
+  end
+  operation :append_events, "POST", "#{SESSION}/events:batch", status: 201, answer: {"events" => [AN_EVENT]},
+            body: {"events" => [{"id" => "e1", "author" => "user"}]}, result: [AN_EVENT] do |c|
+    c.append_events("app", "ada", "s1", [{"id" => "e1", "author" => "user"}])
+  end
+  operation :list_events, "GET", "#{SESSION}/events", answer: EVENTS,
+            query: {"pageSize" => "1", "afterSeq" => "0", "order" => "asc"} do |c|
+    c.list_events("app", "ada", "s1", page_size: 1, after_seq: 0, order: "asc")
+  end
+  operation :events, "GET", "#{SESSION}/events", answer: EVENTS, result: [AN_EVENT],
+            query: {"beforeTimestamp" => "1795000002.0"} do |c|
+    c.events("app", "ada", "s1", before_timestamp: 1_795_000_002.0)
+  end
+  operation :count_events, "GET", "#{SESSION}/events:count",
+            answer: {"count" => 1, "firstSeq" => 1, "lastSeq" => 1} do |c|
+    c.count_events("app", "ada", "s1")
+  end
+  operation :remove_event, "DELETE", "#{SESSION}/events/e1",
+            answer: {"removedEventIds" => ["e1"], "version" => 2} do |c|
+    c.remove_event("app", "ada", "s1", "e1")
+  end
+  operation :rewrite_event, "PATCH", "#{SESSION}/events/e1", answer: AN_EVENT,
+            body: {"content" => {"parts" => [{"text" => "[redacted]"}]}} do |c|
+    c.rewrite_event("app", "ada", "s1", "e1", {parts: [{text: "[redacted]"}]})
+  end
+
+  # --- Streams ----------------------------------------------------------------------------
+
+  CLOSED = {"version" => 2, "outcome" => "completed"}.freeze
+  operation :stream_events, "GET", "#{SESSION}/events:stream", headers: STREAM,
+            answer: frames(["appended", 1, AN_EVENT], ["closed", 2, CLOSED]),
+            result: [{event: "appended", id: 1, data: AN_EVENT}, {event: "closed", id: 2, data: CLOSED}] do |c|
+    c.stream_events("app", "ada", "s1")
+  end
+  CREATED = {"userId" => "ada", "sessionId" => "s1", "version" => 0, "kind" => "root", "parentId" => nil}.freeze
+  operation :stream_sessions, "GET", "#{SESSIONS}:stream", headers: STREAM,
+            answer: frames(["created", nil, CREATED]), result: [{event: "created", id: nil, data: CREATED}] do |c|
+    c.stream_sessions("app", "ada").first(1)
+  end
+  operation :stream_app_sessions, "GET", "/apps/app/sessions:stream", headers: STREAM,
+            answer: frames(["created", nil, CREATED]), result: [{event: "created", id: nil, data: CREATED}] do |c|
+    c.stream_app_sessions("app").first(1)
+  end
+
+  # --- Lineage ----------------------------------------------------------------------------
+
+  operation :fork_session, "POST", "#{SESSION}:fork", status: 201, answer: A_FORK,
+            body: {"sessionId" => "f1", "atSeq" => 2} do |c|
+    c.fork_session("app", "ada", "s1", session_id: "f1", at_seq: 2)
+  end
+  A_CHILD = StubAPI.session("c1", kind: "child", parent: {"sessionId" => "s1", "seq" => 1, "functionCallId" => "call-1"})
+  operation :create_child_session, "POST", "#{SESSION}/children", status: 201, answer: A_CHILD,
+            body: {"functionCallId" => "call-1", "inherit" => "context"} do |c|
+    c.create_child_session("app", "ada", "s1", function_call_id: "call-1", inherit: "context")
+  end
+  operation :list_children, "GET", "#{SESSION}/children", query: {"pageSize" => "1"},
+            answer: {"sessions" => [A_FORK], "nextPageToken" => nil} do |c|
+    c.list_children("app", "ada", "s1", page_size: 1)
+  end
+  operation :children, "GET", "#{SESSION}/children", answer: {"sessions" => [A_FORK], "nextPageToken" => nil},
+            result: [A_FORK] do |c|
+    c.children("app", "ada", "s1")
+  end
+  operation :lineage, "GET", "#{SESSIONS}/f1/lineage", answer: {"sessions" => [A_SESSION]}, result: [A_SESSION] do |c|
+    c.lineage("app", "ada", "f1")
+  end
+  operation :close_session, "POST", "#{SESSION}:close",
+            body: {"outcome" => "completed", "result" => {"found" => 2}},
+            answer: A_SESSION.merge("status" => "closed", "outcome" => "completed") do |c|
+    c.close_session("app", "ada", "s1", "completed", result: {"found" => 2})
+  end
+
+  # --- History surgery, context, tool calls -----------------------------------------------
+
+  operation :rewind_session, "POST", "#{SESSION}:rewind", body: {"beforeInvocationId" => "i2"}, status: 201,
+            answer: StubAPI.event(3, actions: {"rewindBeforeInvocationId" => "i2"}) do |c|
+    c.rewind_session("app", "ada", "s1", "i2")
+  end
+  operation :trim_session, "POST", "#{SESSION}:trim", body: {"keepLast" => 1}, answer: TRIMMED do |c|
+    c.trim_session("app", "ada", "s1", 1)
+  end
+  operation :reset_session, "POST", "#{SESSION}:reset", body: {}, answer: TRIMMED do |c|
+    c.reset_session("app", "ada", "s1")
+  end
+  operation :context, "GET", "#{SESSION}/context", query: {"tokenBudget" => "60"},
+            answer: {"events" => [AN_EVENT], "estimatedTokens" => 12, "truncatedBeforeSeq" => nil,
+                     "overBudget" => false} do |c|
+    c.context("app", "ada", "s1", token_budget: 60)
+  end
+  operation :compact_session, "POST", "#{SESSION}:compact", status: 201,
+            body: {"strategy" => "summary", "keepLast" => 0, "summary" => "They talked."},
+            answer: StubAPI.event(2, actions: {"compaction" => COMPACTION}) do |c|
+    c.compact_session("app", "ada", "s1", "summary", keep_last: 0, summary: "They talked.")
+  end
+  operation :tool_calls, "GET", "#{SESSION}/toolCalls", query: {"status" => "pending", "timeoutSeconds" => "0"},
+            answer: {"toolCalls" => [A_CALL]}, result: [A_CALL] do |c|
+    c.tool_calls("app", "ada", "s1", status: "pending", timeout_seconds: 0)
+  end
+  operation :heal_session, "POST", "#{SESSION}:heal", body: {"timeoutSeconds" => 0},
+            answer: {"healed" => 1, "version" => 3} do |c|
+    c.heal_session("app", "ada", "s1", timeout_seconds: 0)
+  end
+
+  # --- Pending input ----------------------------------------------------------------------
+
+  A_QUEUED = {"id" => "q1", "author" => "user", "timestamp" => TIME}.freeze
+  operation :queue_event, "POST", "#{SESSION}/pending", body: {"id" => "q1", "author" => "user"}, status: 202,
+            answer: A_QUEUED do |c|
+    c.queue_event("app", "ada", "s1", {id: "q1", author: "user"})
+  end
+  operation :pending, "GET", "#{SESSION}/pending", answer: {"events" => [A_QUEUED]}, result: [A_QUEUED] do |c|
+    c.pending("app", "ada", "s1")
+  end
+  operation :clear_pending, "DELETE", "#{SESSION}/pending", status: 204, answer: nil do |c|
+    c.clear_pending("app", "ada", "s1")
+  end
+  operation :promote_pending, "POST", "#{SESSION}/pending:promote", body: {"force" => true}, status: 201,
+            answer: {"events" => [AN_EVENT]}, result: [AN_EVENT] do |c|
+    c.promote_pending("app", "ada", "s1", force: true)
+  end
+
+  # --- Export and import ------------------------------------------------------------------
+
+  operation :export_session, "GET", "#{SESSION}:export", answer: EXPORT,
+            headers: {"Content-Type" => "application/x-ndjson"} do |c|
+    c.export_session("app", "ada", "s1")
+  end
+  operation :import_session, "POST", "#{SESSIONS}:import", body: EXPORT, status: 201, answer: A_SESSION do |c|
+    c.import_session("app", "ada", EXPORT)
+  end
+
+  # --- Search, usage, browsing ------------------------------------------------------------
+
+  operation :search, "GET", "/apps/app/search", query: {"q" => "refund order", "userId" => "ada", "pageSize" => "5"},
+            answer: {"hits" => [A_HIT], "nextPageToken" => nil} do |c|
+    c.search("app", "refund order", user_id: "ada", page_size: 5)
+  end
+  operation :search_hits, "GET", "/apps/app/search", query: {"q" => "refund"},
+            answer: {"hits" => [A_HIT], "nextPageToken" => nil}, result: [A_HIT] do |c|
+    c.search_hits("app", "refund")
+  end
+  operation :usage, "GET", "/apps/app/usage", query: {"userId" => "ada"},
+            answer: {"users" => [TOKENS.merge("userId" => "ada")], "total" => TOKENS} do |c|
+    c.usage("app", user_id: "ada")
+  end
+  APPS = {"apps" => [{"appName" => "app", "sessionCount" => 2, "lastUpdateTime" => TIME}], "nextPageToken" => nil}.freeze
+  operation :list_apps, "GET", "/apps", query: {"pageSize" => "1"}, answer: APPS do |c|
+    c.list_apps(page_size: 1)
+  end
+  operation :apps, "GET", "/apps", answer: APPS, result: APPS["apps"], &:apps
+  USERS = {"users" => [{"userId" => "ada", "sessionCount" => 2, "lastUpdateTime" => TIME}], "nextPageToken" => nil}
+          .freeze
+  operation :list_users, "GET", "/apps/app/users", query: {"pageToken" => "t1"}, answer: USERS do |c|
+    c.list_users("app", page_token: "t1")
+  end
+  operation :users, "GET", "/apps/app/users", answer: USERS, result: USERS["users"] do |c|
+    c.users("app")
+  end
+
+  # --- App and user state, operations -----------------------------------------------------
+
+  operation :app_state, "GET", "/apps/app/state", answer: {"state" => {"k" => 1}}, result: {"k" => 1} do |c|
+    c.app_state("app")
+  end
+  operation :update_app_state, "PATCH", "/apps/app/state", body: {"stateDelta" => {"k" => 1}},
+            answer: {"state" => {"k" => 1}}, result: {"k" => 1} do |c|
+    c.update_app_state("app", {"k" => 1})
+  end
+  operation :user_state, "GET", "/apps/app/users/ada/state", answer: {"state" => {"units" => "metric"}},
+            result: {"units" => "metric"} do |c|
+    c.user_state("app", "ada")
+  end
+  operation :update_user_state, "PATCH", "/apps/app/users/ada/state", body: {"stateDelta" => {"units" => "metric"}},
+            answer: {"state" => {"units" => "metric"}}, result: {"units" => "metric"} do |c|
+    c.update_user_state("app", "ada", {"units" => "metric"})
+  end
+  KEY_SCOPE = {"authEnabled" => false, "keyId" => nil, "appName" => nil, "userId" => nil, "readOnly" => false,
+               "writesAppState" => true}.freeze
+  operation :key_scope, "GET", "/auth/key", answer: KEY_SCOPE, &:key_scope
+  operation :health, "GET", "/healthz", answer: {"status" => "ok"}, &:health
+  operation :readiness, "GET", "/readyz", answer: {"status" => "ready", "schemaRevision" => "0022"}, &:readiness
+  operation :metrics, "GET", "/metrics", answer: "# TYPE sessionary_requests_total counter\n",
+            headers: {"Content-Type" => "text/plain; charset=utf-8"}, &:metrics
+
+  def test_the_table_names_every_method_of_the_client
+    assert_equal (Sessionary::Client.public_instance_methods(false) - %i[session close]).sort, OPERATIONS.sort
+  end
+
+  private
+
+  def plain(value)
+    case value
+    when Sessionary::Record then value.to_h
+    when Sessionary::StreamEvent then value.to_h.transform_values { |field| plain(field) }
+    when Array, Enumerator then value.map { |item| plain(item) }
+    else value
+    end
+  end
+end
