@@ -138,6 +138,20 @@ class Settings(BaseSettings):
         default=16 * MiB, ge=1024, description="Largest request body; larger is a 413."
     )
     max_json_depth: int = Field(default=64, ge=2, description="Deepest JSON nesting accepted.")
+    max_artifact_bytes: int = Field(
+        default=512 * MiB,
+        ge=1024,
+        description="Largest artifact version one save may upload (streamed, never held whole); "
+        "larger is a 413 and nothing is kept. Artifacts are the one body past "
+        "SESSIONARY_MAX_BODY_BYTES.",
+    )
+    artifact_chunk_bytes: int = Field(
+        default=1 * MiB,
+        ge=4096,
+        le=64 * MiB,
+        description="The size of the rows an artifact's bytes are stored in, and so about the "
+        "memory each upload or download holds at once.",
+    )
     max_event_bytes: int = Field(
         default=4 * MiB, ge=1024, description="Largest single event (serialized JSON)."
     )

@@ -82,35 +82,38 @@ def sqlstate(error: BaseException) -> str | None:
 # ("uq_events_…_102019"). Run on the shard's own node, the driver names it so; through the
 # coordinator the driver's `constraint_name` is empty, and a write Citus ran in steps reports it
 # as an internal error (XX000) with the worker's message.
-_UNIQUE_VIOLATION = re.compile(r'duplicate key value violates unique constraint "(.+?)"')
 _SHARD_NUMBER = re.compile(r"_\d+$")  # no constraint of the schema ends in digits
 
 
-def violated_unique(error: BaseException) -> str | None:
-    """The schema's name of the unique constraint a write violated; None for other errors."""
-    if isinstance(error, asyncpg.UniqueViolationError) and error.constraint_name:
+def _violated(
+    error: BaseException, kind: type[asyncpg.PostgresError], code: str, message: str
+) -> str | None:
+    """The schema's name of the constraint of `kind` (SQLSTATE `code`) a write violated; None
+    for other errors. On Citus the error may come from a worker as a generic XX000 that names
+    the constraint only in its message (`message`, a pattern), and a shard's constraint name
+    ends in the shard's number."""
+    if isinstance(error, kind) and getattr(error, "constraint_name", None):
         name = str(error.constraint_name)
-    elif sqlstate(error) in ("23505", "XX000") and (match := _UNIQUE_VIOLATION.match(str(error))):
+    elif sqlstate(error) in (code, "XX000") and (match := re.search(message, str(error))):
         name = match[1]
     else:
         return None
     return _SHARD_NUMBER.sub("", name)
 
 
-_CHECK_VIOLATION = re.compile(r'violates check constraint "(.+?)"')
+def violated_unique(error: BaseException) -> str | None:
+    return _violated(
+        error,
+        asyncpg.UniqueViolationError,
+        "23505",
+        r'^duplicate key value violates unique constraint "(.+?)"',
+    )
 
 
 def violated_check(error: BaseException) -> str | None:
-    """The schema's name of the check constraint a write violated; None for other errors. As
-    for `violated_unique`, on Citus the name may carry a shard's number, or come only in the
-    message."""
-    if isinstance(error, asyncpg.CheckViolationError) and error.constraint_name:
-        name = str(error.constraint_name)
-    elif sqlstate(error) in ("23514", "XX000") and (match := _CHECK_VIOLATION.search(str(error))):
-        name = match[1]
-    else:
-        return None
-    return _SHARD_NUMBER.sub("", name)
+    return _violated(
+        error, asyncpg.CheckViolationError, "23514", r'violates check constraint "(.+?)"'
+    )
 
 
 def is_unavailable(error: BaseException) -> bool:

@@ -371,3 +371,47 @@ class ApiKey:
     app_state_write: bool
     create_time: datetime | None = None
     revoke_time: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactScope:
+    """Where an artifact name is asked for: a session (`session_id`), or a user alone (None).
+    A `user:` name lives in the user either way; any other needs a session."""
+
+    app_name: str
+    user_id: str
+    session_id: str | None
+
+
+@dataclass(frozen=True)
+class NewArtifact:
+    """What a save says of its version besides the bytes (ADK's `Part` and metadata).
+
+    `kind`: `bytes` (`inline_data`), `text` (`text`, its bytes UTF-8) or `reference`
+    (`file_data`: `file_uri`, no bytes)."""
+
+    kind: str = "bytes"
+    mime_type: str | None = None
+    display_name: str | None = None
+    file_uri: str | None = None
+    custom_metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StoredArtifact:
+    """A version as stored: ADK's `ArtifactVersion` and what its bytes are; `blob_id` and
+    `chunk_size` say where they are (None for a reference)."""
+
+    name: str
+    version: int
+    kind: str
+    mime_type: str | None
+    display_name: str | None
+    file_uri: str | None
+    content_hash: bytes | None
+    size: int
+    custom_metadata: dict[str, Any]
+    create_time: datetime
+    session_id: str | None  # None for a `user:` name
+    blob_id: str | None = None
+    chunk_size: int = 0

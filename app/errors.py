@@ -10,7 +10,8 @@
     ├── CrossOriginRefused               (403 cross_origin_refused)
     ├── NotFound                         (404 not_found)
     │   ├── SessionNotFound              (404 session_not_found)
-    │   └── EventNotFound                (404 event_not_found)
+    │   ├── EventNotFound                (404 event_not_found)
+    │   └── ArtifactNotFound             (404 artifact_not_found)
     ├── Conflict                         (409 conflict)
     │   ├── SessionAlreadyExists         (409 session_already_exists)
     │   ├── SessionClosed                (409 session_closed)
@@ -22,6 +23,7 @@
     ├── PayloadTooLarge                  (413 payload_too_large)
     │   └── StateTooLarge                (413 payload_too_large)
     ├── UnsupportedMediaType             (415 unsupported_media_type)
+    ├── RangeNotSatisfiable              (416 range_not_satisfiable)
     ├── InvalidInput                     (422 validation_error)
     ├── HeadersTooLarge                  (431 headers_too_large)
     ├── DatabaseUnavailable              (503 database_unavailable)
@@ -62,12 +64,16 @@ class SessionaryError(Exception):
     status: ClassVar[int] = 500
     code: ClassVar[str] = "internal_error"
     title: ClassVar[str] = "Internal server error"
-    headers: ClassVar[dict[str, str]] = {}
+    headers: ClassVar[dict[str, str]] = {}  # sent with the problem (`response_headers`)
 
     def __init__(self, detail: str, **extra: Any) -> None:
         super().__init__(detail)
         self.detail = detail
         self.extra = extra
+
+    def response_headers(self) -> dict[str, str]:
+        """The headers its answer carries besides the problem."""
+        return self.headers
 
     def problem_body(self, instance: str | None = None) -> dict[str, Any]:
         """This error's RFC 9457 document (`problem_body`)."""
@@ -154,6 +160,15 @@ class EventNotFound(NotFound):
 
     def __init__(self, session_id: str, event_id: str) -> None:
         super().__init__(f"Session {session_id!r} holds no event with id {event_id!r}.")
+
+
+class ArtifactNotFound(NotFound):
+    code = "artifact_not_found"
+    title = "Artifact not found"
+
+    def __init__(self, name: str, version: int | None = None, why: str = "") -> None:
+        subject = f"Artifact {name!r}" if version is None else f"Version {version} of {name!r}"
+        super().__init__(f"{subject} does not exist here{why}.")
 
 
 class Conflict(SessionaryError):
@@ -251,6 +266,19 @@ class UnsupportedMediaType(SessionaryError):
     status = 415
     code = "unsupported_media_type"
     title = "Unsupported media type"
+
+
+class RangeNotSatisfiable(SessionaryError):
+    status = 416
+    code = "range_not_satisfiable"
+    title = "Range not satisfiable"
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"The Range selects no byte of the content, which is {size} bytes long.")
+        self.size = size
+
+    def response_headers(self) -> dict[str, str]:
+        return {"Content-Range": f"bytes */{self.size}"}
 
 
 class InvalidInput(SessionaryError):

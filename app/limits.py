@@ -26,3 +26,8 @@ LABEL_VALUE_LENGTH = 256
 # The shortest life a session may be given (its create must be able to read it back), and
 # the longest (a century: now plus it stays a time Python and the wire can hold).
 MIN_LIFETIME, MAX_LIFETIME = 1.0, 100 * 365.25 * 86400
+# Artifact names: ADK's file names, `/` allowed between segments (`reports/q1.pdf`), at most
+# this many UTF-8 bytes, so that a name and a session's three ids fit one btree entry.
+ARTIFACT_NAME_BYTES = 1024
+# An artifact's MIME type as a `Content-Type` carries it (RFC 6838 allows 127 + 1 + 127).
+MIME_TYPE_LENGTH = 255

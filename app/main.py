@@ -13,7 +13,9 @@ from fastapi.openapi.utils import get_openapi
 
 from app import db, sharding
 from app.api import (
+    adk_artifacts,
     adk_server,
+    artifacts,
     context,
     directory,
     docs,
@@ -92,6 +94,12 @@ TAGS = [
         "name": "portability",
         "description": "A session as NDJSON, exported and imported: between servers, into "
         "backups, out of other stores.",
+    },
+    {
+        "name": "artifacts",
+        "description": "What agents save (files, images, reports): ADK's artifacts, versioned "
+        "by name within a session (or, for `user:` names, a user), streamed in and out, the "
+        "same bytes stored once.",
     },
     {"name": "state", "description": "App and user state, shared by their sessions."},
     {"name": "keys", "description": "What the API key of a request may do."},
@@ -184,7 +192,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         AppendLane, api=app, route_names=("append_event", "append_events")
     )  # innermost
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_body_bytes,
+        max_upload_bytes=settings.max_artifact_bytes,
+    )
     app.add_middleware(PathGuardMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
     if settings.cors_origins:
@@ -218,6 +230,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         usage,
         search,
         portability,
+        artifacts,
         live,
         shared_state,
         directory,
@@ -226,6 +239,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         explorer,
         docs,
         adk_server,
+        adk_artifacts,
     ):
         app.include_router(module.router)
 

@@ -20,11 +20,17 @@ from sqlalchemy import (
     or_,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP, TSVECTOR
+from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.limits import DISPLAY_NAME_LENGTH, ID_LENGTH, MAX_VERSION
+from app.limits import (
+    ARTIFACT_NAME_BYTES,
+    DISPLAY_NAME_LENGTH,
+    ID_LENGTH,
+    MAX_VERSION,
+    MIME_TYPE_LENGTH,
+)
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -286,3 +292,91 @@ class StorageApiKey(Base):
     app_state_write: Mapped[bool] = mapped_column(nullable=False, server_default=text("false"))
     create_time: Mapped[datetime] = _now()
     revoke_time: Mapped[datetime | None] = mapped_column(Timestamp)
+
+
+# --- artifacts: what agents save, versioned by name, their bytes stored once per content ----
+#
+# A name lives in a session (`session_id`) or, for a `user:` name, in its user (`session_id`
+# ''): ADK's two scopes. Each save is a version; a version points at its bytes by their sha256
+# within the app and user (`artifact_blobs`), so the same bytes saved twice, or a fork's copy
+# of its parent's versions, cost one copy. All four tables are distributed by `user_id` on
+# Citus, with the user's sessions.
+
+USER_SCOPE = ""  # the `session_id` of a `user:` name's rows
+
+
+def _artifact_name() -> Mapped[str]:
+    return mapped_column(String(ARTIFACT_NAME_BYTES), primary_key=True)
+
+
+class StorageArtifact(Base):
+    """An artifact's name in its scope, with the last version given out: the row a save locks
+    to number the next one, so that concurrent saves take consecutive versions."""
+
+    __tablename__ = "artifacts"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    session_id: Mapped[str] = _id()
+    name: Mapped[str] = _artifact_name()
+    last_version: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class StorageArtifactVersion(Base):
+    """One saved version: ADK's `ArtifactVersion` and what its bytes are.
+
+    `kind` is how ADK handed it over: `bytes` (a `Part`'s `inline_data`), `text` (a `Part`'s
+    `text`, its bytes UTF-8) or `reference` (`file_data`: only `file_uri`, no bytes here).
+    `saved_at` is the session's version when it was saved (NULL for a `user:` name): a read
+    of the session as of seq N sees the versions saved before the write that took N.
+    """
+
+    __tablename__ = "artifact_versions"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    session_id: Mapped[str] = _id()
+    name: Mapped[str] = _artifact_name()
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    mime_type: Mapped[str | None] = mapped_column(String(MIME_TYPE_LENGTH))
+    display_name: Mapped[str | None] = mapped_column(Text)
+    file_uri: Mapped[str | None] = mapped_column(Text)
+    content_hash: Mapped[bytes | None] = mapped_column(LargeBinary(32))
+    size: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    custom_metadata: Mapped[Json] = _state()
+    create_time: Mapped[datetime] = _now()
+    saved_at: Mapped[int | None] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        CheckConstraint("(kind = 'reference') = (content_hash IS NULL)", name="content"),
+    )
+
+
+class StorageArtifactBlob(Base):
+    """Bytes stored once per sha256 within an app and user, with how many versions point at
+    them (`refs`): the last version to go takes them with it, in its own transaction."""
+
+    __tablename__ = "artifact_blobs"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    content_hash: Mapped[bytes] = mapped_column(LargeBinary(32), primary_key=True)
+    blob_id: Mapped[Any] = mapped_column(UUID(as_uuid=False), nullable=False)
+    size: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    chunk_size: Mapped[int] = mapped_column(Integer, nullable=False)
+    refs: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    create_time: Mapped[datetime] = _now()
+
+
+class StorageArtifactChunk(Base):
+    """A blob's bytes in order, `chunk_size` bytes each but the last: written as the upload
+    arrives, before its hash is known, so keyed by the upload's own id."""
+
+    __tablename__ = "artifact_chunks"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    blob_id: Mapped[Any] = mapped_column(UUID(as_uuid=False), primary_key=True)
+    n: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)

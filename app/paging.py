@@ -28,8 +28,17 @@ MICROSECOND = timedelta(microseconds=1)
 _ID = re.compile(ID_PATTERN)
 
 
+class Name:
+    """The kind of a position's string that is not an id but a longer name (an artifact's),
+    which its listing checks again."""
+
+    MAX_LENGTH = 1024
+
+
 def _valid(value: Any, kind: type) -> bool:
     """Tokens come back from clients: check each value as strictly as the API checks ids."""
+    if kind is Name:
+        return isinstance(value, str) and len(value) <= Name.MAX_LENGTH
     if kind is float and type(value) is int:  # JSON writes a whole float as an int
         value = float(value)
     if type(value) is not kind:
@@ -41,7 +50,9 @@ def _valid(value: Any, kind: type) -> bool:
     return isinstance(value, str) and len(value) <= ID_LENGTH and _ID.match(value) is not None
 
 
-MAX_TOKEN_LENGTH = 2048  # a real token is a few hundred characters
+# A real token is a few hundred characters; one that ends at a long artifact name, up to a
+# few thousand.
+MAX_TOKEN_LENGTH = 4096
 
 
 def listing(kind: str, *parts: Any) -> str:
@@ -57,7 +68,9 @@ def listing(kind: str, *parts: Any) -> str:
 
 
 def encode(listing: str, position: list[Any]) -> str:
-    raw = json.dumps({"q": listing, "p": position}, separators=(",", ":")).encode()
+    raw = json.dumps(
+        {"q": listing, "p": position}, separators=(",", ":"), ensure_ascii=False
+    ).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

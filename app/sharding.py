@@ -29,9 +29,18 @@ logger = logging.getLogger(__name__)
 
 SHARD_KEY = "user_id"
 # Distributed by the shard key and co-located: a session, its events and its pending events,
-# and its user's state share a shard, so the statements joining them run on one worker.
-# The first is the one the others are co-located with.
-CO_LOCATED = ("sessions", "events", "pending_events", "user_states")
+# its user's state and artifacts share a shard, so the statements joining them run on one
+# worker. The first is the one the others are co-located with.
+CO_LOCATED = (
+    "sessions",
+    "events",
+    "pending_events",
+    "user_states",
+    "artifacts",
+    "artifact_versions",
+    "artifact_blobs",
+    "artifact_chunks",
+)
 # Small and read by everyone: a copy on every node.
 REFERENCE = ("app_states", "api_keys")
 

@@ -106,6 +106,26 @@ async def test_changes_other_than_appends_and_the_end_on_delete(live_server, htt
     assert received[2].data == {"version": 6, "removedEvents": 1, "keptEvents": 1}
 
 
+async def test_artifacts_saved_and_deleted_are_told_without_a_position(live_server, http):
+    await new_session(http, "s")
+    artifacts = f"{session_url('s')}/artifacts"
+    async with stream(live_server, f"{session_url('s')}/events:stream") as response:
+        await asyncio.sleep(0.3)
+        assert (await http.post(f"{artifacts}/a.txt", content=b"1")).status_code == 201
+        assert (await http.post(f"{artifacts}/user:b", content=b"2")).status_code == 201
+        await append_all(http, "s", 1)
+        assert (await http.delete(f"{artifacts}/a.txt")).status_code == 204
+        received = await response.take(4)
+    assert [(frame.event, frame.id, frame.data.get("name")) for frame in received] == [
+        ("artifact", None, "a.txt"),
+        ("artifact", None, "user:b"),
+        ("appended", 1, None),
+        ("artifact", None, "a.txt"),
+    ]
+    assert received[0].data == {"name": "a.txt", "version": 0}
+    assert received[3].data == {"name": "a.txt", "deleted": True}
+
+
 async def test_a_resume_after_other_writes_says_resync(live_server, http):
     await new_session(http, "s", events=[said("a", id="a"), said("b")])
     assert (await http.delete(f"{session_url('s')}/events/a")).status_code == 200

@@ -11,7 +11,18 @@ from sqlalchemy import inspect
 
 from app import db
 
-TABLES = {"sessions", "events", "pending_events", "app_states", "user_states", "api_keys"}
+TABLES = {
+    "sessions",
+    "events",
+    "pending_events",
+    "app_states",
+    "user_states",
+    "api_keys",
+    "artifacts",
+    "artifact_versions",
+    "artifact_blobs",
+    "artifact_chunks",
+}
 
 
 def tables(url: str) -> set[str]:

@@ -61,7 +61,7 @@ class AdkRoute(StrictRoute):
                 return await request_validation_exception_handler(request, error)
             except SessionaryError as error:
                 detail = "Session not found" if error.code == "session_not_found" else error.detail
-                return JSONResponse({"detail": detail}, error.status, dict(error.headers))
+                return JSONResponse({"detail": detail}, error.status, error.response_headers())
             return response
 
         return adk_handler

@@ -1,6 +1,7 @@
 """The raw request, before routing: the host and origin of a request, the body limit, the shape
 of path ids, HEAD as GET."""
 
+import re
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from starlette.datastructures import Headers
@@ -16,32 +17,39 @@ from app.errors import CrossOriginRefused, HostNotAllowed, InvalidInput, Session
 class BodyTooLarge(HTTPException):
     """An HTTPException, so FastAPI's body reading lets it through to the problem renderer."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            413, f"The request body exceeds {limit} bytes (SESSIONARY_MAX_BODY_BYTES)."
-        )
+    def __init__(self, limit: int, setting: str) -> None:
+        super().__init__(413, f"The request body exceeds {limit} bytes ({setting}).")
+
+
+# An artifact's upload, the one body that may pass SESSIONARY_MAX_BODY_BYTES: streamed into
+# storage, never held whole, up to a limit of its own.
+_UPLOAD = re.compile(r"^/apps/[^/]+/users/[^/]+(/sessions/[^/]+)?/artifacts/.")
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, max_upload_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.max_upload_bytes = max_upload_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit, setting = self.max_bytes, "SESSIONARY_MAX_BODY_BYTES"
+        if scope["method"] == "POST" and _UPLOAD.match(scope["path"]):
+            limit, setting = self.max_upload_bytes, "SESSIONARY_MAX_ARTIFACT_BYTES"
         declared = Headers(scope=scope).get("content-length", "")
         received = 0
 
         async def limited_receive() -> Message:
             nonlocal received
-            if declared.isdigit() and int(declared) > self.max_bytes:
-                raise BodyTooLarge(self.max_bytes)  # refused before reading a byte
+            if declared.isdigit() and int(declared) > limit:
+                raise BodyTooLarge(limit, setting)  # refused before reading a byte
             message = await receive()
             received += len(message.get("body", b""))
-            if received > self.max_bytes:
-                raise BodyTooLarge(self.max_bytes)
+            if received > limit:
+                raise BodyTooLarge(limit, setting)
             return message
 
         await self.app(scope, limited_receive, send)

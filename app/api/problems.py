@@ -30,7 +30,7 @@ def problem(
 
 def render(request: Request, error: SessionaryError) -> JSONResponse:
     response = problem(request, error.status, error.code, error.title, error.detail, **error.extra)
-    response.headers.update(error.headers)
+    response.headers.update(error.response_headers())
     return response
 
 

@@ -22,11 +22,13 @@ from app.domain import (
     SearchHit,
     SessionHeader,
     SessionRead,
+    StoredArtifact,
     StoredSession,
     Tally,
     Usage,
 )
 from app.rules import portability
+from app.rules.artifacts import canonical_uri
 from app.rules.scopes import merged_state
 from app.rules.search import as_html
 from app.rules.tool_calls import ToolCall
@@ -278,3 +280,28 @@ def healed(count: int, version: int) -> bytes:
 def events_removed(ids: list[str], version: int) -> bytes:
     """An `EventsRemoved`."""
     return dumps({"removedEventIds": ids, "version": version})
+
+
+def artifact_version(stored: StoredArtifact, app_name: str, user_id: str) -> dict[str, Any]:
+    """An `ArtifactVersion`."""
+    return {
+        "name": stored.name,
+        "version": stored.version,
+        "canonicalUri": canonical_uri(
+            app_name, user_id, stored.session_id, stored.name, stored.version
+        ),
+        "customMetadata": stored.custom_metadata,
+        "createTime": stored.create_time.timestamp(),
+        "mimeType": stored.mime_type,
+        "kind": stored.kind,
+        "size": stored.size,
+        "sha256": None if stored.content_hash is None else stored.content_hash.hex(),
+        "displayName": stored.display_name,
+        "fileUri": stored.file_uri,
+    }
+
+
+def artifact_page(page: Page[StoredArtifact], field: str, app_name: str, user_id: str) -> bytes:
+    """An `ArtifactPage` (`field` "artifacts") or `ArtifactVersionPage` ("versions")."""
+    found = [artifact_version(stored, app_name, user_id) for stored in page.items]
+    return dumps({field: found, "nextPageToken": page.next_page_token})

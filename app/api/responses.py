@@ -55,6 +55,8 @@ DESCRIPTIONS = {
     "`currentVersion` is the session's version now.",
     413: "Too large (`payload_too_large`): body, event, batch or resulting state.",
     415: "The body is not JSON (`unsupported_media_type`).",
+    416: "The `Range` selects no byte of the content (`range_not_satisfiable`); "
+    "`Content-Range` says its length.",
     431: "The request line or a header is too long (`headers_too_large`).",
     422: "Invalid input (`validation_error`).",
     503: "Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), "

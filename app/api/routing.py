@@ -46,6 +46,22 @@ class SessionIdConvertor(Convertor[str]):
 
 
 register_url_convertor("session", SessionIdConvertor())
+
+
+class ArtifactNameConvertor(Convertor[str]):
+    """An artifact's name in a path: the rest of the path (a name may hold `/`), whatever its
+    characters, so that the name's own rules judge a bad one (422), not the router (404)."""
+
+    regex = "(?s:.+)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("artifact", ArtifactNameConvertor())
 # The path of one session, for the routes' paths: `{session_id}` with its convertor.
 SESSION_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id:session}"
 

@@ -81,6 +81,18 @@ async def held_state_at(
     return dict(await fetchval(connection, statement) or {})
 
 
+async def artifact_deltas(connection: asyncpg.Connection, key: SessionKey) -> list[tuple[int, Any]]:
+    """Each held event's `actions.artifactDelta` with its seq, in order, of the events that
+    have one: what a rewind reads to restore artifacts, as ADK's runner reads the events."""
+    delta = StorageEvent.event["actions"]["artifactDelta"]
+    statement = (
+        select(StorageEvent.seq, delta)
+        .where(event_filter(key), delta.isnot(None))
+        .order_by(StorageEvent.seq)
+    )
+    return [(row[0], row[1]) for row in await fetch(connection, statement)]
+
+
 async def newest_trimmed_seq(
     connection: asyncpg.Connection, key: SessionKey, keep_last: int
 ) -> int | None:

@@ -60,6 +60,7 @@ from app.models import (
     Timestamp,
     live,
 )
+from app.repositories.artifacts import delete_session_artifacts
 from app.repositories.shared_state import checked_state, is_state_too_large, state_too_large
 from app.rules.scopes import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
@@ -269,7 +270,8 @@ async def delete_expired(connection: asyncpg.Connection, key: SessionKey) -> boo
 
 
 async def delete_logs(connection: asyncpg.Connection, key: SessionKey) -> None:
-    """Delete the events and queued events of a session this transaction has just deleted.
+    """Delete the events, queued events and artifacts (not its user's) of a session this
+    transaction has just deleted.
     Statements of their own, after the session's: each sees what an append committed while
     the session's DELETE waited for its row lock (one statement's snapshot would not), and no
     append can write to it after."""
@@ -282,6 +284,7 @@ async def delete_logs(connection: asyncpg.Connection, key: SessionKey) -> None:
                 table.session_id == key.session_id,
             ),
         )
+    await delete_session_artifacts(connection, key)
 
 
 def epoch_time(seconds: float | None) -> ColumnElement[Any]:
@@ -577,6 +580,15 @@ async def get_version(connection: asyncpg.Connection, key: SessionKey) -> tuple[
     """The session's version and whether it is open; None if there is no such session."""
     row = await connection.fetchrow(VERSION.sql, *VERSION.arguments(key.columns()))
     return None if row is None else (row["version"], row["status"] == "open")
+
+
+async def hold_version(connection: asyncpg.Connection, key: SessionKey) -> int | None:
+    """The session's version, its row held (`FOR SHARE`) until the transaction ends: no
+    write takes a version, and no delete passes, before the caller's write that records it
+    (an artifact's save) commits. None if there is no such session."""
+    statement = select(StorageSession.version).where(key_filter(key)).with_for_update(read=True)
+    version: int | None = await fetchval(connection, statement)
+    return version
 
 
 def whole_second(moment: ColumnElement[Any]) -> ColumnElement[int]:

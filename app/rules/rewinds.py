@@ -1,8 +1,10 @@
-"""ADK's rewind, as pure functions: which events stay live, and the delta that undoes state.
+"""ADK's rewind, as pure functions: which events stay live, and what undoes state and
+artifacts.
 
-Both follow google-adk (`google.adk.events._rewind_events._apply_rewinds` and
-`google.adk.sessions._rewind_utils.compute_state_delta_for_rewind`), so that ADK's own runner
-and Sessionary agree on what a rewound session holds.
+They follow google-adk (`google.adk.events._rewind_events._apply_rewinds` and
+`google.adk.sessions._rewind_utils.compute_state_delta_for_rewind` and
+`compute_artifact_delta_for_rewind`), so that ADK's own runner and Sessionary agree on what a
+rewound session holds.
 """
 
 from collections.abc import Sequence
@@ -51,3 +53,29 @@ def restoring_delta(current: StateMap, then: StateMap) -> dict[str, Any]:
     }
     delta.update({key: None for key in current if key not in then})
     return delta
+
+
+def restoring_artifacts(deltas: Sequence[tuple[int, Any]], before: int) -> dict[str, int | None]:
+    """The artifact versions a rewind to before the event at seq `before` + 1 restores, by
+    name: the version the events up to `before` last named (None: none, so the name is to be
+    marked removed), for each session name whose version the events named later differs.
+    `deltas` are the events' `artifactDelta`s with their seqs, in order; `user:` names are left
+    as they are, as ADK leaves them."""
+    then: dict[str, int] = {}
+    now: dict[str, int] = {}
+    for seq, delta in deltas:
+        if not isinstance(delta, dict):
+            continue
+        versions = {
+            name: version
+            for name, version in delta.items()
+            if type(version) is int  # a version; anything else names none
+        }
+        now.update(versions)
+        if seq <= before:
+            then.update(versions)
+    return {
+        name: then.get(name)
+        for name, version in now.items()
+        if not name.startswith("user:") and then.get(name) != version
+    }

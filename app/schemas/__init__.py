@@ -1,6 +1,13 @@
 """The wire format: ADK's camelCase JSON, accepting snake_case on input. One module per
 capability; every model is importable from here."""
 
+from app.schemas.artifacts import (
+    ArtifactPage,
+    ArtifactPart,
+    ArtifactSave,
+    ArtifactVersion,
+    ArtifactVersionPage,
+)
 from app.schemas.base import (
     ID_DESCRIPTION,
     Content,
@@ -109,6 +116,11 @@ __all__ = [
     "AppUsage",
     "AppendedEvent",
     "AppendedEventList",
+    "ArtifactPage",
+    "ArtifactPart",
+    "ArtifactSave",
+    "ArtifactVersion",
+    "ArtifactVersionPage",
     "ChildCreate",
     "CompactionStrategy",
     "Content",

@@ -18,7 +18,8 @@ from app.repositories import history as history_rows
 from app.repositories.live import announce
 from app.rules import tool_calls
 from app.rules.events import prepare
-from app.rules.rewinds import restoring_delta
+from app.rules.rewinds import restoring_artifacts, restoring_delta
+from app.services.artifacts import ArtifactService
 from app.services.events import EventService
 from app.services.preconditions import hold_for_write, seq_before_invocation
 
@@ -26,10 +27,17 @@ from app.services.preconditions import hold_for_write, seq_before_invocation
 class HistoryService:
     """Each public method is one unit of work, committed before it returns."""
 
-    def __init__(self, pool: DriverPool, settings: Settings, events: EventService) -> None:
+    def __init__(
+        self,
+        pool: DriverPool,
+        settings: Settings,
+        events: EventService,
+        artifacts: ArtifactService,
+    ) -> None:
         self.pool = pool
         self.settings = settings
         self.events = events
+        self.artifacts = artifacts  # a rewind restores the artifacts too
 
     async def rewind(
         self, key: SessionKey, before_invocation_id: str, expected_version: int | None
@@ -39,21 +47,30 @@ class HistoryService:
         event, as the events the session still holds make it: the changes of removed events
         are undone too, as ADK's `Runner.rewind_async` undoes them, rebuilding that state from
         the events it is given. Nothing is removed; readers drop the rewound events
-        (`rules.rewinds`)."""
+        (`rules.rewinds`).
+
+        The session's artifacts go back the same way, as the events' `artifactDelta`s name
+        them: each version named then is saved again as a new version, and a name that was not
+        named then gets ADK's marker of a removed artifact; the event's `artifactDelta` names
+        the new versions."""
         async with self.pool.transaction() as connection:
             held = await hold_for_write(connection, key, expected_version)
             before = await seq_before_invocation(
                 connection, key, before_invocation_id, held.base_seq
             )
             then = await history_rows.held_state_at(connection, key, before)
-            event = {
-                "author": "user",
-                "invocationId": f"e-{uuid.uuid4()}",
-                "actions": {
-                    "rewindBeforeInvocationId": before_invocation_id,
-                    "stateDelta": restoring_delta(held.state, then),
-                },
+            restoring = restoring_artifacts(
+                await history_rows.artifact_deltas(connection, key), before
+            )
+            actions: dict[str, Any] = {
+                "rewindBeforeInvocationId": before_invocation_id,
+                "stateDelta": restoring_delta(held.state, then),
             }
+            if restoring:
+                actions["artifactDelta"] = await self.artifacts.restore(
+                    connection, key, restoring, saved_at=held.version
+                )
+            event = {"author": "user", "invocationId": f"e-{uuid.uuid4()}", "actions": actions}
             stored = await self.events.append_prepared(
                 connection, key, [prepare(event, self.settings.event_limits)], held.version
             )

@@ -29,6 +29,7 @@ from app.domain import (
     StoredSession,
 )
 from app.errors import Conflict, InvalidInput, SessionClosed, StaleSession
+from app.repositories import artifacts as artifact_rows
 from app.repositories import history as history_rows
 from app.repositories import lineage as lineage_rows
 from app.repositories.live import announce
@@ -98,6 +99,12 @@ class LineageService:
             )
             await self.sessions.insert(connection, fork, ScopedDelta(session=state), origin=origin)
             await lineage_rows.copy_events(connection, key, fork, until_seq=at)
+            # Its artifacts as they were at the fork point: those saved before the write that
+            # took it, or, for a fork of the whole session, all of them.
+            whole = body.at_seq is None and body.before_invocation_id is None
+            await artifact_rows.copy_session_artifacts(
+                connection, key, fork, before_seq=None if whole else at
+            )
             return await read_session(connection, fork, num_recent_events=0)
 
     async def create_child(
@@ -136,6 +143,7 @@ class LineageService:
                 await lineage_rows.copy_events(
                     connection, key, child, until_seq=parent.version, only_seqs=live
                 )
+                await artifact_rows.copy_session_artifacts(connection, key, child, before_seq=None)
             return await read_session(connection, child, num_recent_events=0)
 
     async def close(

@@ -33,8 +33,9 @@ HEARTBEAT = b": heartbeat\n\n"
 PAGE = 500  # events per read of the table
 # The changes a user's or an app's stream calls by their name; every other one is `updated`.
 LIFECYCLE = frozenset({"created", "closed", "deleted"})
-# Changes that take no version of their own: a session's end, its children's news.
-UNVERSIONED = frozenset({"deleted", "child"})
+# Changes that take no version of their own: a session's end, its children's news, an
+# artifact saved or deleted (never replayed: a client that resumes lists the artifacts again).
+UNVERSIONED = frozenset({"deleted", "child", "artifact"})
 BROKERS: set["Broker"] = set()  # this process's, started
 # How a worker's listening connection shows in `pg_stat_activity` (outside the pools' gauges).
 LISTENER_NAME = "sessionary-listener"

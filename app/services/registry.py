@@ -9,6 +9,7 @@ from typing import Self
 
 from app.config import Settings
 from app.db import DriverPool
+from app.services.artifacts import ArtifactService
 from app.services.auth import AuthService, GrantCache
 from app.services.context import ContextService
 from app.services.events import EventService
@@ -31,6 +32,7 @@ from app.sharding import WorkerPools
 @dataclass(frozen=True)
 class Services:
     auth: AuthService
+    artifacts: ArtifactService
     events: EventService
     sessions: SessionService
     lineage: LineageService
@@ -71,12 +73,14 @@ class Services:
             GroupCommit(pool, settings, lanes, routed=routed, workers=workers),
         )
         sessions = SessionService(pool, settings, events)
+        artifacts = ArtifactService(pool, settings)
         return cls(
             auth=AuthService(pool, GrantCache(settings.auth_cache_seconds)),
+            artifacts=artifacts,
             events=events,
             sessions=sessions,
             lineage=LineageService(pool, settings, sessions, events),
-            history=HistoryService(pool, settings, events),
+            history=HistoryService(pool, settings, events, artifacts),
             context=ContextService(pool, settings, events),
             tool_calls=ToolCallService(pool, settings, events),
             pending=PendingService(pool, settings, events),

@@ -4,6 +4,7 @@ package sessionary
 
 // The kind of each problem code, for errors.Is(err, sessionary.ErrSessionNotFound).
 var (
+	ErrArtifactNotFound     error = &errorKind{code: "artifact_not_found"}
 	ErrBadRequest           error = &errorKind{code: "bad_request"}
 	ErrConflict             error = &errorKind{code: "conflict"}
 	ErrCORSPreflightRefused error = &errorKind{code: "cors_preflight_refused"}
@@ -19,6 +20,7 @@ var (
 	ErrMethodNotAllowed     error = &errorKind{code: "method_not_allowed"}
 	ErrNotFound             error = &errorKind{code: "not_found"}
 	ErrPayloadTooLarge      error = &errorKind{code: "payload_too_large"}
+	ErrRangeNotSatisfiable  error = &errorKind{code: "range_not_satisfiable"}
 	ErrSchemaBehind         error = &errorKind{code: "schema_behind"}
 	ErrSearchBusy           error = &errorKind{code: "search_busy"}
 	ErrSearchTimeout        error = &errorKind{code: "search_timeout"}
@@ -37,6 +39,7 @@ var (
 
 // problemKinds is the kind of each problem code, which errors.Is matches.
 var problemKinds = map[string]error{
+	"artifact_not_found":     ErrArtifactNotFound,
 	"bad_request":            ErrBadRequest,
 	"conflict":               ErrConflict,
 	"cors_preflight_refused": ErrCORSPreflightRefused,
@@ -52,6 +55,7 @@ var problemKinds = map[string]error{
 	"method_not_allowed":     ErrMethodNotAllowed,
 	"not_found":              ErrNotFound,
 	"payload_too_large":      ErrPayloadTooLarge,
+	"range_not_satisfiable":  ErrRangeNotSatisfiable,
 	"schema_behind":          ErrSchemaBehind,
 	"search_busy":            ErrSearchBusy,
 	"search_timeout":         ErrSearchTimeout,
@@ -102,6 +106,20 @@ var specOperations = []struct{ id, method, path string }{
 	{"search_events", "GET", "/apps/{app_name}/search"},
 	{"export_session", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}:export"},
 	{"import_session", "POST", "/apps/{app_name}/users/{user_id}/sessions:import"},
+	{"list_artifacts", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts"},
+	{"save_artifact", "POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts"},
+	{"get_artifact_version", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}/versions/{version}"},
+	{"list_artifact_versions", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}/versions"},
+	{"upload_artifact", "POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}"},
+	{"download_artifact", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}"},
+	{"delete_artifact", "DELETE", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}"},
+	{"list_user_artifacts", "GET", "/apps/{app_name}/users/{user_id}/artifacts"},
+	{"save_user_artifact", "POST", "/apps/{app_name}/users/{user_id}/artifacts"},
+	{"get_user_artifact_version", "GET", "/apps/{app_name}/users/{user_id}/artifacts/{name}/versions/{version}"},
+	{"list_user_artifact_versions", "GET", "/apps/{app_name}/users/{user_id}/artifacts/{name}/versions"},
+	{"upload_user_artifact", "POST", "/apps/{app_name}/users/{user_id}/artifacts/{name}"},
+	{"download_user_artifact", "GET", "/apps/{app_name}/users/{user_id}/artifacts/{name}"},
+	{"delete_user_artifact", "DELETE", "/apps/{app_name}/users/{user_id}/artifacts/{name}"},
 	{"stream_events", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events:stream"},
 	{"stream_user_sessions", "GET", "/apps/{app_name}/users/{user_id}/sessions:stream"},
 	{"stream_app_sessions", "GET", "/apps/{app_name}/sessions:stream"},

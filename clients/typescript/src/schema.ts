@@ -623,6 +623,190 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Artifacts
+         * @description The newest version of each artifact name of the session (and its user's `user:` names), by name.
+         */
+        get: operations["list_artifacts"];
+        put?: never;
+        /**
+         * Save Artifact
+         * @description Save the next version of an artifact of the session (and its user's `user:` names) from ADK's JSON (`SaveArtifactRequest`: a `Part` with `inlineData` in base64, `text`, or `fileData`, a reference by URI). For large files, upload the bytes instead (`POST …/artifacts/{name}`): this form is read whole, within the request body limit.
+         */
+        post: operations["save_artifact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Artifact Version
+         * @description One version's record (`latest`: the newest's), not its content.
+         */
+        get: operations["get_artifact_version"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Artifact Versions
+         * @description Every version of an artifact, oldest first, with its record.
+         */
+        get: operations["list_artifact_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download Artifact
+         * @description Download a version's content (the newest when `version` is absent), streamed. Conditional (`If-None-Match`) and partial (`Range: bytes=…`, one range, `If-Range`) requests are answered. Always served as an attachment that a browser will not run (`Content-Security-Policy: sandbox`, `nosniff`).
+         */
+        get: operations["download_artifact"];
+        put?: never;
+        /**
+         * Upload Artifact
+         * @description Save the next version of an artifact of the session (and its user's `user:` names) from the request's bytes, streamed into storage (up to `SESSIONARY_MAX_ARTIFACT_BYTES`, 512 MiB by default; past it, 413 and nothing is kept). `Content-Type` is its media type (`application/octet-stream` when absent); the header `Artifact-Metadata`, a JSON object (non-ASCII as `\u` escapes), is its custom metadata. Concurrent saves of one name take consecutive versions.
+         */
+        post: operations["upload_artifact"];
+        /**
+         * Delete Artifact
+         * @description Delete every version of an artifact; its bytes go too, unless another version (of any name of the user) holds the same.
+         */
+        delete: operations["delete_artifact"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List User Artifacts
+         * @description The newest version of each artifact name of the user (`user:` names), by name.
+         */
+        get: operations["list_user_artifacts"];
+        put?: never;
+        /**
+         * Save User Artifact
+         * @description Save the next version of an artifact of the user (`user:` names) from ADK's JSON (`SaveArtifactRequest`: a `Part` with `inlineData` in base64, `text`, or `fileData`, a reference by URI). For large files, upload the bytes instead (`POST …/artifacts/{name}`): this form is read whole, within the request body limit.
+         */
+        post: operations["save_user_artifact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/artifacts/{name}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get User Artifact Version
+         * @description One version's record (`latest`: the newest's), not its content.
+         */
+        get: operations["get_user_artifact_version"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/artifacts/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List User Artifact Versions
+         * @description Every version of an artifact, oldest first, with its record.
+         */
+        get: operations["list_user_artifact_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/artifacts/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download User Artifact
+         * @description Download a version's content (the newest when `version` is absent), streamed. Conditional (`If-None-Match`) and partial (`Range: bytes=…`, one range, `If-Range`) requests are answered. Always served as an attachment that a browser will not run (`Content-Security-Policy: sandbox`, `nosniff`).
+         */
+        get: operations["download_user_artifact"];
+        put?: never;
+        /**
+         * Upload User Artifact
+         * @description Save the next version of an artifact of the user (`user:` names) from the request's bytes, streamed into storage (up to `SESSIONARY_MAX_ARTIFACT_BYTES`, 512 MiB by default; past it, 413 and nothing is kept). `Content-Type` is its media type (`application/octet-stream` when absent); the header `Artifact-Metadata`, a JSON object (non-ASCII as `\u` escapes), is its custom metadata. Concurrent saves of one name take consecutive versions.
+         */
+        post: operations["upload_user_artifact"];
+        /**
+         * Delete User Artifact
+         * @description Delete every version of an artifact; its bytes go too, unless another version (of any name of the user) holds the same.
+         */
+        delete: operations["delete_user_artifact"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events:stream": {
         parameters: {
             query?: never;
@@ -922,6 +1106,136 @@ export interface components {
         AppendedEvent: components["schemas"]["Event"] | components["schemas"]["PartialEvent"];
         /** @description What a batch append answers: the events stored (200, 201) or, when every one is `partial`, the events as sent (202). */
         AppendedEventList: components["schemas"]["EventList"] | components["schemas"]["PartialEventList"];
+        /** ArtifactPage */
+        ArtifactPage: {
+            /**
+             * Artifacts
+             * @description The newest version of each name, by name.
+             */
+            artifacts: components["schemas"]["ArtifactVersion"][];
+            /**
+             * Nextpagetoken
+             * @description Pass as `pageToken` for the next page.
+             */
+            nextPageToken: string | null;
+        };
+        /**
+         * ArtifactPart
+         * @description An artifact as ADK hands it over: a genai `Part` with exactly one of `inlineData`,
+         *     `text` or `fileData`.
+         */
+        ArtifactPart: {
+            inlineData?: components["schemas"]["InlineArtifact"] | null;
+            /** Text */
+            text?: string | null;
+            fileData?: components["schemas"]["ArtifactReference"] | null;
+        };
+        /**
+         * ArtifactReference
+         * @description Content stored elsewhere, by URI (a genai `FileData`): kept as the URI, no bytes. An
+         *     `artifact://` URI names another version of this app and user, which reads follow.
+         */
+        ArtifactReference: {
+            /**
+             * Fileuri
+             * @description Where the content is: a URI, without spaces or control characters.
+             */
+            fileUri: string;
+            /** Mimetype */
+            mimeType?: string | null;
+            /** Displayname */
+            displayName?: string | null;
+        };
+        /**
+         * ArtifactSave
+         * @description ADK's `SaveArtifactRequest`: save the next version of `filename` from a `Part`.
+         */
+        ArtifactSave: {
+            /**
+             * Filename
+             * @description The artifact's name; one that starts with `user:` belongs to the user.
+             */
+            filename: string;
+            artifact: components["schemas"]["ArtifactPart"];
+            /** @description Any JSON object, kept with the version. */
+            customMetadata?: components["schemas"]["JsonObject"] | null;
+        };
+        /**
+         * ArtifactVersion
+         * @description One saved version of an artifact: ADK's `ArtifactVersion` (`version`, `canonicalUri`,
+         *     `customMetadata`, `createTime`, `mimeType`), and what its bytes are.
+         */
+        ArtifactVersion: {
+            /**
+             * Name
+             * @description The artifact's name (`user:` names belong to the user).
+             */
+            name: string;
+            /**
+             * Version
+             * Format: int64
+             * @description 0 for the first save of the name.
+             */
+            version: number;
+            /**
+             * Canonicaluri
+             * @description ADK's `artifact://` URI of this version: an artifact whose `fileData` holds it reads as this version's content.
+             */
+            canonicalUri: string;
+            /** @description What the save attached, as sent. */
+            customMetadata: components["schemas"]["JsonObject"];
+            /**
+             * Createtime
+             * Format: double
+             * @description When it was saved (epoch seconds).
+             */
+            createTime: number;
+            /**
+             * Mimetype
+             * @description Its media type, the `Content-Type` its content is served with; null for a reference saved without one.
+             */
+            mimeType: string | null;
+            /**
+             * Kind
+             * @description How it was saved: `bytes` (ADK's `inlineData`, or an upload), `text` (a `Part`'s `text`, stored as UTF-8), `reference` (`fileData`: a URI, no bytes here).
+             * @enum {string}
+             */
+            kind: "bytes" | "text" | "reference";
+            /**
+             * Size
+             * Format: int64
+             * @description Its content's length in bytes (0 for a reference).
+             */
+            size: number;
+            /**
+             * Sha256
+             * @description The SHA-256 of its content, in hex: its download's `ETag`, and what two saves of the same bytes share (stored once). Null for a reference.
+             */
+            sha256: string | null;
+            /**
+             * Displayname
+             * @description ADK's `displayName` of the part, if given.
+             */
+            displayName: string | null;
+            /**
+             * Fileuri
+             * @description A reference's URI (`fileData.fileUri`).
+             */
+            fileUri: string | null;
+        };
+        /** ArtifactVersionPage */
+        ArtifactVersionPage: {
+            /**
+             * Versions
+             * @description Oldest first.
+             */
+            versions: components["schemas"]["ArtifactVersion"][];
+            /**
+             * Nextpagetoken
+             * @description Pass as `pageToken` for the next page.
+             */
+            nextPageToken: string | null;
+        };
         /**
          * Blob
          * @description Bytes carried in the event.
@@ -1313,6 +1627,24 @@ export interface components {
         };
         /** @enum {string} */
         Inherit: "none" | "all" | "context";
+        /**
+         * InlineArtifact
+         * @description Bytes carried in the request, base64-encoded (a genai `Blob`).
+         */
+        InlineArtifact: {
+            /**
+             * Data
+             * @description The bytes, base64 (standard or URL-safe).
+             */
+            data: string;
+            /**
+             * Mimetype
+             * @description Their media type, e.g. `image/png`.
+             */
+            mimeType: string;
+            /** Displayname */
+            displayName?: string | null;
+        };
         /** @description Any JSON object. */
         JsonObject: {
             [key: string]: unknown;
@@ -1506,7 +1838,7 @@ export interface components {
              * @description Stable, machine-readable: what went wrong, for code to act on.
              * @enum {string}
              */
-            code: "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error" | "version_exhausted";
+            code: "artifact_not_found" | "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "range_not_satisfiable" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error" | "version_exhausted";
             /**
              * Instance
              * @description The request path; absent when the request was refused before its path was read (`headers_too_large`, `bad_request`).
@@ -5432,6 +5764,1372 @@ export interface operations {
             };
             /** @description The body is not JSON (`unsupported_media_type`). */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_artifacts: {
+        parameters: {
+            query?: {
+                /** @description The artifacts as the session was at this seq: the versions saved before the write that took it (`user:` names, which no session's history holds, as now). */
+                untilSeq?: number;
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    save_artifact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ArtifactSave"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too large (`payload_too_large`): body, event, batch or resulting state. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON (`unsupported_media_type`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_artifact_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The artifact's name (ADK's `filename`); `/` may separate segments, as in a folder (`reports/q1.pdf`), and one that starts with `user:` belongs to the user. */
+                name: string;
+                /** @description A version, or `latest`. */
+                version: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_artifact_versions: {
+        parameters: {
+            query?: {
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The artifact's name (ADK's `filename`); `/` may separate segments, as in a folder (`reports/q1.pdf`), and one that starts with `user:` belongs to the user. */
+                name: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersionPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    download_artifact: {
+        parameters: {
+            query?: {
+                /** @description Which version; the newest when absent. */
+                version?: number;
+            };
+            header?: {
+                Range?: string;
+            };
+            path: {
+                /** @description The artifact's name (ADK's `filename`); `/` may separate segments, as in a folder (`reports/q1.pdf`), and one that starts with `user:` belongs to the user. */
+                name: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The content, with its media type; `ETag` is its SHA-256. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description The part of the content `Range` asked for. */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A reference saved with a URI that is not `artifact://`: `Location` is the URI. */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `If-None-Match` names this content's `ETag`. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The `Range` selects no byte of the content (`range_not_satisfiable`); `Content-Range` says its length. */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    upload_artifact: {
+        parameters: {
+            query?: {
+                /** @description ADK's `displayName`. */
+                displayName?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The artifact's name (ADK's `filename`); `/` may separate segments, as in a folder (`reports/q1.pdf`), and one that starts with `user:` belongs to the user. */
+                name: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The bytes, any media type, streamed: never held whole. */
+        requestBody: {
+            content: {
+                "*/*": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too large (`payload_too_large`): body, event, batch or resulting state. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_artifact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The artifact's name (ADK's `filename`); `/` may separate segments, as in a folder (`reports/q1.pdf`), and one that starts with `user:` belongs to the user. */
+                name: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_user_artifacts: {
+        parameters: {
+            query?: {
+                /** @description The artifacts as the session was at this seq: the versions saved before the write that took it (`user:` names, which no session's history holds, as now). */
+                untilSeq?: number;
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    save_user_artifact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ArtifactSave"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too large (`payload_too_large`): body, event, batch or resulting state. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON (`unsupported_media_type`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_user_artifact_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The artifact's name (ADK's `filename`); `/` may separate segments, as in a folder (`reports/q1.pdf`), and one that starts with `user:` belongs to the user. */
+                name: string;
+                /** @description A version, or `latest`. */
+                version: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_user_artifact_versions: {
+        parameters: {
+            query?: {
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The artifact's name (ADK's `filename`); `/` may separate segments, as in a folder (`reports/q1.pdf`), and one that starts with `user:` belongs to the user. */
+                name: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersionPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    download_user_artifact: {
+        parameters: {
+            query?: {
+                /** @description Which version; the newest when absent. */
+                version?: number;
+            };
+            header?: {
+                Range?: string;
+            };
+            path: {
+                /** @description The artifact's name (ADK's `filename`); `/` may separate segments, as in a folder (`reports/q1.pdf`), and one that starts with `user:` belongs to the user. */
+                name: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The content, with its media type; `ETag` is its SHA-256. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description The part of the content `Range` asked for. */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A reference saved with a URI that is not `artifact://`: `Location` is the URI. */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `If-None-Match` names this content's `ETag`. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The `Range` selects no byte of the content (`range_not_satisfiable`); `Content-Range` says its length. */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    upload_user_artifact: {
+        parameters: {
+            query?: {
+                /** @description ADK's `displayName`. */
+                displayName?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The artifact's name (ADK's `filename`); `/` may separate segments, as in a folder (`reports/q1.pdf`), and one that starts with `user:` belongs to the user. */
+                name: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The bytes, any media type, streamed: never held whole. */
+        requestBody: {
+            content: {
+                "*/*": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too large (`payload_too_large`): body, event, batch or resulting state. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_user_artifact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The artifact's name (ADK's `filename`); `/` may separate segments, as in a folder (`reports/q1.pdf`), and one that starts with `user:` belongs to the user. */
+                name: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (`session_not_found`), or no such artifact or version (`artifact_not_found`; a version ADK's rewind marked removed reads so too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

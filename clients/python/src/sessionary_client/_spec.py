@@ -3,6 +3,7 @@
 
 # Each problem code, with the name of its class in `sessionary_client.errors`.
 ERROR_CLASSES = {
+    "artifact_not_found": "ArtifactNotFoundError",
     "bad_request": "BadRequestError",
     "conflict": "ConflictError",
     "cors_preflight_refused": "CORSPreflightRefusedError",
@@ -18,6 +19,7 @@ ERROR_CLASSES = {
     "method_not_allowed": "MethodNotAllowedError",
     "not_found": "NotFoundError",
     "payload_too_large": "PayloadTooLargeError",
+    "range_not_satisfiable": "RangeNotSatisfiableError",
     "schema_behind": "SchemaBehindError",
     "search_busy": "SearchBusyError",
     "search_timeout": "SearchTimeoutError",
@@ -88,6 +90,48 @@ OPERATIONS = (
     ("search_events", "GET", "/apps/{app_name}/search"),
     ("export_session", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}:export"),
     ("import_session", "POST", "/apps/{app_name}/users/{user_id}/sessions:import"),
+    ("list_artifacts", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts"),
+    ("save_artifact", "POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts"),
+    (
+        "get_artifact_version",
+        "GET",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}/versions/{version}",
+    ),
+    (
+        "list_artifact_versions",
+        "GET",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}/versions",
+    ),
+    (
+        "upload_artifact",
+        "POST",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}",
+    ),
+    (
+        "download_artifact",
+        "GET",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}",
+    ),
+    (
+        "delete_artifact",
+        "DELETE",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{name}",
+    ),
+    ("list_user_artifacts", "GET", "/apps/{app_name}/users/{user_id}/artifacts"),
+    ("save_user_artifact", "POST", "/apps/{app_name}/users/{user_id}/artifacts"),
+    (
+        "get_user_artifact_version",
+        "GET",
+        "/apps/{app_name}/users/{user_id}/artifacts/{name}/versions/{version}",
+    ),
+    (
+        "list_user_artifact_versions",
+        "GET",
+        "/apps/{app_name}/users/{user_id}/artifacts/{name}/versions",
+    ),
+    ("upload_user_artifact", "POST", "/apps/{app_name}/users/{user_id}/artifacts/{name}"),
+    ("download_user_artifact", "GET", "/apps/{app_name}/users/{user_id}/artifacts/{name}"),
+    ("delete_user_artifact", "DELETE", "/apps/{app_name}/users/{user_id}/artifacts/{name}"),
     (
         "stream_events",
         "GET",
