@@ -42,7 +42,7 @@ async def test_a_session_sums_its_events_usage_through_every_write(client):
     odd = reply(5, 5, 3.0)
     odd["usageMetadata"] = {
         "promptTokenCount": "many",
-        "candidatesTokenCount": 2**31,  # past what one model call reports: not counted
+        "candidatesTokenCount": -1,  # not a count: not counted
         "totalTokenCount": 2.5,
     }
     assert (await append(client, "s", odd)).status_code == 201
@@ -56,6 +56,40 @@ async def test_a_session_sums_its_events_usage_through_every_write(client):
     trimmed = await client.post(f"{session_url('s')}:trim", json={"keepLast": 1})
     assert trimmed.status_code == 200
     assert await usage_of(client, "s") == counts(0, 0)
+
+
+async def test_token_counts_past_2_31_count_up_to_what_a_bigint_holds(client):
+    big, most = 2**31 + 7, 2**63 - 1
+
+    def used(prompt: float, candidates: float, total: float) -> dict[str, Any]:
+        return {
+            "author": "agent",
+            "usageMetadata": {
+                "promptTokenCount": prompt,
+                "candidatesTokenCount": candidates,
+                "totalTokenCount": total,
+            },
+        }
+
+    await create_session(client, sessionId="s")
+    assert (await append(client, "s", used(big, big, 2 * big))).status_code == 201
+    assert await usage_of(client, "s") == counts(big, big)
+    assert (await append(client, "s", used(most - big, 0, most - 2 * big))).status_code == 201
+    assert await usage_of(client, "s") == {**counts(most, big), "totalTokenCount": most}
+    # A sum a bigint cannot hold, or a count past it, is refused, and nothing is written.
+    for refused in (used(1, 0, 1), used(0, 1e19, 1e19)):
+        assert_problem(await append(client, "s", refused), 422, "validation_error")
+    read = (await client.get(session_url("s"))).json()
+    assert (read["version"], read["usage"]["promptTokenCount"]) == (2, most)
+    # Between sessions an app's usage may pass what a bigint holds: it reads as the most.
+    await create_session(client, sessionId="t")
+    assert (await append(client, "t", used(big, 0, big))).status_code == 201
+    assert (await client.get(f"/apps/{APP}/usage")).json()["total"] == {
+        "events": 3,
+        "promptTokenCount": most,
+        "candidatesTokenCount": big,
+        "totalTokenCount": most,
+    }
 
 
 async def test_an_apps_usage_by_user_and_time(client):

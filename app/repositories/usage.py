@@ -3,12 +3,21 @@
 from typing import Any
 
 import asyncpg
-from sqlalchemy import BigInteger, cast, func, or_, select
+from sqlalchemy import BigInteger, cast, func, literal_column, or_, select
 
 from app.db import fetch
 from app.domain import Usage
+from app.limits import INT64_MAX
 from app.models import StorageEvent
 from app.repositories.events import USAGE_COLUMNS
+
+
+def _summed(column: Any) -> Any:
+    """The sum of `column`, at most 2^63 - 1: sum(bigint) is a numeric, which passes what a
+    bigint holds once the sessions of an app count that many tokens between them; capped, the
+    app's usage is still read, and as a bigint it comes back an int."""
+    capped = func.least(func.coalesce(func.sum(column), 0), literal_column(str(INT64_MAX)))
+    return cast(capped, BigInteger)
 
 
 async def by_user(
@@ -25,8 +34,7 @@ async def by_user(
         select(
             StorageEvent.user_id,
             func.count(),
-            # sum(bigint) is a numeric: as bigint, it comes back an int.
-            *(cast(func.coalesce(func.sum(column), 0), BigInteger) for column in USAGE_COLUMNS),
+            *(_summed(column) for column in USAGE_COLUMNS),
         )
         .where(StorageEvent.app_name == app_name, or_(*(c.is_not(None) for c in USAGE_COLUMNS)))
         .group_by(StorageEvent.user_id)

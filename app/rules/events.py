@@ -30,27 +30,33 @@ def server_time() -> float:
 
 
 USAGE_FIELDS = ("promptTokenCount", "candidatesTokenCount", "totalTokenCount")
-# Two billion tokens in one event is beyond any model; the sums (bigint) then never overflow.
-MAX_COUNT = 2**31 - 1
+# What the bigint columns hold, an event's counts and a session's sums alike.
+MAX_COUNT = 2**63 - 1
 
 
 def usage_of(document: dict[str, Any]) -> Usage:
-    """The token counts of an event's `usageMetadata`: each a whole number from 0 to 2^31 - 1,
-    or None (absent, or anything else)."""
+    """The token counts of an event's `usageMetadata`: each a whole number from 0 to 2^63 - 1,
+    or None (absent, or anything else: a string, a fraction, a negative number). A whole
+    number past 2^63 - 1 is a count that cannot be stored: a 422, rather than a count read as
+    none."""
     metadata = document.get("usageMetadata")
     if not isinstance(metadata, dict):
         return Usage()
-    counts = [metadata.get(field) for field in USAGE_FIELDS]
-    whole = [
-        int(count)
-        if isinstance(count, int | float)
-        and not isinstance(count, bool)
-        and float(count).is_integer()
-        and 0 <= count <= MAX_COUNT
-        else None
-        for count in counts
-    ]
-    return Usage(*whole)
+    return Usage(*(_count(metadata.get(field), field) for field in USAGE_FIELDS))
+
+
+def _count(value: Any, field: str) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    if value > MAX_COUNT:
+        raise InvalidInput(
+            f"usageMetadata.{field} is {value}: past 2^63 - 1, the most tokens Sessionary "
+            "can count.",
+            field=f"usageMetadata.{field}",
+        )
+    return int(value) if value >= 0 else None
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,10 @@ from typing import Any
 
 import pytest
 
+from app.domain import Usage
 from app.errors import InvalidInput, PayloadTooLarge
 from app.rules.context import estimate_tokens
-from app.rules.events import EventLimits, is_resent, prepare, prepare_batch
+from app.rules.events import EventLimits, is_resent, prepare, prepare_batch, usage_of
 
 LIMITS = EventLimits(max_bytes=1024, max_depth=64, estimate=estimate_tokens)
 
@@ -62,3 +63,16 @@ def test_partial_fragments_and_nesting_past_the_limit_are_never_stored():
     assert prepare(wide, limits).document["content"] == wide["content"]
     with pytest.raises(InvalidInput):
         prepare(event(content={"a": [[[[1]]]]}), limits)  # six levels
+
+
+def test_every_token_count_a_bigint_holds_is_counted_and_one_past_it_refused():
+    counts = {"promptTokenCount": 2**31, "candidatesTokenCount": 2**63 - 1, "totalTokenCount": 5.0}
+    assert usage_of({"usageMetadata": counts}) == Usage(2**31, 2**63 - 1, 5)
+    odd = {"promptTokenCount": "many", "candidatesTokenCount": -1, "totalTokenCount": 2.5}
+    assert usage_of({"usageMetadata": odd}) == Usage(None, None, None)
+    assert usage_of({"usageMetadata": {"totalTokenCount": True}}) == Usage(None, None, None)
+    for past in (2**63, 1e19, float(2**63 - 1)):  # the float nearest 2^63 - 1 is 2^63
+        with pytest.raises(InvalidInput) as refused:
+            prepare(event(usageMetadata={"totalTokenCount": past}), LIMITS)
+        assert refused.value.extra == {"field": "usageMetadata.totalTokenCount"}
+        assert "2^63 - 1" in refused.value.detail
