@@ -30,6 +30,7 @@ from app.errors import DatabaseUnavailable, NotFound, SchemaBehind, SessionaryEr
 from app.observability import log_config
 from app.protocol import capped_protocol
 from app.rules import portability as portability_format
+from app.services.artifacts import ArtifactService
 from app.services.auth import AuthService, GrantCache
 from app.services.live import listening_connector
 from app.services.portability import ImportReport, PortabilityService
@@ -340,7 +341,8 @@ def _summarise(progress: "Progress", report: ImportReport) -> None:
 async def _portability(connector: db.Connector) -> AsyncIterator[PortabilityService]:
     pool = await db.DriverPool.open(connector, size=1)
     try:
-        yield PortabilityService(pool, Settings())
+        settings = Settings()
+        yield PortabilityService(pool, settings, ArtifactService(pool, settings))
     finally:
         await pool.close()
 

@@ -297,6 +297,7 @@ class SessionHeader:
     session: StoredSession
     history: History
     event_count: int
+    artifact_lines: int = 0
 
 
 @dataclass(frozen=True)
@@ -309,9 +310,6 @@ class SharedState:
 
 
 # A line of an export: a header, or an event as the UTF-8 JSON PostgreSQL rendered.
-ExportItem = SessionHeader | SharedState | bytes
-
-
 @dataclass(frozen=True)
 class SessionRead:
     """A session with the events a read asked for, each the UTF-8 JSON PostgreSQL rendered."""
@@ -413,5 +411,18 @@ class StoredArtifact:
     custom_metadata: dict[str, Any]
     create_time: datetime
     session_id: str | None  # None for a `user:` name
+    saved_at: int | None = None
     blob_id: str | None = None
     chunk_size: int = 0
+
+
+@dataclass(frozen=True)
+class ArtifactBytes:
+    """A piece of an artifact's content, in an export."""
+
+    content_hash: bytes
+    data: bytes
+
+
+# A line of an export: a header, an event (its JSON), an artifact's version or bytes.
+ExportItem = SessionHeader | SharedState | bytes | StoredArtifact | ArtifactBytes

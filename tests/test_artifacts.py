@@ -4,6 +4,7 @@
 import asyncio
 import base64
 import hashlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,7 +12,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from tests.fixtures import client_of
+from tests.fixtures import client_of, sessionary
 from tests.helpers import APP, USER, append, assert_problem, create_session, session_url
 
 S = session_url("s")
@@ -511,3 +512,145 @@ async def test_a_rewind_restores_artifacts_as_adks_runner_does(client):
     seq = rewound.json()["seq"]
     at = (await client.get(A, params={"untilSeq": seq})).json()["artifacts"]
     assert {a["name"]: a["version"] for a in at}["doc"] == 2
+
+
+NDJSON = {"Content-Type": "application/x-ndjson"}
+
+
+async def with_artifacts(client: httpx.AsyncClient) -> bytes:
+    """A session whose artifacts span events, share bytes, hold a reference and a text, and
+    its export."""
+    await create_session(client, sessionId="s")
+    big = bytes(range(256)) * 40  # several pieces at the chunk size of `small_chunks`
+    await saved(client, "doc", big, mime_type="application/pdf", **{"artifact-metadata": '{"a":1}'})
+    await append(client, "s", said("i1", artifactDelta={"doc": 0}))
+    await saved(client, "copy", big)  # the same bytes: one content in the export
+    await save_part(client, "note", {"text": "héllo"})
+    await save_part(client, "ref", {"fileData": {"fileUri": "gs://b/o", "mimeType": "video/mp4"}})
+    await saved(client, "empty", b"", mime_type="text/plain")
+    await append(client, "s", said("i2"))
+    await saved(client, "doc", b"v1")
+    await saved(client, "user:not-exported", b"u")
+    exported = await client.get(f"{S}:export")
+    assert exported.status_code == 200
+    return exported.content
+
+
+async def listing_at_every_seq(client: httpx.AsyncClient, base: str) -> list[Any]:
+    seen = []
+    version = (await client.get(base.removesuffix("/artifacts"))).json()["version"]
+    for seq in (None, *range(version + 1)):
+        params = {} if seq is None else {"untilSeq": seq}
+        page = (await client.get(base, params=params)).json()["artifacts"]
+        seen.append(
+            [
+                {k: v for k, v in a.items() if k != "canonicalUri"}
+                for a in page
+                if "user:" not in a["name"]
+            ]
+        )
+    return seen
+
+
+@pytest.fixture
+async def small_chunks(settings, app):  # `app`: the tables are emptied after the test
+    async with client_of(settings.model_copy(update={"artifact_chunk_bytes": 4096})) as client:
+        yield client
+
+
+async def test_an_export_carries_the_sessions_artifacts_byte_for_byte(small_chunks):
+    client = small_chunks
+    body = await with_artifacts(client)
+    header, *rest = [json.loads(line) for line in body.splitlines()]
+    artifact_lines = rest[header["eventCount"] :]
+    assert header["artifactLines"] == len(artifact_lines)
+    pieces = [line["artifactBytes"] for line in artifact_lines if "artifactBytes" in line]
+    versions = [line["artifact"] for line in artifact_lines if "artifact" in line]
+    assert [(v["name"], v["version"]) for v in versions] == [
+        ("copy", 0),
+        ("doc", 0),
+        ("doc", 1),
+        ("empty", 0),
+        ("note", 0),
+        ("ref", 0),
+    ]
+    assert len(pieces) == 3 + 1 + 1  # the shared content once, in 3 pieces; v1; the text
+    imported = await client.post(
+        f"/apps/other/users/{USER}/sessions:import", content=body, headers=NDJSON
+    )
+    assert imported.status_code == 201, imported.text
+    there = f"/apps/other/users/{USER}/sessions/s/artifacts"
+    assert await listing_at_every_seq(client, there) == await listing_at_every_seq(client, A)
+    for name, version in (("doc", 0), ("doc", 1), ("copy", 0), ("note", 0), ("empty", 0)):
+        params = {"version": version}
+        mine, theirs = (
+            await client.get(f"{A}/{name}", params=params),
+            await client.get(f"{there}/{name}", params=params),
+        )
+        assert theirs.content == mine.content and theirs.headers["etag"] == mine.headers["etag"]
+    assert (await client.get(f"{there}/ref")).headers["location"] == "gs://b/o"
+    # The same export again: nothing new; other artifacts under the taken id: 409.
+    again = await client.post(
+        f"/apps/other/users/{USER}/sessions:import", content=body, headers=NDJSON
+    )
+    assert again.status_code == 200, again.text
+    assert (await saved(client, "doc", b"v2", base=there))["version"] == 2
+    differs = await client.post(
+        f"/apps/other/users/{USER}/sessions:import", content=body, headers=NDJSON
+    )
+    assert_problem(differs, 409, "session_already_exists")
+    json_form = await client.get(f"{S}:export", headers={"Accept": "application/json"})
+    document = json_form.json()
+    assert len(document["artifacts"]) == header["artifactLines"]
+    elsewhere = await client.post(f"/apps/third/users/{USER}/sessions:import", json=document)
+    assert elsewhere.status_code == 201, elsewhere.text
+    third = f"/apps/third/users/{USER}/sessions/s/artifacts"
+    assert await listing_at_every_seq(client, third) == await listing_at_every_seq(client, A)
+
+
+async def test_an_import_refuses_artifact_lines_that_do_not_hold_together(client, app):
+    body = await with_artifacts(client)
+    header, *rest = [json.loads(line) for line in body.splitlines()]
+    events, artifacts = rest[: header["eventCount"]], rest[header["eventCount"] :]
+
+    async def refused(lines: list[dict[str, Any]], why: str, **change: Any) -> None:
+        document = [{**header, "artifactLines": len(lines), **change}, *events, *lines]
+        body = b"".join(json.dumps(line).encode() + b"\n" for line in document)
+        answer = await client.post(
+            f"/apps/other/users/{USER}/sessions:import", content=body, headers=NDJSON
+        )
+        assert why in assert_problem(answer, 422, "validation_error")["detail"]
+
+    piece = next(line for line in artifacts if "artifactBytes" in line)
+    forged = {"artifactBytes": {**piece["artifactBytes"], "data": base64.b64encode(b"x").decode()}}
+    await refused([forged, *artifacts[1:]], "do not hash to its sha256")
+    versions = [line for line in artifacts if "artifact" in line]
+    await refused(versions, "no content of its sha256 and size")
+    orphan = {
+        "artifactBytes": {
+            "sha256": hashlib.sha256(b"orphan").hexdigest(),
+            "data": base64.b64encode(b"orphan").decode(),
+        }
+    }
+    await refused([*artifacts, orphan], "no version holds")
+    user_name = {"artifact": {**versions[0]["artifact"], "name": "user:x"}}
+    await refused([*artifacts, user_name], "not its user's")
+    await refused(artifacts, "announces 10 artifact lines; 9 follow", artifactLines=10)
+    bad_name = {"artifact": {**versions[0]["artifact"], "name": "../x"}}
+    await refused([*artifacts, bad_name], "traversal")
+    document = {"header": header, "events": events, "artifacts": [forged, *artifacts[1:]]}
+    named = await client.post(f"/apps/other/users/{USER}/sessions:import", json=document)
+    assert "`artifacts[0]`" in assert_problem(named, 422, "validation_error")["detail"]
+    assert (await client.get(f"/apps/other/users/{USER}/sessions/s")).status_code == 404
+    assert await rows(app, "artifact_versions") == 7  # the source's, nothing imported
+
+
+async def test_the_commands_move_artifacts_to_another_database(client, database_url, new_database):
+    await with_artifacts(client)
+    exported = sessionary(database_url, "export", "--app", APP)
+    assert exported.returncode == 0, exported.stderr
+    target = await asyncio.to_thread(new_database)
+    assert sessionary(target, "migrate").returncode == 0
+    imported = sessionary(target, "import", stdin=exported.stdout)
+    assert imported.returncode == 0, imported.stderr
+    assert sessionary(target, "export").stdout == exported.stdout

@@ -32,7 +32,7 @@ async def test_the_json_form_holds_the_lines_of_the_ndjson_form(client: httpx.As
     response = await client.get(f"{session_url('talk')}:export", headers=JSON)
     assert response.headers["etag"] == f'"{session["version"]}"'
     assert response.headers["vary"] == "Accept"
-    assert response.json() == {"header": header, "events": events}
+    assert response.json() == {"header": header, "events": events, "artifacts": []}
     assert events == session["events"]
 
 
@@ -103,7 +103,7 @@ async def test_a_json_import_is_refused_as_an_ndjson_one_is(client: httpx.AsyncC
     header, events = document["header"], document["events"]
 
     missing = assert_problem(await import_json(client, {"header": header}), 422, "validation_error")
-    assert "`header` and `events`" in missing["detail"]
+    assert "`header`, `events` and `artifacts`" in missing["detail"]
     extra = {"header": header, "events": events, "more": 1}
     assert_problem(await import_json(client, extra), 422, "validation_error")
     assert_problem(await import_json(client, [header, *events]), 422, "validation_error")

@@ -68,16 +68,10 @@ def test_models_match_the_migrations(database_url: str) -> None:
     assert asyncio.run(diff()) == []
 
 
-def test_0019_keeps_every_read_of_a_session_an_event_was_removed_from(
-    new_database: Callable[[], str],
-) -> None:
-    """Before it, a session an event was removed from showed the removed delta in its state
-    but not at earlier seqs; after it, both read as they did, the difference now a removed
-    delta at the version."""
-    url = new_database()
-    db.upgrade(url, "0018")
+def run(url: str, *statements: str) -> Any:
+    """Each statement on one connection to `url`; the last one's first value."""
 
-    async def run(*statements: str) -> Any:
+    async def statements_run() -> Any:
         connection = await asyncpg.connect(url)
         try:
             for statement in statements:
@@ -86,17 +80,27 @@ def test_0019_keeps_every_read_of_a_session_an_event_was_removed_from(
         finally:
             await connection.close()
 
-    asyncio.run(
-        run(
-            "INSERT INTO sessions (app_name, user_id, id, state, version, update_second, "
-            """replayable) VALUES ('a', 'u', 's', '{"x": 1, "y": 0}', 3, 0, false)""",
-            "INSERT INTO events (app_name, user_id, session_id, seq, id, timestamp, request_hash,"
-            """ event) VALUES ('a', 'u', 's', 2, 'e2', 0, '\\x00', """
-            """'{"actions": {"stateDelta": {"y": 0, "user:z": 1}}}')""",
-        )
+    return asyncio.run(statements_run())
+
+
+def test_0019_keeps_every_read_of_a_session_an_event_was_removed_from(
+    new_database: Callable[[], str],
+) -> None:
+    """Before it, a session an event was removed from showed the removed delta in its state
+    but not at earlier seqs; after it, both read as they did, the difference now a removed
+    delta at the version."""
+    url = new_database()
+    db.upgrade(url, "0018")
+    run(
+        url,
+        "INSERT INTO sessions (app_name, user_id, id, state, version, update_second, "
+        """replayable) VALUES ('a', 'u', 's', '{"x": 1, "y": 0}', 3, 0, false)""",
+        "INSERT INTO events (app_name, user_id, session_id, seq, id, timestamp, request_hash,"
+        """ event) VALUES ('a', 'u', 's', 2, 'e2', 0, '\\x00', """
+        """'{"actions": {"stateDelta": {"y": 0, "user:z": 1}}}')""",
     )
     db.upgrade(url)
-    removed = asyncio.run(run("SELECT removed_deltas FROM sessions"))
+    removed = run(url, "SELECT removed_deltas FROM sessions")
     assert json.loads(removed) == [{"seq": 3, "stateDelta": {"x": 1}}]
 
 
@@ -108,29 +112,39 @@ def test_0021_refuses_the_next_write_of_a_session_past_the_last_version(
     past, fresh = new_database(), new_database()
     db.upgrade(past, "0020")
     db.upgrade(fresh)
-
-    async def run(url: str, *statements: str) -> Any:
-        connection = await asyncpg.connect(url)
-        try:
-            for statement in statements:
-                result = await connection.fetchval(statement)
-            return result
-        finally:
-            await connection.close()
-
     over = 2**53
-    asyncio.run(
-        run(
-            past,
-            "INSERT INTO sessions (app_name, user_id, id, version, update_second) "
-            f"VALUES ('a', 'u', 'over', {over}, 0), ('a', 'u', 'under', 1, 0)",
-        )
+    run(
+        past,
+        "INSERT INTO sessions (app_name, user_id, id, version, update_second) "
+        f"VALUES ('a', 'u', 'over', {over}, 0), ('a', 'u', 'under', 1, 0)",
     )
     db.upgrade(past)
     validated = "SELECT convalidated FROM pg_constraint WHERE conname = 'ck_sessions_version_max'"
-    assert asyncio.run(run(past, validated)) is False
-    assert asyncio.run(run(fresh, validated)) is True
+    assert run(past, validated) is False
+    assert run(fresh, validated) is True
     bump = "UPDATE sessions SET version = version + 1 WHERE id = '{}' RETURNING version"
-    assert asyncio.run(run(past, bump.format("under"))) == 2
+    assert run(past, bump.format("under")) == 2
     with pytest.raises(asyncpg.CheckViolationError):
-        asyncio.run(run(past, bump.format("over")))
+        run(past, bump.format("over"))
+
+
+def test_0023_counts_what_was_stored_past_2_to_the_31(new_database: Callable[[], str]) -> None:
+    """Events stored with a count past 2^31 - 1 were counted 0; after it, as an append counts
+    them now, and their session's sums with them."""
+    url = new_database()
+    db.upgrade(url, "0022")
+    usage = '{"promptTokenCount": 3000000000, "candidatesTokenCount": 2.5, "totalTokenCount": 7}'
+    run(
+        url,
+        "INSERT INTO sessions (app_name, user_id, id, version, update_second, total_tokens) "
+        "VALUES ('a', 'u', 's', 2, 0, 7), ('a', 'u', 'other', 0, 0, 0)",
+        "INSERT INTO events (app_name, user_id, session_id, seq, id, timestamp, request_hash, "
+        "event, total_tokens) VALUES ('a', 'u', 's', 1, 'e1', 0, '\\x00', "
+        f"""'{{"usageMetadata": {usage}}}', 7), """
+        """('a', 'u', 's', 2, 'e2', 0, '\\x00', '{}', NULL)""",
+    )
+    db.upgrade(url)
+    counted = "SELECT array[prompt_tokens, candidates_tokens, total_tokens] FROM {} WHERE {}"
+    assert run(url, counted.format("events", "seq = 1")) == [3_000_000_000, None, 7]
+    assert run(url, counted.format("sessions", "id = 's'")) == [3_000_000_000, 0, 7]
+    assert run(url, counted.format("sessions", "id = 'other'")) == [0, 0, 0]

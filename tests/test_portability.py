@@ -106,6 +106,7 @@ async def test_an_export_is_the_header_then_each_event_as_a_read_shows_it(client
         "baseState": {"topic": "weather"},
         "removedDeltas": [],
         "eventCount": 3,
+        "artifactLines": 0,
     }
     assert header["state"] == {
         "topic": "weather",

@@ -31,8 +31,10 @@ LINES = (
     "NDJSON (`application/x-ndjson`), one JSON object per line: first the header, a "
     "`SessionExport` (the session as a read shows it, without events, with `eventCount`, "
     "`baseSeq` and `baseState`), then `eventCount` events as stored (`Event`, with `seq`), in "
-    "seq order; or, as `application/json`, the same as one `ExportedSession`, "
-    "`{header, events}`, for clients that read no NDJSON."
+    "seq order, then `artifactLines` lines of the session's artifacts (`ExportedArtifact`: "
+    "each version, after the pieces of its content, base64, where no earlier version holds the "
+    "same); or, as `application/json`, the same as one `ExportedSession`, "
+    "`{header, events, artifacts}`, for clients that read no NDJSON."
 )
 COMPONENTS = "#/components/schemas/"
 # JSON first: openapi-generator asks for (and sends) the first media type with `json` in its
@@ -42,9 +44,13 @@ FORMS = {
     NDJSON: {
         "schema": {"$ref": COMPONENTS + "SessionNdjson"},
         # Each line's schema, as OpenAPI 3.2's `itemSchema` gives it: the first line the
-        # header, the others events.
+        # header, then events, then artifact lines.
         "x-itemSchema": {
-            "oneOf": [{"$ref": COMPONENTS + "SessionExport"}, {"$ref": COMPONENTS + "Event"}]
+            "oneOf": [
+                {"$ref": COMPONENTS + "SessionExport"},
+                {"$ref": COMPONENTS + "Event"},
+                {"$ref": COMPONENTS + "ExportedArtifact"},
+            ]
         },
     },
 }
@@ -89,8 +95,9 @@ def wants_json(accept: str) -> bool:
 async def export_session(request: Request, key: Key) -> Response:
     """The session from one snapshot, streamed: what `…/sessions:import` takes back, here or
     on another Sessionary. NDJSON, unless `Accept` prefers `application/json`: then one JSON
-    document, `{header, events}`, streamed as well. Its `user:` and `app:` state travel as the
-    header's state shows them; pending events do not travel."""
+    document, `{header, events, artifacts}`, streamed as well. Its `user:` and `app:` state
+    travel as the header's state shows them; its own artifacts travel whole (every version,
+    its bytes once per content), its user's `user:` artifacts and pending events do not."""
     items = services(request).portability.export(key)
     header = await anext(items)  # a 404 is answered before the stream starts
     assert isinstance(header, SessionHeader)
@@ -106,14 +113,18 @@ async def _lines(first: ExportItem, rest: AsyncIterator[ExportItem]) -> AsyncIte
         yield render.export_line(item)
 
 
-async def _document(header: ExportItem, events: AsyncIterator[ExportItem]) -> AsyncIterator[bytes]:
-    """`{"header": …, "events": [...]}`: the lines of the NDJSON form, joined."""
+async def _document(header: ExportItem, items: AsyncIterator[ExportItem]) -> AsyncIterator[bytes]:
+    """`{"header": …, "events": [...], "artifacts": [...]}`: the lines of the NDJSON form,
+    joined."""
     yield b'{"header":' + render.export_line(header)[:-1] + b',"events":['
-    separator = b""
-    async for event in events:
-        yield separator + render.export_line(event)[:-1]
+    separator, field = b"", b"events"
+    async for item in items:
+        if field == b"events" and not isinstance(item, bytes):
+            yield b'],"artifacts":['
+            separator, field = b"", b"artifacts"
+        yield separator + render.export_line(item)[:-1]
         separator = b","
-    yield b"]}"
+    yield b"]}" if field == b"artifacts" else b'],"artifacts":[]}'
 
 
 @router.post(
@@ -161,51 +172,63 @@ async def import_session(
         )
     max_depth = request.app.state.settings.max_json_depth
     body = await request.body()
+    given_events = None  # in the JSON form, how many events it holds: which record is which
     try:
         if media_type == JSON:
-            header, events = _document_records(body, max_depth)
+            header, events, artifacts, given_events = _document_records(body, max_depth)
         else:
-            header, events = _line_records(body, max_depth)
+            header, events, artifacts = _line_records(body, max_depth)
         imported = await services(request).portability.import_session(
             header,
             events,
+            artifacts,
             key=SessionKey(app_name, user_id, header.id),
             app_state_writable=app_state_writable,
         )
     except (InvalidInput, PayloadTooLarge) as error:
-        if media_type == JSON:
-            _name_the_record(error)
+        if given_events is not None:
+            _name_the_record(error, given_events)
         raise
     code = status.HTTP_201_CREATED if imported.created else status.HTTP_200_OK
     return respond(render.session(imported.session), code, imported.session.session.version)
 
 
-Records = tuple[SessionExport, AsyncIterator[list[tuple[int, Any]]]]
+Records = tuple[SessionExport, AsyncIterator[list[tuple[int, Any]]], AsyncIterator[tuple[int, Any]]]
 
 
 def _line_records(body: bytes, max_depth: int) -> Records:
-    """The header and the events (in batches, each with its line number) of NDJSON."""
+    """The header, the events (in batches, each with its line number) and the artifact lines
+    (the lines after `eventCount` events) of NDJSON."""
     lines = list(format.numbered([body]))
     if not lines:
         raise InvalidInput("The body holds no header line.")
     header = read_record(format.decode(lines[0][1], lines[0][0], max_depth), lines[0][0])
     if not isinstance(header, SessionExport):
         raise InvalidInput("Line 1 is not a session's header.", field="line 1")
+    after = 1 + header.event_count
 
     async def events() -> AsyncIterator[list[tuple[int, Any]]]:
-        for start in range(1, len(lines), BATCH):
+        for start in range(1, min(after, len(lines)), BATCH):
             yield [
                 (number, format.decode(text, number, max_depth))
-                for number, text in lines[start : start + BATCH]
+                for number, text in lines[start : min(start + BATCH, after)]
             ]
 
-    return header, events()
+    return header, events(), _decoded(lines[after:], max_depth)
 
 
-def _document_records(body: bytes, max_depth: int) -> Records:
-    """The header and the events of an `ExportedSession`, each numbered as its line in the
-    NDJSON form (the header 1, the first event 2), and held to the same checks: each record
-    as deep as a line may be, integers past 64 bits as PostgreSQL renders a large number."""
+async def _decoded(
+    lines: list[tuple[int, bytes]], max_depth: int
+) -> AsyncIterator[tuple[int, Any]]:
+    for number, text in lines:
+        yield number, format.decode(text, number, max_depth)
+
+
+def _document_records(body: bytes, max_depth: int) -> tuple[*Records, int]:
+    """The header, the events and the artifact lines of an `ExportedSession`, each numbered as
+    its line in the NDJSON form (the header 1, the first event 2), and held to the same
+    checks: each record as deep as a line may be, integers past 64 bits as PostgreSQL renders
+    a large number; and how many events it holds."""
     try:
         document = strict_json.loads(body, max_depth=max_depth + 2, wide_integers=True)
     except ValueError as error:
@@ -215,30 +238,48 @@ def _document_records(body: bytes, max_depth: int) -> Records:
         raise InvalidInput(
             f"The body is not one JSON document: {error}{hint}.", field="body"
         ) from None
-    if not isinstance(document, dict) or set(document) != {"header", "events"}:
+    if not isinstance(document, dict) or not (
+        {"header", "events"} <= set(document) <= {"header", "events", "artifacts"}
+    ):
         raise InvalidInput(
-            "The body is an object of two fields, `header` and `events`, as `…:export` sends "
-            "it with Accept: application/json.",
+            "The body is an object of `header`, `events` and `artifacts` (which may be left "
+            "out), as `…:export` sends it with Accept: application/json.",
             field="body",
         )
-    records = document["events"]
-    if not isinstance(records, list):
-        raise InvalidInput("`events` is not an array.", field="events")
-    for place, record in ((1, document["header"]), *enumerate(records, start=2)):
-        if _depth(record) > max_depth:
-            raise InvalidInput(
-                f"Line {place} is nested deeper than {max_depth} levels.", field=f"line {place}"
-            )
-    header = read_record(document["header"], 1)
+    records, artifacts = document["events"], document.get("artifacts", [])
+    for field, value in (("events", records), ("artifacts", artifacts)):
+        if not isinstance(value, list):
+            raise InvalidInput(f"`{field}` is not an array.", field=field)
+    first_artifact = len(records) + 2
+    numbered = (
+        (1, document["header"]),
+        *enumerate(records, start=2),
+        *enumerate(artifacts, start=first_artifact),
+    )
+    try:
+        for place, record in numbered:
+            if _depth(record) > max_depth:
+                raise InvalidInput(
+                    f"Line {place} is nested deeper than {max_depth} levels.",
+                    field=f"line {place}",
+                )
+        header = read_record(document["header"], 1)
+    except InvalidInput as error:
+        _name_the_record(error, len(records))
+        raise
     if not isinstance(header, SessionExport):
-        raise InvalidInput("Line 1 is not a session's header.", field="line 1")
+        raise InvalidInput("The header is not a session's header.", field="header")
 
     async def events() -> AsyncIterator[list[tuple[int, Any]]]:
         for start in range(0, len(records), BATCH):
             chunk = records[start : start + BATCH]
             yield [(start + offset + 2, record) for offset, record in enumerate(chunk)]
 
-    return header, events()
+    async def artifact_lines() -> AsyncIterator[tuple[int, Any]]:
+        for place, record in enumerate(artifacts, start=first_artifact):
+            yield place, record
+
+    return header, events(), artifact_lines(), len(records)
 
 
 def _depth(value: Any) -> int:
@@ -261,12 +302,17 @@ _LINE = re.compile(r"\bLine (\d+)\b")
 _FIELD = re.compile(r"^line (\d+)$")
 
 
-def _name_the_record(error: InvalidInput | PayloadTooLarge) -> None:
-    """An import's errors name the NDJSON line at fault: in the JSON form, the record."""
+def _name_the_record(error: InvalidInput | PayloadTooLarge, events: int) -> None:
+    """An import's errors name the NDJSON line at fault: in the JSON form, the record (of a
+    document of `events` events, numbered as the lines would be)."""
 
     def place(match: re.Match[str]) -> str:
         number = int(match.group(1))
-        return "`header`" if number == 1 else f"`events[{number - 2}]`"
+        if number == 1:
+            return "`header`"
+        if number < events + 2:
+            return f"`events[{number - 2}]`"
+        return f"`artifacts[{number - events - 2}]`"
 
     error.detail = _LINE.sub(place, error.detail)
     field = error.extra.get("field")

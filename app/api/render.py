@@ -6,6 +6,7 @@ stored JSONB, is spliced between the parts Python renders itself. A body is buil
 one copy: a second copy of a large body costs more than the join itself, in fresh pages.
 """
 
+import base64
 import json
 from functools import cache
 from typing import Any
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 from app import schemas, strict_json
 from app.domain import (
     NO_USAGE,
+    ArtifactBytes,
     ContextRead,
     EventSpan,
     ExportItem,
@@ -96,7 +98,8 @@ def _after_events(session: StoredSession) -> dict[str, Any]:
 
 
 def export_line(item: ExportItem) -> bytes:
-    """A line of an export (`app.rules.portability`): an event as stored, or a header."""
+    """A line of an export (`app.rules.portability`): a header, an event as stored, or an
+    artifact's version or a piece of its bytes."""
     if isinstance(item, bytes):
         return item + b"\n"
     if isinstance(item, SessionHeader):
@@ -109,6 +112,26 @@ def export_line(item: ExportItem) -> bytes:
             "baseState": item.history.base_state,
             "removedDeltas": item.history.removed_deltas,
             "eventCount": item.event_count,
+            "artifactLines": item.artifact_lines,
+        }
+    elif isinstance(item, ArtifactBytes):
+        data = base64.b64encode(item.data).decode()
+        record = {"artifactBytes": {"sha256": item.content_hash.hex(), "data": data}}
+    elif isinstance(item, StoredArtifact):
+        record = {
+            "artifact": {
+                "name": item.name,
+                "version": item.version,
+                "kind": item.kind,
+                "mimeType": item.mime_type,
+                "displayName": item.display_name,
+                "fileUri": item.file_uri,
+                "sha256": None if item.content_hash is None else item.content_hash.hex(),
+                "size": item.size,
+                "customMetadata": item.custom_metadata,
+                "createTime": item.create_time.timestamp(),
+                "savedAt": item.saved_at,
+            }
         }
     elif item.user_id is None:
         record = {

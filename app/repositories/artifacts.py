@@ -74,10 +74,11 @@ async def adopt_blob(
     blob_id: str,
     size: int,
     chunk_size: int,
+    refs: int,
 ) -> str:
-    """Count one more version pointing at the bytes with this hash: those just written under
-    `blob_id`, or those stored before (their row then held until the transaction ends, so
-    that no delete takes them meanwhile). Returns the id the bytes are stored under."""
+    """Count `refs` more versions pointing at the bytes with this hash: those just written
+    under `blob_id`, or those stored before (their row then held until the transaction ends,
+    so that no delete takes them meanwhile). Returns the id the bytes are stored under."""
     statement = (
         upsert(StorageArtifactBlob)
         .values(
@@ -87,11 +88,11 @@ async def adopt_blob(
             blob_id=blob_id,
             size=size,
             chunk_size=chunk_size,
-            refs=1,
+            refs=refs,
         )
         .on_conflict_do_update(
             index_elements=["app_name", "user_id", "content_hash"],
-            set_={"refs": StorageArtifactBlob.refs + 1},
+            set_={"refs": StorageArtifactBlob.refs + refs},
         )
         .returning(StorageArtifactBlob.blob_id)
     )
@@ -240,6 +241,7 @@ _VERSION_COLUMNS = (
     StorageArtifactVersion.custom_metadata,
     StorageArtifactVersion.create_time,
     StorageArtifactVersion.session_id,
+    StorageArtifactVersion.saved_at,
 )
 
 
@@ -256,6 +258,7 @@ def stored_artifact(row: Any) -> StoredArtifact:
         custom_metadata=row["custom_metadata"],
         create_time=row["create_time"],
         session_id=row["session_id"] or None,
+        saved_at=row["saved_at"],
         blob_id=str(row["blob_id"]) if row.get("blob_id") is not None else None,
         chunk_size=row.get("chunk_size") or 0,
     )
@@ -327,6 +330,31 @@ async def versions(
     return [stored_artifact(row) for row in await fetch(connection, statement)]
 
 
+def _with_blobs() -> Any:
+    """Versions with where their bytes are (none for a reference)."""
+    return select(
+        *_VERSION_COLUMNS, StorageArtifactBlob.blob_id, StorageArtifactBlob.chunk_size
+    ).outerjoin(
+        StorageArtifactBlob,
+        and_(
+            StorageArtifactBlob.app_name == StorageArtifactVersion.app_name,
+            StorageArtifactBlob.user_id == StorageArtifactVersion.user_id,
+            StorageArtifactBlob.content_hash == StorageArtifactVersion.content_hash,
+        ),
+    )
+
+
+async def session_versions(connection: asyncpg.Connection, key: SessionKey) -> list[StoredArtifact]:
+    """Every version of the session's own names (not its user's), by name and version, with
+    where their bytes are: what its export carries."""
+    statement = (
+        _with_blobs()
+        .where(_in_scope(StorageArtifactVersion, key.app_name, key.user_id, key.session_id))
+        .order_by(StorageArtifactVersion.name, StorageArtifactVersion.version)
+    )
+    return [stored_artifact(row) for row in await fetch(connection, statement)]
+
+
 async def find_version(
     connection: asyncpg.Connection,
     app_name: str,
@@ -337,15 +365,7 @@ async def find_version(
 ) -> StoredArtifact | None:
     """One version (the newest when `version` is None), with where its bytes are."""
     statement = (
-        select(*_VERSION_COLUMNS, StorageArtifactBlob.blob_id, StorageArtifactBlob.chunk_size)
-        .outerjoin(
-            StorageArtifactBlob,
-            and_(
-                StorageArtifactBlob.app_name == StorageArtifactVersion.app_name,
-                StorageArtifactBlob.user_id == StorageArtifactVersion.user_id,
-                StorageArtifactBlob.content_hash == StorageArtifactVersion.content_hash,
-            ),
-        )
+        _with_blobs()
         .where(_named(StorageArtifactVersion, app_name, user_id, session_id, name))
         .order_by(StorageArtifactVersion.version.desc())
         .limit(1)
@@ -471,3 +491,44 @@ async def save_again(
     if found["content_hash"] is not None:
         await retain(connection, (key.app_name, key.user_id), [found["content_hash"]])
     return new
+
+
+async def import_version(
+    connection: asyncpg.Connection, key: SessionKey, stored: StoredArtifact
+) -> None:
+    """A version of an import, as its export gave it (its bytes counted by the caller)."""
+    await execute(
+        connection,
+        insert(StorageArtifactVersion).values(
+            app_name=key.app_name,
+            user_id=key.user_id,
+            session_id=key.session_id,
+            name=stored.name,
+            version=stored.version,
+            kind=stored.kind,
+            mime_type=stored.mime_type,
+            display_name=stored.display_name,
+            file_uri=stored.file_uri,
+            content_hash=stored.content_hash,
+            size=stored.size,
+            custom_metadata=stored.custom_metadata,
+            create_time=stored.create_time,
+            saved_at=stored.saved_at,
+        ),
+    )
+
+
+async def import_names(
+    connection: asyncpg.Connection, key: SessionKey, last: dict[str, int]
+) -> None:
+    """The names of an import, each with its last version."""
+    if last:
+        await execute(
+            connection,
+            insert(StorageArtifact).values(
+                [
+                    {**key.columns(), "name": name, "last_version": version}
+                    for name, version in last.items()
+                ]
+            ),
+        )

@@ -2,14 +2,16 @@
 
 A session's export is its header (`SessionExport`: the session as a read shows it, with
 `eventCount`, `baseSeq` and `baseState`), then its events, one per line, as stored (with
-`seq`). A bulk export (`sessionary export`) is app and user state lines, then sessions.
+`seq`), then its artifacts (`artifactLines` lines): each version's record, after the pieces
+of its content where no earlier version holds the same. A bulk export (`sessionary export`)
+is app and user state lines, then sessions.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from app import strict_json
-from app.domain import History, Usage
+from app.domain import History, StoredArtifact, Usage
 from app.errors import InvalidInput
 from app.rules.events import canonical_json
 from app.rules.scopes import split_delta
@@ -55,6 +57,24 @@ def check_usage(announced: tuple[int, int, int] | None, used: Usage) -> None:
             f"the sum of its events' usageMetadata {summed}; leave it out to have it summed.",
             field="usage",
         )
+
+
+def pieces(size: int, chunk_size: int) -> int:
+    """How many lines an export gives a content of `size` bytes stored in chunks of
+    `chunk_size`: one per chunk."""
+    return -(-size // chunk_size) if size else 0
+
+
+def artifact_line_count(versions: Sequence[StoredArtifact]) -> int:
+    """The artifact lines of a session's export: a line per version, and before the first
+    version of each content, a line per piece of its bytes."""
+    given: set[bytes] = set()
+    count = len(versions)
+    for version in versions:
+        if version.content_hash is not None and version.content_hash not in given:
+            given.add(version.content_hash)
+            count += pieces(version.size, version.chunk_size)
+    return count
 
 
 def numbered(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:

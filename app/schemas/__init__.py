@@ -72,6 +72,9 @@ from app.schemas.operations import (
 )
 from app.schemas.portability import (
     AppStateExport,
+    ExportedArtifact,
+    ExportedArtifactBytes,
+    ExportedArtifactVersion,
     ExportedSession,
     RemovedDelta,
     SessionExport,
@@ -140,6 +143,9 @@ __all__ = [
     "EventRewrite",
     "EventsRemoved",
     "ExpireTime",
+    "ExportedArtifact",
+    "ExportedArtifactBytes",
+    "ExportedArtifactVersion",
     "ExportedSession",
     "HealResult",
     "Health",

@@ -100,7 +100,7 @@ class UsageMetadata(GenaiRecord):
     """The token counts the model reported for the response an event holds (google-genai's
     `GenerateContentResponseUsageMetadata`). A session's `usage` sums the prompt, candidates
     and total counts of its events, each counted when it is a whole number from 0 to
-    2^31 - 1 (a larger one is kept as sent, and counts 0)."""
+    2^63 - 1 (one past it is a 422; anything else is kept as sent, and counts 0)."""
 
     prompt_token_count: int | None = None
     candidates_token_count: int | None = None

@@ -5,13 +5,16 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from app.limits import MAX_VERSION
+from app.schemas.artifacts import ArtifactKind, Base64Bytes, MimeType
 from app.schemas.base import ControlBody, EpochSeconds, Id, Seq, SessionId, State, WireModel
 from app.schemas.events import Event
+from app.schemas.genai import JsonObject
 from app.schemas.sessions import DisplayName, Kind, Labels, Outcome, Parent, Status, Usage
 
 # The highest version an import may set, which no later write passes either: past 2^53 - 1 a
 # JavaScript client (or any JSON reader that reads numbers as doubles) misreads seqs.
 MAX_IMPORTED_VERSION = MAX_VERSION
+SHA256 = "^[0-9a-f]{64}$"
 
 
 class RemovedDelta(ControlBody):
@@ -60,6 +63,11 @@ class SessionExport(ControlBody):
         "out: none.",
     )
     event_count: Seq = Field(description="How many event lines follow.")
+    artifact_lines: Seq = Field(
+        default=0,
+        description="How many artifact lines follow the events (`ExportedArtifactBytes` and "
+        "`ExportedArtifact`). Left out: none.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> "SessionExport":
@@ -101,6 +109,51 @@ class UserStateExport(ControlBody):
     state: State
 
 
+class ExportedArtifactBytes(ControlBody):
+    """A piece of an artifact's content in an export: the pieces of one content come in
+    order, on consecutive lines, before the first version that holds it."""
+
+    sha256: str = Field(pattern=SHA256, description="The content's SHA-256, in hex.")
+    data: Base64Bytes = Field(description="The piece, base64.")
+
+
+class ExportedArtifactVersion(ControlBody):
+    """A version of one of the session's artifacts in an export, as stored."""
+
+    name: str
+    version: Seq
+    kind: ArtifactKind
+    mime_type: MimeType | None
+    display_name: str | None
+    file_uri: str | None
+    sha256: str | None = Field(pattern=SHA256, description="Null for a reference.")
+    size: Seq
+    custom_metadata: JsonObject
+    create_time: EpochSeconds
+    saved_at: Seq | None = Field(
+        description="The session's version when it was saved: a read as of a seq after it sees it."
+    )
+
+    @model_validator(mode="after")
+    def _content(self) -> "ExportedArtifactVersion":
+        if (self.kind == "reference") != (self.sha256 is None):
+            raise ValueError("a reference has no sha256, any other version has one")
+        return self
+
+
+class ExportedArtifact(ControlBody):
+    """An artifact line of an export: a piece of content, or a version."""
+
+    artifact_bytes: ExportedArtifactBytes | None = None
+    artifact: ExportedArtifactVersion | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "ExportedArtifact":
+        if (self.artifact_bytes is None) == (self.artifact is None):
+            raise ValueError("an artifact line holds one of `artifactBytes` or `artifact`")
+        return self
+
+
 class ExportedSession(WireModel):
     """A session's export as one JSON document (`Accept: application/json` on `…:export`,
     `Content-Type: application/json` on `…/sessions:import`): what the NDJSON form holds, its
@@ -109,4 +162,8 @@ class ExportedSession(WireModel):
     header: SessionExport = Field(description="The NDJSON form's first line.")
     events: list[Event] = Field(
         description="The NDJSON form's other lines: `eventCount` events as stored, in seq order."
+    )
+    artifacts: list[ExportedArtifact] = Field(
+        default_factory=list,
+        description="Its artifact lines, `artifactLines` of them, in order. Left out: none.",
     )

@@ -10,6 +10,7 @@ are dropped and the version points at the old ones.
 import hashlib
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator
+from datetime import UTC, datetime
 
 import asyncpg
 
@@ -37,8 +38,10 @@ from app.rules.artifacts import (
     is_rewind_tombstone,
     is_user_scoped,
 )
+from app.schemas import ExportedArtifact, ExportedArtifactVersion
 from app.services.preconditions import require_session
 
+EMPTY_SHA256 = hashlib.sha256(b"").digest()
 # ADK's marker of an artifact a rewind removed (`artifact_util._new_rewind_tombstone`): an
 # empty `application/octet-stream` version.
 REWIND_MARKER = NewArtifact("bytes", "application/octet-stream")
@@ -50,6 +53,68 @@ MAX_REFERENCE_DEPTH = 5
 class ArtifactGone(Exception):
     """The bytes of a version went away while they were being read (its name was deleted):
     the download is cut short rather than completed with other bytes."""
+
+
+class BlobWriter:
+    """An artifact's content written into chunk rows as it comes, hashed on the way, in the
+    caller's transaction. Bytes stored before under the same hash (for the same app and user)
+    are kept instead, and the new rows dropped. `dry`: hashed only, nothing written."""
+
+    def __init__(
+        self,
+        connection: asyncpg.Connection,
+        owner: rows.Owner,
+        *,
+        chunk_size: int,
+        limit: int,
+        dry: bool = False,
+    ) -> None:
+        self.connection, self.owner, self.dry = connection, owner, dry
+        self.chunk_size, self.limit = chunk_size, limit
+        self.blob_id = str(uuid.uuid4())
+        self.digest = hashlib.sha256()
+        self.pending = bytearray()
+        self.size = self.written = 0
+
+    async def write(self, piece: bytes) -> None:
+        self.size += len(piece)
+        if self.size > self.limit:
+            raise PayloadTooLarge(
+                f"The artifact exceeds {self.limit} bytes (SESSIONARY_MAX_ARTIFACT_BYTES); "
+                "nothing was stored."
+            )
+        self.digest.update(piece)
+        if self.dry:
+            return
+        self.pending += piece
+        while len(self.pending) >= self.chunk_size:
+            await self._flush(self.chunk_size)
+
+    async def _flush(self, size: int) -> None:
+        data = bytes(self.pending[:size])
+        await rows.write_chunk(self.connection, self.owner, self.blob_id, self.written, data)
+        del self.pending[:size]
+        self.written += 1
+
+    async def close(self, *, refs: int) -> tuple[bytes, int]:
+        """The content's sha256 and size, its bytes counted for `refs` more versions."""
+        content_hash = self.digest.digest()
+        if self.dry:
+            return content_hash, self.size
+        if self.pending:
+            await self._flush(len(self.pending))
+        kept = await rows.adopt_blob(
+            self.connection,
+            self.owner,
+            content_hash,
+            blob_id=self.blob_id,
+            size=self.size,
+            chunk_size=self.chunk_size,
+            refs=refs,
+        )
+        if kept != self.blob_id and self.written:
+            await rows.drop_chunks(self.connection, self.owner, self.blob_id)
+        return content_hash, self.size
 
 
 class ArtifactService:
@@ -103,39 +168,87 @@ class ArtifactService:
     async def _store(
         self, connection: asyncpg.Connection, scope: ArtifactScope, content: AsyncIterable[bytes]
     ) -> tuple[bytes, int]:
-        """Write `content` into chunk rows as it comes; its sha256 and size. Bytes stored
-        before under the same hash are kept instead, and the new rows dropped."""
-        owner = (scope.app_name, scope.user_id)
-        limit, chunk_size = self.settings.max_artifact_bytes, self.settings.artifact_chunk_bytes
-        blob_id = str(uuid.uuid4())
-        digest = hashlib.sha256()
-        pending = bytearray()
-        size = written = 0
+        """Write `content` into chunk rows as it comes; its sha256 and size, the bytes counted
+        for one version."""
+        writer = self.writer(connection, (scope.app_name, scope.user_id))
         async for piece in content:
-            size += len(piece)
-            if size > limit:
-                raise PayloadTooLarge(
-                    f"The artifact exceeds {limit} bytes (SESSIONARY_MAX_ARTIFACT_BYTES); "
-                    "nothing was stored."
-                )
-            digest.update(piece)
-            pending += piece
-            while len(pending) >= chunk_size:
-                await rows.write_chunk(
-                    connection, owner, blob_id, written, bytes(pending[:chunk_size])
-                )
-                del pending[:chunk_size]
-                written += 1
-        if pending:
-            await rows.write_chunk(connection, owner, blob_id, written, bytes(pending))
-            written += 1
-        content_hash = digest.digest()
-        kept = await rows.adopt_blob(
-            connection, owner, content_hash, blob_id=blob_id, size=size, chunk_size=chunk_size
+            await writer.write(piece)
+        return await writer.close(refs=1)
+
+    def writer(self, connection: asyncpg.Connection, owner: rows.Owner) -> "BlobWriter":
+        return BlobWriter(
+            connection,
+            owner,
+            chunk_size=self.settings.artifact_chunk_bytes,
+            limit=self.settings.max_artifact_bytes,
         )
-        if kept != blob_id and written:
-            await rows.drop_chunks(connection, owner, blob_id)
-        return content_hash, size
+
+    async def import_lines(
+        self,
+        connection: asyncpg.Connection,
+        key: SessionKey,
+        lines: AsyncIterator[tuple[int, ExportedArtifact]],
+        *,
+        version_limit: int,
+        write: bool,
+    ) -> list[StoredArtifact]:
+        """In the caller's transaction (an import's): an export's artifact lines, each with
+        its line number, checked (each content's pieces hash to the sha256 given, each
+        version holds a content given before it) and, with `write`, stored as they were:
+        versions, times and `savedAt` included. The versions, as given."""
+        owner = (key.app_name, key.user_id)
+        sizes: dict[bytes, int] = {}  # each content given so far: sha256 → size
+        unclaimed: set[bytes] = set()  # those no version has held yet
+        reading: tuple[bytes, BlobWriter, int] | None = None  # the content being given
+        versions: list[StoredArtifact] = []
+        last: dict[str, int] = {}
+
+        def writer() -> BlobWriter:
+            made = self.writer(connection, owner)
+            made.dry = not write
+            return made
+
+        async def content_ends() -> None:
+            nonlocal reading
+            if reading is not None:
+                declared, pieces, number = reading
+                content_hash, sizes[declared] = await pieces.close(refs=0)
+                if content_hash != declared:
+                    raise _line(number, "the pieces of this content do not hash to its sha256")
+                unclaimed.add(declared)
+                reading = None
+
+        async for number, line in lines:
+            if line.artifact_bytes is not None:
+                declared = bytes.fromhex(line.artifact_bytes.sha256)
+                if reading is None or reading[0] != declared:
+                    await content_ends()
+                    if declared in sizes:
+                        raise _line(number, "the pieces of one content come on consecutive lines")
+                    reading = (declared, writer(), number)
+                await reading[1].write(line.artifact_bytes.data)
+                continue
+            await content_ends()
+            assert line.artifact is not None  # a line holds one or the other
+            stored = _imported(line.artifact, number, version_limit, last)
+            if stored.content_hash == EMPTY_SHA256 and EMPTY_SHA256 not in sizes:
+                _, sizes[EMPTY_SHA256] = await writer().close(refs=0)  # it has no piece
+            if stored.content_hash is not None:
+                if sizes.get(stored.content_hash) != stored.size:
+                    raise _line(number, "no content of its sha256 and size comes before it")
+                unclaimed.discard(stored.content_hash)
+            last[stored.name] = stored.version
+            versions.append(stored)
+            if write:
+                await rows.import_version(connection, key, stored)
+        await content_ends()
+        if unclaimed:
+            raise InvalidInput(f"The export gives {len(unclaimed)} content(s) no version holds.")
+        if write:
+            await rows.import_names(connection, key, last)
+            held = [version.content_hash for version in versions if version.content_hash]
+            await rows.retain(connection, owner, held)
+        return versions
 
     async def restore(
         self,
@@ -312,6 +425,41 @@ class ArtifactService:
 async def _nothing() -> AsyncIterator[bytes]:
     return
     yield
+
+
+def _line(number: int, why: str) -> InvalidInput:
+    return InvalidInput(f"Line {number}: {why}.", field=f"line {number}")
+
+
+def _imported(
+    given: ExportedArtifactVersion, number: int, version_limit: int, last: dict[str, int]
+) -> StoredArtifact:
+    """An export's version line as it is stored, if a session may hold it: a session's own
+    name, versions of a name rising, saved no later than the session's version."""
+    try:
+        check_name(given.name)
+    except InvalidInput as error:
+        raise _line(number, error.detail.rstrip(".")) from None
+    if is_user_scoped(given.name):
+        raise _line(number, "a session's export holds its own artifacts, not its user's")
+    if given.version <= last.get(given.name, -1):
+        raise _line(number, "the versions of a name come in rising order, each once")
+    if given.saved_at is not None and given.saved_at > version_limit:
+        raise _line(number, "savedAt is past the session's version")
+    return StoredArtifact(
+        name=given.name,
+        version=given.version,
+        kind=given.kind,
+        mime_type=given.mime_type,
+        display_name=given.display_name,
+        file_uri=given.file_uri,
+        content_hash=None if given.sha256 is None else bytes.fromhex(given.sha256),
+        size=given.size,
+        custom_metadata=given.custom_metadata,
+        create_time=datetime.fromtimestamp(given.create_time, UTC),
+        session_id=None,
+        saved_at=given.saved_at,
+    )
 
 
 def _session_key(scope: ArtifactScope) -> SessionKey | None:

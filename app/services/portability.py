@@ -4,7 +4,7 @@ every session of an app, a user or the whole store from the command line, in con
 
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +15,7 @@ from app.config import Settings
 from app.db import DriverPool
 from app.domain import (
     NO_USAGE,
+    ArtifactBytes,
     Change,
     Descriptor,
     ExportItem,
@@ -26,6 +27,7 @@ from app.domain import (
     SessionRead,
     SessionRow,
     SharedState,
+    StoredArtifact,
     Usage,
 )
 from app.errors import (
@@ -36,6 +38,7 @@ from app.errors import (
     SessionNotFound,
 )
 from app.observability import EVENTS_APPENDED
+from app.repositories import artifacts as artifact_rows
 from app.repositories import portability as rows
 from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
@@ -43,7 +46,14 @@ from app.repositories.live import announce
 from app.rules import portability as format
 from app.rules.events import canonical_json, prepare
 from app.rules.scopes import split_delta
-from app.schemas import AppStateExport, Event, SessionExport, UserStateExport
+from app.schemas import (
+    AppStateExport,
+    Event,
+    ExportedArtifact,
+    SessionExport,
+    UserStateExport,
+)
+from app.services.artifacts import ArtifactService
 from app.services.preconditions import read_session, require_app_state_write
 
 # Events read per round trip by an export, and written per statement by an import.
@@ -70,9 +80,10 @@ class ImportReport:
 
 
 class PortabilityService:
-    def __init__(self, pool: DriverPool, settings: Settings) -> None:
+    def __init__(self, pool: DriverPool, settings: Settings, artifacts: ArtifactService) -> None:
         self.pool = pool
         self.settings = settings
+        self.artifacts = artifacts  # a session's artifacts travel with it
 
     async def export(self, key: SessionKey) -> AsyncIterator[ExportItem]:
         """The session's export from one snapshot: its header first (or 404 before anything
@@ -106,14 +117,15 @@ class PortabilityService:
         self,
         header: SessionExport,
         events: AsyncIterator[list[tuple[int, dict[str, Any]]]],
+        artifacts: AsyncIterator[tuple[int, Any]] | None = None,
         *,
         key: SessionKey | None = None,
         app_state_writable: bool,
     ) -> Imported:
-        """Store the session of `header` (under `key`, else the header's own) with its events,
-        all or nothing: `events` yields them in batches, each with its line number. The same
-        session stored already is no write at all (`created` False); a different one under
-        the id is a 409."""
+        """Store the session of `header` (under `key`, else the header's own) with its events
+        and its artifacts, all or nothing: `events` yields them in batches, `artifacts` its
+        artifact lines, each with its line number. The same session stored already is no
+        write at all (`created` False); a different one under the id is a 409."""
         key = key or SessionKey(header.app_name, header.user_id, header.id)
         now = time.time()
         if header.expire_time is not None and header.expire_time <= now:
@@ -147,6 +159,20 @@ class PortabilityService:
                 count, used = await self._compare(
                     connection, key, header, delta.session, events, replay
                 )
+            lines = _counted(_artifact_lines(artifacts or _none()))
+            given = await self.artifacts.import_lines(
+                connection, key, lines, version_limit=header.version, write=created
+            )
+            if lines.count != header.artifact_lines:
+                raise InvalidInput(
+                    f"The header announces {header.artifact_lines} artifact lines; "
+                    f"{lines.count} follow its events.",
+                    field="artifactLines",
+                )
+            if not created and _artifact_records(given) != _artifact_records(
+                await artifact_rows.session_versions(connection, key)
+            ):
+                raise _different(key)
             if count != header.event_count:
                 raise InvalidInput(
                     f"The header announces {header.event_count} events; {count} follow it.",
@@ -202,7 +228,19 @@ class PortabilityService:
                         return  # the file ended early: the count check says so
                     yield batch
 
-            await self._import_one(report, record, batches())
+            artifacts_left = record.artifact_lines
+
+            async def artifact_lines() -> AsyncIterator[tuple[int, Any]]:
+                nonlocal artifacts_left
+                while artifacts_left:
+                    found = await anext(numbered, None)
+                    if found is None:
+                        return  # the file ended early: the count check says so
+                    artifacts_left -= 1
+                    yield found[0], format.decode(found[1], found[0], max_depth)
+
+            await self._import_one(report, record, batches(), artifact_lines())
+            left += artifacts_left
             while left > 0 and await anext(numbered, None) is not None:
                 left -= 1  # what a refused session left unread
             progress(report)
@@ -241,11 +279,14 @@ class PortabilityService:
         report: ImportReport,
         record: SessionExport,
         batches: AsyncIterator[list[tuple[int, Any]]],
+        artifacts: AsyncIterator[tuple[int, Any]] | None = None,
     ) -> None:
         """Import one session of a bulk import, counting it in `report` as created, found
         there already, or refused (and why)."""
         try:
-            imported = await self.import_session(record, batches, app_state_writable=True)
+            imported = await self.import_session(
+                record, batches, artifacts, app_state_writable=True
+            )
         except SessionaryError as error:
             where = f"{record.app_name}/{record.user_id}/{record.id}"
             report.refused.append(f"session {where}: {error.detail}")
@@ -349,9 +390,74 @@ async def _session_lines(
     found = await rows.header(connection, key)
     if found is None:
         raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-    yield found
+    versions = await artifact_rows.session_versions(connection, key)
+    yield replace(found, artifact_lines=format.artifact_line_count(versions))
     async for event in rows.events(connection, key, BATCH):
         yield event
+    given: set[bytes] = set()
+    owner = (key.app_name, key.user_id)
+    for version in versions:
+        content_hash = version.content_hash
+        if content_hash is not None and content_hash not in given and version.size:
+            assert version.blob_id is not None  # a content's blob, read in one snapshot
+            for n in range(format.pieces(version.size, version.chunk_size)):
+                data = await artifact_rows.chunk(connection, owner, version.blob_id, n)
+                assert data is not None
+                yield ArtifactBytes(content_hash, data)
+            given.add(content_hash)
+        yield version
+
+
+async def _none() -> AsyncIterator[tuple[int, Any]]:
+    return
+    yield
+
+
+class _counted:
+    """An async iterator's items, counted as they pass."""
+
+    def __init__(self, items: AsyncIterator[Any]) -> None:
+        self.items, self.count = items, 0
+
+    def __aiter__(self) -> "_counted":
+        return self
+
+    async def __anext__(self) -> Any:
+        item = await anext(self.items)
+        self.count += 1
+        return item
+
+
+async def _artifact_lines(
+    lines: AsyncIterator[tuple[int, Any]],
+) -> AsyncIterator[tuple[int, ExportedArtifact]]:
+    async for number, value in lines:
+        try:
+            yield number, ExportedArtifact.model_validate(value)
+        except ValidationError as error:
+            raise _invalid(number, "artifact line", error) from None
+
+
+def _artifact_records(versions: list[StoredArtifact]) -> list[bytes]:
+    """What an import compares of a session's artifact versions: all that its export says."""
+    return [
+        canonical_json(
+            [
+                version.name,
+                version.version,
+                version.kind,
+                version.mime_type,
+                version.display_name,
+                version.file_uri,
+                None if version.content_hash is None else version.content_hash.hex(),
+                version.size,
+                version.custom_metadata,
+                round(version.create_time.timestamp(), 6),
+                version.saved_at,
+            ]
+        )
+        for version in versions
+    ]
 
 
 Record = SessionExport | AppStateExport | UserStateExport

@@ -84,7 +84,7 @@ class Services:
             context=ContextService(pool, settings, events),
             tool_calls=ToolCallService(pool, settings, events),
             pending=PendingService(pool, settings, events),
-            portability=PortabilityService(pool, settings),
+            portability=PortabilityService(pool, settings, artifacts),
             usage=UsageService(pool),
             retention=RetentionService(pool, settings),
             search=SearchService(pool, settings, sharded=sharded),

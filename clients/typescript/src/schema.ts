@@ -579,8 +579,9 @@ export interface paths {
          * Export Session
          * @description The session from one snapshot, streamed: what `…/sessions:import` takes back, here or
          *     on another Sessionary. NDJSON, unless `Accept` prefers `application/json`: then one JSON
-         *     document, `{header, events}`, streamed as well. Its `user:` and `app:` state travel as the
-         *     header's state shows them; pending events do not travel.
+         *     document, `{header, events, artifacts}`, streamed as well. Its `user:` and `app:` state
+         *     travel as the header's state shows them; its own artifacts travel whole (every version,
+         *     its bytes once per content), its user's `user:` artifacts and pending events do not.
          */
         get: operations["export_session"];
         put?: never;
@@ -1523,6 +1524,77 @@ export interface components {
             [key: string]: unknown;
         };
         /**
+         * ExportedArtifact
+         * @description An artifact line of an export: a piece of content, or a version.
+         */
+        ExportedArtifact: {
+            artifactBytes?: components["schemas"]["ExportedArtifactBytes"] | null;
+            artifact?: components["schemas"]["ExportedArtifactVersion"] | null;
+        };
+        /**
+         * ExportedArtifactBytes
+         * @description A piece of an artifact's content in an export: the pieces of one content come in
+         *     order, on consecutive lines, before the first version that holds it.
+         */
+        ExportedArtifactBytes: {
+            /**
+             * Sha256
+             * @description The content's SHA-256, in hex.
+             */
+            sha256: string;
+            /**
+             * Data
+             * Format: binary
+             * @description The piece, base64.
+             */
+            data: string;
+        };
+        /**
+         * ExportedArtifactVersion
+         * @description A version of one of the session's artifacts in an export, as stored.
+         */
+        ExportedArtifactVersion: {
+            /** Name */
+            name: string;
+            /**
+             * Version
+             * Format: int64
+             */
+            version: number;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "bytes" | "text" | "reference";
+            /** Mimetype */
+            mimeType: string | null;
+            /** Displayname */
+            displayName: string | null;
+            /** Fileuri */
+            fileUri: string | null;
+            /**
+             * Sha256
+             * @description Null for a reference.
+             */
+            sha256: string | null;
+            /**
+             * Size
+             * Format: int64
+             */
+            size: number;
+            customMetadata: components["schemas"]["JsonObject"];
+            /**
+             * Createtime
+             * Format: double
+             */
+            createTime: number;
+            /**
+             * Savedat
+             * @description The session's version when it was saved: a read as of a seq after it sees it.
+             */
+            savedAt: number | null;
+        };
+        /**
          * ExportedSession
          * @description A session's export as one JSON document (`Accept: application/json` on `…:export`,
          *     `Content-Type: application/json` on `…/sessions:import`): what the NDJSON form holds, its
@@ -1536,6 +1608,11 @@ export interface components {
              * @description The NDJSON form's other lines: `eventCount` events as stored, in seq order.
              */
             events: components["schemas"]["Event"][];
+            /**
+             * Artifacts
+             * @description Its artifact lines, `artifactLines` of them, in order. Left out: none.
+             */
+            artifacts?: components["schemas"]["ExportedArtifact"][];
         };
         /**
          * FileData
@@ -2162,6 +2239,13 @@ export interface components {
              * @description How many event lines follow.
              */
             eventCount: number;
+            /**
+             * Artifactlines
+             * Format: int64
+             * @description How many artifact lines follow the events (`ExportedArtifactBytes` and `ExportedArtifact`). Left out: none.
+             * @default 0
+             */
+            artifactLines?: number;
         };
         /**
          * SessionFork
@@ -2387,7 +2471,7 @@ export interface components {
          * @description The token counts the model reported for the response an event holds (google-genai's
          *     `GenerateContentResponseUsageMetadata`). A session's `usage` sums the prompt, candidates
          *     and total counts of its events, each counted when it is a whole number from 0 to
-         *     2^31 - 1 (a larger one is kept as sent, and counts 0).
+         *     2^63 - 1 (one past it is a 422; anything else is kept as sent, and counts 0).
          */
         UsageMetadata: {
             /** Prompttokencount */
@@ -5616,7 +5700,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON (`application/x-ndjson`), one JSON object per line: first the header, a `SessionExport` (the session as a read shows it, without events, with `eventCount`, `baseSeq` and `baseState`), then `eventCount` events as stored (`Event`, with `seq`), in seq order; or, as `application/json`, the same as one `ExportedSession`, `{header, events}`, for clients that read no NDJSON. */
+            /** @description NDJSON (`application/x-ndjson`), one JSON object per line: first the header, a `SessionExport` (the session as a read shows it, without events, with `eventCount`, `baseSeq` and `baseState`), then `eventCount` events as stored (`Event`, with `seq`), in seq order, then `artifactLines` lines of the session's artifacts (`ExportedArtifact`: each version, after the pieces of its content, base64, where no earlier version holds the same); or, as `application/json`, the same as one `ExportedSession`, `{header, events, artifacts}`, for clients that read no NDJSON. */
             200: {
                 headers: {
                     /** @description The session's version after this request, quoted (`"7"`): send it back as `If-Match` to write only if nothing was written since. */
@@ -5696,7 +5780,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description NDJSON (`application/x-ndjson`), one JSON object per line: first the header, a `SessionExport` (the session as a read shows it, without events, with `eventCount`, `baseSeq` and `baseState`), then `eventCount` events as stored (`Event`, with `seq`), in seq order; or, as `application/json`, the same as one `ExportedSession`, `{header, events}`, for clients that read no NDJSON. As `…:export` sends it. */
+        /** @description NDJSON (`application/x-ndjson`), one JSON object per line: first the header, a `SessionExport` (the session as a read shows it, without events, with `eventCount`, `baseSeq` and `baseState`), then `eventCount` events as stored (`Event`, with `seq`), in seq order, then `artifactLines` lines of the session's artifacts (`ExportedArtifact`: each version, after the pieces of its content, base64, where no earlier version holds the same); or, as `application/json`, the same as one `ExportedSession`, `{header, events, artifacts}`, for clients that read no NDJSON. As `…:export` sends it. */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ExportedSession"];
