@@ -5,13 +5,15 @@
 // problem's code; a request that got no answer is a *ConnectionError. Reads, appends (each
 // event is given an id when it has none, so that a resend stores it once) and the other
 // idempotent writes are sent again after a lost answer, a 429 or a 502-504 (after the server's
-// Retry-After, when it gives one); any request is sent again when its connection was refused.
+// Retry-After, when it gives one); any request is sent again when its connection was refused
+// (an upload, only if none of its body was read).
 // Every method takes a context, which cancels it; then the ids of what it acts on (app, user,
-// session, event), as strings; then what it sends, if anything: one struct of the operation's
-// parameters (SessionRead, SessionFork, ...), whose optional numbers are pointers so that 0 can
-// be sent (Int64(0); nil is not sent), or a value that says what it is (an Event, a State);
-// and RequestOptions last, which change how that one call is sent (WithTimeout, WithHeader,
-// WithMaxRetries). A method that fails returns nil (or "") beside its error.
+// session, event or artifact name), as strings; then what it sends, if anything: one struct of
+// the operation's parameters (SessionRead, SessionFork, ...), whose optional numbers are
+// pointers so that 0 can be sent (Int64(0); nil is not sent), or a value that says what it is
+// (an Event, a State); and RequestOptions last, which change how that one call is sent
+// (WithTimeout, WithHeader, WithMaxRetries). A method that fails returns nil (or "") beside its
+// error. An artifact method takes a session's id, or "" for the user's own `user:` artifacts.
 package sessionary
 
 import (
@@ -32,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -59,8 +62,8 @@ type Options struct {
 	// Backoff is the wait before the first resend, doubled for each next one, jittered
 	// (default 250 ms).
 	Backoff time.Duration
-	// Timeout bounds each attempt of a request that is not a stream, its answer read whole
-	// (default 10 s; -1: none).
+	// Timeout bounds each attempt of a request that is not a stream, an upload or a download,
+	// its answer read whole (default 10 s; -1: none): the caller's context bounds those.
 	Timeout time.Duration
 	// HTTPClient sends the requests (default: one over http.DefaultTransport's settings, but
 	// keeping up to 100 idle connections to the server rather than 2, for an agent's many
@@ -137,6 +140,13 @@ type call struct {
 	ifMatch string
 	header  http.Header // over the client's
 	stream  bool        // the answer is read by the caller, without a timeout
+	// upload is the body, streamed as it is read (with ctype; size, its length when known),
+	// without a timeout; sent again only when none of it was read.
+	upload io.Reader
+	size   int64
+	// answers are the statuses past 2xx that a stream's caller reads (a download's 303 and
+	// 304), not errors; redirects are not followed.
+	answers []int
 	// The call's options, applied by settle over the client's timeout and retries.
 	options []func(*call)
 	timeout time.Duration
@@ -170,7 +180,7 @@ func IfMatch(version int64) WriteOption {
 func IfExists() WriteOption { return precondition(func(c *call) { c.ifMatch = "*" }) }
 
 // WithTimeout bounds each attempt of this call in place of Options.Timeout (0 or less: no
-// bound); as that one, not a stream's.
+// bound); as that one, not a stream's, an upload's or a download's.
 func WithTimeout(timeout time.Duration) RequestOption {
 	return func(c *call) { c.timeout = max(timeout, 0) }
 }
@@ -243,9 +253,14 @@ func (c *Client) do(ctx context.Context, req call, out any) (*http.Response, err
 	}
 	target.RawQuery = query.Encode()
 	safe := idempotent(req)
+	var upload *counted
+	if req.upload != nil {
+		upload = &counted{Reader: req.upload}
+		req.upload = upload
+	}
 	for attempt := 0; ; attempt++ {
 		resp, err := c.attempt(ctx, req, target.String(), body, out)
-		retry := attempt < req.retries
+		retry := attempt < req.retries && (upload == nil || upload.read.Load() == 0)
 		switch {
 		case err == nil:
 			c.written.note(req, resp)
@@ -314,7 +329,7 @@ func retryAfter(header http.Header) (time.Duration, bool) {
 // attempt sends the request once: an error answer is an *APIError, no answer a
 // *ConnectionError.
 func (c *Client) attempt(ctx context.Context, req call, target string, body []byte, out any) (*http.Response, error) {
-	if req.timeout > 0 && !req.stream {
+	if req.timeout > 0 && !req.stream && req.upload == nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.timeout) // the answer is read whole within
 		defer cancel()
@@ -325,6 +340,9 @@ func (c *Client) attempt(ctx context.Context, req call, target string, body []by
 	}
 	if body == nil {
 		r.Body = nil
+	}
+	if req.upload != nil {
+		r.Body, r.ContentLength = io.NopCloser(req.upload), req.size // the caller's to close
 	}
 	r.Header.Set("Accept", "application/json")
 	r.Header.Set("User-Agent", userAgent)
@@ -340,8 +358,14 @@ func (c *Client) attempt(ctx context.Context, req call, target string, body []by
 	if req.ifMatch != "" {
 		r.Header.Set("If-Match", req.ifMatch)
 	}
-	resp, err := c.http.Do(r)
-	if err == nil && resp.StatusCode < 300 && req.stream {
+	sender := c.http
+	if req.answers != nil {
+		unfollowed := *c.http
+		unfollowed.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		sender = &unfollowed
+	}
+	resp, err := sender.Do(r)
+	if err == nil && req.stream && (resp.StatusCode < 300 || slices.Contains(req.answers, resp.StatusCode)) {
 		return resp, nil // the caller reads it, and cancels with its own context
 	}
 	var data []byte
@@ -363,6 +387,20 @@ func (c *Client) attempt(ctx context.Context, req call, target string, body []by
 		}
 	}
 	return resp, nil
+}
+
+// counted is an upload's body, counting what was read of it: a request that read none of it
+// (its connection refused) may be sent again with it. The count is atomic: net/http may read a
+// body in a goroutine of its own.
+type counted struct {
+	io.Reader
+	read atomic.Int64
+}
+
+func (c *counted) Read(p []byte) (int, error) {
+	n, err := c.Reader.Read(p)
+	c.read.Add(int64(n))
+	return n, err
 }
 
 // A 429, 502, 503 or 504 that the same request may not meet again (a search past the server's

@@ -225,6 +225,17 @@ func TestAZeroIsSentAndANilIsNot(t *testing.T) {
 			return ignore(c.Compact(ctx, "a", "u", "s", SessionCompact{Strategy: "truncate", KeepLast: Int64(0)}))
 		}, `{"strategy":"truncate","keepLast":0}`},
 		{func() error { return ignore(c.Trim(ctx, "a", "u", "s", SessionTrim{})) }, `{"keepLast":0}`},
+		{func() error {
+			return ignore(c.ListArtifacts(ctx, "a", "u", "s", ArtifactFilter{UntilSeq: Int64(0)}))
+		}, "untilSeq=0"},
+		{func() error {
+			content, err := c.DownloadArtifact(ctx, "a", "u", "", "user:x", ArtifactDownload{Version: Int64(0)})
+			if err == nil {
+				content.Close()
+			}
+			return err
+		}, "version=0"},
+		{func() error { return ignore(c.ListArtifacts(ctx, "a", "u", "", ArtifactFilter{})) }, ""},
 	} {
 		if err := sent.call(); err != nil {
 			t.Fatal(err)

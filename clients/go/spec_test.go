@@ -28,6 +28,14 @@ var methodOf = map[string]string{
 	"get_app_state": "AppState", "update_app_state": "UpdateAppState", "get_user_state": "UserState",
 	"update_user_state": "UpdateUserState", "list_apps": "ListApps", "list_users": "ListUsers",
 	"get_key_scope": "KeyScope", "healthz": "Health", "readyz": "Readiness", "metrics": "Metrics",
+	// One method serves a session's artifacts and, with session "", the user's.
+	"list_artifacts": "ListArtifacts", "list_user_artifacts": "ListArtifacts",
+	"save_artifact": "SaveArtifact", "save_user_artifact": "SaveArtifact",
+	"upload_artifact": "UploadArtifact", "upload_user_artifact": "UploadArtifact",
+	"download_artifact": "DownloadArtifact", "download_user_artifact": "DownloadArtifact",
+	"list_artifact_versions": "ListArtifactVersions", "list_user_artifact_versions": "ListArtifactVersions",
+	"get_artifact_version": "GetArtifactVersion", "get_user_artifact_version": "GetArtifactVersion",
+	"delete_artifact": "DeleteArtifact", "delete_user_artifact": "DeleteArtifact",
 }
 
 var typeOf = map[string]any{
@@ -42,7 +50,9 @@ var typeOf = map[string]any{
 	"AppUsage": AppUsage{}, "UserUsage": UserUsage{}, "TotalUsage": TotalUsage{}, "KeyScope": KeyScope{},
 	"Health": Health{}, "Readiness": Readiness{}, "Problem": Problem{}, "Event": Event{},
 	"EventActions": EventActions{}, "EventCompaction": EventCompaction{},
-	"ValidationErrorItem": ValidationErrorItem{},
+	"ValidationErrorItem": ValidationErrorItem{}, "ArtifactVersion": ArtifactVersion{},
+	"ArtifactPage": ArtifactPage{}, "ArtifactVersionPage": ArtifactVersionPage{}, "ArtifactSave": ArtifactSave{},
+	"ArtifactPart": ArtifactPart{}, "InlineArtifact": InlineArtifact{}, "ArtifactReference": ArtifactReference{},
 }
 
 type spec struct {

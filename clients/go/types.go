@@ -473,3 +473,71 @@ type Readiness struct {
 	Status         string `json:"status"`
 	SchemaRevision string `json:"schemaRevision"`
 }
+
+// ArtifactVersion is one saved version of an artifact: ADK's ArtifactVersion (Version,
+// CanonicalURI, CustomMetadata, CreateTime, MimeType) and what its content is. Kind says how it
+// was saved: "bytes" (inline data, or an upload), "text" (a Part's text, kept as UTF-8), or
+// "reference" (a URI, FileURI, and no bytes here: Size 0, SHA256 nil).
+type ArtifactVersion struct {
+	Name    string `json:"name"`
+	Version int64  `json:"version"` // 0 for a name's first save
+	// CanonicalURI is ADK's `artifact://apps/…/versions/{n}` of this version: a reference to
+	// it reads as its content.
+	CanonicalURI   string         `json:"canonicalUri"`
+	CustomMetadata map[string]any `json:"customMetadata"`
+	CreateTime     float64        `json:"createTime"`
+	// MimeType is the Content-Type its content is served with; nil for a reference saved
+	// without one.
+	MimeType *string `json:"mimeType"`
+	Kind     string  `json:"kind"`
+	Size     int64   `json:"size"`
+	// SHA256 is its content's, in hex: its download's ETag.
+	SHA256      *string `json:"sha256"`
+	DisplayName *string `json:"displayName"`
+	FileURI     *string `json:"fileUri"`
+}
+
+// ArtifactPage is a page of artifacts, the newest version of each name, by name; NextPageToken
+// is empty on the last.
+type ArtifactPage struct {
+	Artifacts     []ArtifactVersion `json:"artifacts"`
+	NextPageToken *string           `json:"nextPageToken"`
+}
+
+// ArtifactVersionPage is a page of an artifact's versions, oldest first.
+type ArtifactVersionPage struct {
+	Versions      []ArtifactVersion `json:"versions"`
+	NextPageToken *string           `json:"nextPageToken"`
+}
+
+// ArtifactSave is ADK's SaveArtifactRequest: the next version of Filename (one that starts
+// with `user:` belongs to the user) from Artifact, with CustomMetadata (nil: none).
+type ArtifactSave struct {
+	Filename       string         `json:"filename"`
+	Artifact       ArtifactPart   `json:"artifact"`
+	CustomMetadata map[string]any `json:"customMetadata,omitempty"`
+}
+
+// ArtifactPart is an artifact as ADK hands it over, a genai Part with exactly one of
+// InlineData (bytes), Text, or FileData (a reference to content elsewhere, by URI).
+type ArtifactPart struct {
+	InlineData *InlineArtifact    `json:"inlineData,omitempty"`
+	Text       string             `json:"text,omitempty"`
+	FileData   *ArtifactReference `json:"fileData,omitempty"`
+}
+
+// InlineArtifact is bytes sent in the request (base64 in its JSON), with their MimeType
+// ("image/png").
+type InlineArtifact struct {
+	Data        []byte `json:"data"`
+	MimeType    string `json:"mimeType"`
+	DisplayName string `json:"displayName,omitempty"`
+}
+
+// ArtifactReference is content stored elsewhere, by FileURI; an `artifact://` URI (another
+// version's CanonicalURI) names a version of this app and user, which downloads follow.
+type ArtifactReference struct {
+	FileURI     string `json:"fileUri"`
+	MimeType    string `json:"mimeType,omitempty"`
+	DisplayName string `json:"displayName,omitempty"`
+}
