@@ -1,6 +1,7 @@
-"""The Go client (`clients/go`) and its ADK-Go session service (`clients/go/adk`): each
-module's `go test` against a real server, ADK-Go's own suite of a session service included, and
-the README's steps as written (its Install in a new module, examples/go_agent twice)."""
+"""The Go client (`clients/go`) and its ADK-Go session and artifact services (`clients/go/adk`):
+each module's `go test` against a real server, ADK-Go's own suites of a session service and of
+an artifact service included, and the README's steps as written (its Install in a new module,
+examples/go_agent twice)."""
 
 import os
 import re

@@ -1,8 +1,10 @@
 // Package adk is ADK-Go's session.Service backed by a Sessionary server, so that an ADK-Go
-// runner keeps its sessions there, and any number of processes resume each other's:
+// runner keeps its sessions there, and any number of processes resume each other's, and its
+// artifact.Service (ArtifactService), which keeps their artifacts with them:
 //
 //	client, _ := sessionary.New(sessionary.Options{})
-//	r, _ := runner.New(runner.Config{AppName: "assistant", Agent: agent, SessionService: adk.NewService(client)})
+//	r, _ := runner.New(runner.Config{AppName: "assistant", Agent: agent, SessionService: adk.NewService(client),
+//		ArtifactService: adk.NewArtifactService(client)})
 //
 // It keeps the contract of ADK-Go's own services: Get fails for a missing session, Create for
 // an id taken; Delete of a missing session is no error; AppendEvent skips partial events,
@@ -378,10 +380,14 @@ func decode(sessionID string, stored []sessionary.Event) ([]*session.Event, erro
 // agents of either language read each other's sessions. It is ADK-Go's own fields, named as
 // Python's alias generator names the same fields (InvocationID: invocationId), its timestamp in
 // epoch seconds, the zero ones left out (Python's events forbid fields they lack). Each value
-// is encoded by its own type (genai's are tagged camelCase already).
+// is encoded by its own type (genai's are tagged camelCase already). The versions of its
+// artifactDelta are counted as ADK's Python services and the server count them, from 0.
 func toWire(e *session.Event) (sessionary.Event, error) {
 	fields := camelFields(reflect.ValueOf(*e), map[string]any{})
 	fields["timestamp"] = seconds(e.Timestamp) // the zero time too: it is stored as year 1
+	if actions, ok := fields["actions"].(map[string]any); ok && e.Actions.ArtifactDelta != nil {
+		actions["artifactDelta"] = counted(e.Actions.ArtifactDelta, -1)
+	}
 	data, err := json.Marshal(fields)
 	var sent sessionary.Event
 	if err == nil {
@@ -434,7 +440,23 @@ func fromWireEvent(stored sessionary.Event) (*session.Event, error) {
 		return nil, err
 	}
 	read.Event.Timestamp = fromSeconds(read.Timestamp)
+	read.Event.Actions.ArtifactDelta = counted(read.Event.Actions.ArtifactDelta, 1)
 	return &read.Event, nil
+}
+
+// counted is an artifactDelta with each version moved by by: ADK-Go counts an artifact's
+// versions from 1 (its 0 means the newest), ADK's Python services and Sessionary from 0. So
+// the server's rewind restores the versions an ADK-Go agent's events name, and agents of
+// either language read each other's.
+func counted(delta map[string]int64, by int64) map[string]int64 {
+	if delta == nil {
+		return nil
+	}
+	moved := make(map[string]int64, len(delta))
+	for name, version := range delta {
+		moved[name] = version + by
+	}
+	return moved
 }
 
 // seconds is a time as the server keeps it: epoch seconds, to the microsecond. The zero time

@@ -201,6 +201,10 @@ func TestAnEventIsStoredWithEveryFieldAndReadBackAsItWas(t *testing.T) {
 	if string(stored.Fields["timestamp"]) != "1735689600.5" || string(stored.Actions["stateDelta"]) != `{"city":"Oslo"}` {
 		t.Errorf("stored %s", data)
 	}
+	// ADK-Go's version 2 of an artifact is the server's (and ADK's Python agents') version 1.
+	if string(stored.Actions["artifactDelta"]) != `{"map.png":1}` {
+		t.Errorf("artifactDelta stored as %s", stored.Actions["artifactDelta"])
+	}
 	read, err := fromWireEvent(sent)
 	if err != nil {
 		t.Fatal(err)
