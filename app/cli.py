@@ -32,6 +32,7 @@ from app.protocol import capped_protocol
 from app.rules import portability as portability_format
 from app.services.artifacts import ArtifactService
 from app.services.auth import AuthService, GrantCache
+from app.services.contents import Contents
 from app.services.live import listening_connector
 from app.services.portability import ImportReport, PortabilityService
 from app.services.retention import RetentionService
@@ -239,7 +240,10 @@ def sweep(args: argparse.Namespace) -> None:
 async def _sweep(connector: db.Connector) -> None:
     pool = await db.DriverPool.open(connector, size=1)
     try:
-        swept = await RetentionService(pool, Settings()).sweep()
+        settings = Settings()
+        contents = Contents(pool, settings)
+        swept = await RetentionService(pool, settings, contents).sweep()
+        await contents.close()
     finally:
         await pool.close()
     if swept is None:
@@ -342,7 +346,11 @@ async def _portability(connector: db.Connector) -> AsyncIterator[PortabilityServ
     pool = await db.DriverPool.open(connector, size=1)
     try:
         settings = Settings()
-        yield PortabilityService(pool, settings, ArtifactService(pool, settings))
+        contents = Contents(pool, settings)
+        try:
+            yield PortabilityService(pool, settings, ArtifactService(pool, settings, contents))
+        finally:
+            await contents.close()
     finally:
         await pool.close()
 

@@ -145,6 +145,29 @@ class Settings(BaseSettings):
         "larger is a 413 and nothing is kept. Artifacts are the one body past "
         "SESSIONARY_MAX_BODY_BYTES.",
     )
+    artifact_store: str | None = Field(
+        default=None,
+        pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$",
+        description="Where artifacts' bytes go: unset, PostgreSQL; `s3://bucket/prefix/`, an "
+        "S3-compatible object store (SESSIONARY_S3_*), everything else staying in PostgreSQL.",
+    )
+    s3_endpoint: str = Field(
+        default="https://s3.amazonaws.com",
+        description="The object store's URL (MinIO, SeaweedFS, R2, …: theirs), reached "
+        "path-style: `{endpoint}/{bucket}/{key}`.",
+    )
+    s3_region: str = Field(default="us-east-1", description="The region requests are signed for.")
+    s3_access_key_id: str = Field(default="", description="The object store's access key id.")
+    s3_secret_access_key: str = Field(
+        default="", repr=False, description="The object store's secret access key."
+    )
+    artifact_orphan_grace: float = Field(
+        default=3600.0,
+        gt=0,
+        description="Seconds after which an object of the object store that no artifact "
+        "points at (a save that failed before it was recorded, bytes of a deleted artifact) is "
+        "deleted by the sweeper; longer than any upload takes.",
+    )
     artifact_chunk_bytes: int = Field(
         default=1 * MiB,
         ge=4096,

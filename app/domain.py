@@ -397,8 +397,8 @@ class NewArtifact:
 
 @dataclass(frozen=True)
 class StoredArtifact:
-    """A version as stored: ADK's `ArtifactVersion` and what its bytes are; `blob_id` and
-    `chunk_size` say where they are (None for a reference)."""
+    """A version as stored: ADK's `ArtifactVersion` and what its bytes are; `blob_id`,
+    `chunk_size` and `store` say where they are (None for a reference)."""
 
     name: str
     version: int
@@ -414,6 +414,7 @@ class StoredArtifact:
     saved_at: int | None = None
     blob_id: str | None = None
     chunk_size: int = 0
+    store: str = "postgres"  # where the bytes are: chunk rows, or the object store ("s3")
 
 
 @dataclass(frozen=True)

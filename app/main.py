@@ -155,6 +155,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             pool, settings, replica, sharded=sharded, routed=routed, workers=workers
         )
         app.state.services = services
+        stack.push_async_callback(services.artifacts.contents.close)
         await services.live.start()
         stack.push_async_callback(services.live.close)
         sweeper = asyncio.create_task(services.retention.sweep_forever())

@@ -355,7 +355,9 @@ class StorageArtifactVersion(Base):
 
 class StorageArtifactBlob(Base):
     """Bytes stored once per sha256 within an app and user, with how many versions point at
-    them (`refs`): the last version to go takes them with it, in its own transaction."""
+    them (`refs`): the last version to go takes them with it, in its own transaction. `store`
+    says where they are: `postgres` (in `artifact_chunks`) or `s3` (an object named by
+    `blob_id`, in the configured object store)."""
 
     __tablename__ = "artifact_blobs"
 
@@ -366,7 +368,11 @@ class StorageArtifactBlob(Base):
     size: Mapped[int] = mapped_column(BigInteger, nullable=False)
     chunk_size: Mapped[int] = mapped_column(Integer, nullable=False)
     refs: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    store: Mapped[str] = mapped_column(String(8), nullable=False, server_default="postgres")
     create_time: Mapped[datetime] = _now()
+
+    # The sweeper's: which objects of the object store a blob points at.
+    __table_args__ = (Index(None, "blob_id"),)
 
 
 class StorageArtifactChunk(Base):

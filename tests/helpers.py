@@ -2,6 +2,8 @@
 
 import os
 import shutil
+import subprocess
+from pathlib import Path
 from typing import Any, NoReturn
 
 import httpx
@@ -81,3 +83,38 @@ def go() -> str:
     if path is None:
         missing_tool("Go", "golang", "Go 1.21+ from https://go.dev/dl/, into /usr/local/go")
     return path
+
+
+def cache_folder(pytestconfig: pytest.Config, name: str) -> Path:
+    """A folder of pytest's cache, which outlives the run (`-p no:cacheprovider` turns it off):
+    where the tests keep the tools they fetch."""
+    cache = getattr(pytestconfig, "cache", None)
+    assert cache is not None, "these tests fetch their tools into pytest's cache: leave it on"
+    return cache.mkdir(name)
+
+
+def tool(name: str, package: str) -> str:
+    """A command on the PATH, from Debian's `package`."""
+    path = shutil.which(name)
+    if path is None:
+        missing_tool(name, package)
+    return path
+
+
+def maven_jar(pytestconfig: pytest.Config, artifact: str, name: str) -> Path:
+    """A jar from Maven Central (`group:artifact:version[:jar:classifier]`), fetched once by
+    Maven into pytest's cache as `name`."""
+    jar = cache_folder(pytestconfig, "jars") / name
+    if not jar.exists():
+        fetched = jar.parent / f".{name}.fetching"
+        fetched.mkdir(exist_ok=True)
+        command = [tool("mvn", "maven"), "-q", "-B", "dependency:copy"]
+        command += [f"-Dartifact={artifact}", f"-DoutputDirectory={fetched}"]
+        result = subprocess.run(
+            command, cwd=fetched, capture_output=True, text=True, timeout=600, check=False
+        )
+        assert result.returncode == 0, f"{' '.join(command)}:\n{result.stdout}{result.stderr}"
+        (only,) = fetched.glob("*.jar")
+        only.rename(jar)
+        fetched.rmdir()
+    return jar

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import OPENAPI_PATH
-from tests.helpers import go, missing_tool
+from tests.helpers import cache_folder, go, maven_jar, missing_tool, tool
 
 OAPI_CODEGEN = "github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2"
 OAPI_RUNTIME = "github.com/oapi-codegen/runtime@v1.9.0"
@@ -84,20 +84,6 @@ def smoke(command: list[str], cwd: Path, live_server: str, app_name: str, **env:
     """Run a smoke against the live server: every step, in order."""
     output = run([*command, live_server, app_name, repr(STAMP), str(BIG)], cwd, 120, **env)
     assert output.split() == list(STEPS), output
-
-
-def cache_folder(pytestconfig: pytest.Config, name: str) -> Path:
-    """A folder of pytest's cache, which outlives the run (`-p no:cacheprovider` turns it off)."""
-    cache = getattr(pytestconfig, "cache", None)
-    assert cache is not None, "these tests fetch their tools into pytest's cache: leave it on"
-    return cache.mkdir(name)
-
-
-def tool(name: str, package: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        missing_tool(name, package)
-    return path
 
 
 # Each language's share of its smokes: the arguments, the checks, the steps.
@@ -896,16 +882,7 @@ def openapi_generator(
     its name: made together, one JVM's threads, by the jar fetched once into pytest's cache."""
     java = tool("java", "default-jre-headless")
     version = OPENAPI_GENERATOR.rpartition(":")[2]
-    jar = cache_folder(pytestconfig, "openapi-generator") / f"openapi-generator-cli-{version}.jar"
-    if not jar.exists():
-        fetched = tmp_path_factory.mktemp("jar")
-        copy = [
-            "dependency:copy",
-            f"-Dartifact={OPENAPI_GENERATOR}",
-            f"-DoutputDirectory={fetched}",
-        ]
-        run([tool("mvn", "maven"), "-q", "-B", *copy], fetched, 600)
-        shutil.move(fetched / jar.name, jar)
+    jar = maven_jar(pytestconfig, OPENAPI_GENERATOR, f"openapi-generator-cli-{version}.jar")
     root = tmp_path_factory.mktemp("openapi-generator")
     # Node ESM resolves relative imports by their full names, and an SDK has no tests or docs.
     options = {

@@ -48,6 +48,8 @@ def test_make_test_and_bench_add_their_own(
     assert all(extra in plan for extra in wanted) and not any(x in plan for x in unwanted)
 
 
+# The tools `.ci/test-tools` installs when they are missing.
+INSTALLS = ("chromium", "pgbouncer", "ruby", "rake", "java", "mvn")
 # What the script runs besides the tools it looks for.
 UTILITIES = ("mktemp", "rm", "grep", "sed", "tr")
 
@@ -117,7 +119,7 @@ def test_missing_tools_are_installed_after_the_package_lists_are_refreshed(
 def test_a_system_postgresql_is_left_as_it_is(tmp_path: Path) -> None:
     """The cluster's PostgreSQL is downloaded and unpacked into the venv: apt-get installs
     and upgrades no PostgreSQL, whose server a package upgrade would restart."""
-    path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer", "ruby", "rake")
+    path = fake_apt(tmp_path / "bin", *INSTALLS)
     skipped = tools(path).stderr
     calls = (path / "apt-get.log").read_text().splitlines()
     assert calls == ["download -qq postgresql-15 postgresql-client-15"]
@@ -125,13 +127,13 @@ def test_a_system_postgresql_is_left_as_it_is(tmp_path: Path) -> None:
 
 
 def test_nothing_is_installed_when_the_tools_are_there(tmp_path: Path) -> None:
-    path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer", "ruby", "rake")
+    path = fake_apt(tmp_path / "bin", *INSTALLS)
     assert tools(path, postgresql_15(tmp_path / "pg", citus=True)).stderr == ""
     assert not (path / "apt-get.log").exists()
 
 
 def test_citus_is_installed_from_the_build_beside_the_checkout(tmp_path: Path) -> None:
-    path = fake_apt(tmp_path / "bin", "chromium", "pgbouncer", "ruby", "rake")
+    path = fake_apt(tmp_path / "bin", *INSTALLS)
     pg_bin = postgresql_15(tmp_path / "pg", citus=False)
     citus_dir = tmp_path / "citus"
     citus_dir.mkdir()

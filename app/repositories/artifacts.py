@@ -75,6 +75,7 @@ async def adopt_blob(
     size: int,
     chunk_size: int,
     refs: int,
+    store: str,
 ) -> str:
     """Count `refs` more versions pointing at the bytes with this hash: those just written
     under `blob_id`, or those stored before (their row then held until the transaction ends,
@@ -89,6 +90,7 @@ async def adopt_blob(
             size=size,
             chunk_size=chunk_size,
             refs=refs,
+            store=store,
         )
         .on_conflict_do_update(
             index_elements=["app_name", "user_id", "content_hash"],
@@ -125,26 +127,29 @@ async def retain(connection: asyncpg.Connection, owner: Owner, hashes: list[byte
     await _count(connection, owner, hashes, +1)
 
 
-async def release(connection: asyncpg.Connection, owner: Owner, hashes: list[bytes]) -> None:
+async def release(connection: asyncpg.Connection, owner: Owner, hashes: list[bytes]) -> list[str]:
     """Count one version fewer pointing at each hash (once per time it is listed); delete the
-    bytes no version points at any more."""
+    bytes no version points at any more: their chunks, and the ids of those in the object
+    store (whose objects the caller deletes once this commits)."""
     where = await _count(connection, owner, hashes, -1)
     if where is None:
-        return
+        return []
     gone = await fetch(
         connection,
         delete(StorageArtifactBlob)
         .where(where, StorageArtifactBlob.refs <= 0)
-        .returning(StorageArtifactBlob.blob_id),
+        .returning(StorageArtifactBlob.blob_id, StorageArtifactBlob.store),
     )
-    if gone:
-        ids = bindparam("ids", [row[0] for row in gone], type_=ARRAY(UUID(as_uuid=False)))
+    chunked = [row[0] for row in gone if row[1] == "postgres"]
+    if chunked:
+        ids = bindparam("ids", chunked, type_=ARRAY(UUID(as_uuid=False)))
         await execute(
             connection,
             delete(StorageArtifactChunk).where(
                 _owned(StorageArtifactChunk, owner), StorageArtifactChunk.blob_id == func.any(ids)
             ),
         )
+    return [str(row[0]) for row in gone if row[1] != "postgres"]
 
 
 async def _count(
@@ -261,6 +266,7 @@ def stored_artifact(row: Any) -> StoredArtifact:
         saved_at=row["saved_at"],
         blob_id=str(row["blob_id"]) if row.get("blob_id") is not None else None,
         chunk_size=row.get("chunk_size") or 0,
+        store=row.get("store") or "postgres",
     )
 
 
@@ -333,7 +339,10 @@ async def versions(
 def _with_blobs() -> Any:
     """Versions with where their bytes are (none for a reference)."""
     return select(
-        *_VERSION_COLUMNS, StorageArtifactBlob.blob_id, StorageArtifactBlob.chunk_size
+        *_VERSION_COLUMNS,
+        StorageArtifactBlob.blob_id,
+        StorageArtifactBlob.chunk_size,
+        StorageArtifactBlob.store,
     ).outerjoin(
         StorageArtifactBlob,
         and_(
@@ -378,25 +387,24 @@ async def find_version(
 
 async def delete_name(
     connection: asyncpg.Connection, app_name: str, user_id: str, session_id: str, name: str
-) -> bool:
-    """Delete every version of a name; False if it has none. Its row goes first, so that a
-    save waiting for it numbers from 0 again, and one it waited for is deleted too."""
-    named = _named(StorageArtifact, app_name, user_id, session_id, name)
-    if (
-        await fetchval(
-            connection, delete(StorageArtifact).where(named).returning(literal_column("1"))
-        )
-        is None
-    ):
-        return False
+) -> list[str] | None:
+    """Delete every version of a name; None if it has none, else the ids of the objects of
+    the object store no version points at any more (`release`). Its row goes first, so that
+    a save waiting for it numbers from 0 again, and one it waited for is deleted too."""
+    named = delete(StorageArtifact).where(
+        _named(StorageArtifact, app_name, user_id, session_id, name)
+    )
+    if await fetchval(connection, named.returning(literal_column("1"))) is None:
+        return None
     gone = await fetch(
         connection,
         delete(StorageArtifactVersion)
         .where(_named(StorageArtifactVersion, app_name, user_id, session_id, name))
         .returning(StorageArtifactVersion.content_hash),
     )
-    await release(connection, (app_name, user_id), [row[0] for row in gone if row[0] is not None])
-    return True
+    return await release(
+        connection, (app_name, user_id), [row[0] for row in gone if row[0] is not None]
+    )
 
 
 async def delete_session_artifacts(connection: asyncpg.Connection, key: SessionKey) -> None:
@@ -532,3 +540,13 @@ async def import_names(
                 ]
             ),
         )
+
+
+async def stored_objects(connection: asyncpg.Connection, blob_ids: list[str]) -> set[str]:
+    """Those of `blob_ids` that name a blob of the object store."""
+    statement = select(StorageArtifactBlob.blob_id).where(
+        StorageArtifactBlob.store == "s3",
+        StorageArtifactBlob.blob_id
+        == func.any(bindparam("ids", blob_ids, type_=ARRAY(UUID(as_uuid=False)))),
+    )
+    return {str(row[0]) for row in await fetch(connection, statement)}

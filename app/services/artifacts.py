@@ -8,7 +8,6 @@ are dropped and the version points at the old ones.
 """
 
 import hashlib
-import uuid
 from collections.abc import AsyncIterable, AsyncIterator
 from datetime import UTC, datetime
 
@@ -26,7 +25,7 @@ from app.domain import (
     SessionKey,
     StoredArtifact,
 )
-from app.errors import ArtifactNotFound, InvalidInput, PayloadTooLarge, SessionNotFound
+from app.errors import ArtifactNotFound, InvalidInput, SessionNotFound
 from app.models import USER_SCOPE
 from app.repositories import artifacts as rows
 from app.repositories import sessions as session_rows
@@ -39,6 +38,7 @@ from app.rules.artifacts import (
     is_user_scoped,
 )
 from app.schemas import ExportedArtifact, ExportedArtifactVersion
+from app.services.contents import Contents, Writer
 from app.services.preconditions import require_session
 
 EMPTY_SHA256 = hashlib.sha256(b"").digest()
@@ -50,79 +50,13 @@ REWIND_MARKER = NewArtifact("bytes", "application/octet-stream")
 MAX_REFERENCE_DEPTH = 5
 
 
-class ArtifactGone(Exception):
-    """The bytes of a version went away while they were being read (its name was deleted):
-    the download is cut short rather than completed with other bytes."""
-
-
-class BlobWriter:
-    """An artifact's content written into chunk rows as it comes, hashed on the way, in the
-    caller's transaction. Bytes stored before under the same hash (for the same app and user)
-    are kept instead, and the new rows dropped. `dry`: hashed only, nothing written."""
-
-    def __init__(
-        self,
-        connection: asyncpg.Connection,
-        owner: rows.Owner,
-        *,
-        chunk_size: int,
-        limit: int,
-        dry: bool = False,
-    ) -> None:
-        self.connection, self.owner, self.dry = connection, owner, dry
-        self.chunk_size, self.limit = chunk_size, limit
-        self.blob_id = str(uuid.uuid4())
-        self.digest = hashlib.sha256()
-        self.pending = bytearray()
-        self.size = self.written = 0
-
-    async def write(self, piece: bytes) -> None:
-        self.size += len(piece)
-        if self.size > self.limit:
-            raise PayloadTooLarge(
-                f"The artifact exceeds {self.limit} bytes (SESSIONARY_MAX_ARTIFACT_BYTES); "
-                "nothing was stored."
-            )
-        self.digest.update(piece)
-        if self.dry:
-            return
-        self.pending += piece
-        while len(self.pending) >= self.chunk_size:
-            await self._flush(self.chunk_size)
-
-    async def _flush(self, size: int) -> None:
-        data = bytes(self.pending[:size])
-        await rows.write_chunk(self.connection, self.owner, self.blob_id, self.written, data)
-        del self.pending[:size]
-        self.written += 1
-
-    async def close(self, *, refs: int) -> tuple[bytes, int]:
-        """The content's sha256 and size, its bytes counted for `refs` more versions."""
-        content_hash = self.digest.digest()
-        if self.dry:
-            return content_hash, self.size
-        if self.pending:
-            await self._flush(len(self.pending))
-        kept = await rows.adopt_blob(
-            self.connection,
-            self.owner,
-            content_hash,
-            blob_id=self.blob_id,
-            size=self.size,
-            chunk_size=self.chunk_size,
-            refs=refs,
-        )
-        if kept != self.blob_id and self.written:
-            await rows.drop_chunks(self.connection, self.owner, self.blob_id)
-        return content_hash, self.size
-
-
 class ArtifactService:
     """Each public method is one unit of work, committed before it returns."""
 
-    def __init__(self, pool: DriverPool, settings: Settings) -> None:
+    def __init__(self, pool: DriverPool, settings: Settings, contents: Contents) -> None:
         self.pool = pool
         self.settings = settings
+        self.contents = contents
 
     async def save(
         self, scope: ArtifactScope, name: str, content: AsyncIterable[bytes], new: NewArtifact
@@ -168,20 +102,16 @@ class ArtifactService:
     async def _store(
         self, connection: asyncpg.Connection, scope: ArtifactScope, content: AsyncIterable[bytes]
     ) -> tuple[bytes, int]:
-        """Write `content` into chunk rows as it comes; its sha256 and size, the bytes counted
-        for one version."""
-        writer = self.writer(connection, (scope.app_name, scope.user_id))
-        async for piece in content:
-            await writer.write(piece)
-        return await writer.close(refs=1)
-
-    def writer(self, connection: asyncpg.Connection, owner: rows.Owner) -> "BlobWriter":
-        return BlobWriter(
-            connection,
-            owner,
-            chunk_size=self.settings.artifact_chunk_bytes,
-            limit=self.settings.max_artifact_bytes,
-        )
+        """Store `content` as it comes; its sha256 and size, the bytes counted for one
+        version. A failure leaves nothing of it."""
+        writer = self.contents.writer(connection, (scope.app_name, scope.user_id))
+        try:
+            async for piece in content:
+                await writer.write(piece)
+            return await writer.close(refs=1)
+        except BaseException:
+            await writer.abort()
+            raise
 
     async def import_lines(
         self,
@@ -199,14 +129,12 @@ class ArtifactService:
         owner = (key.app_name, key.user_id)
         sizes: dict[bytes, int] = {}  # each content given so far: sha256 → size
         unclaimed: set[bytes] = set()  # those no version has held yet
-        reading: tuple[bytes, BlobWriter, int] | None = None  # the content being given
+        reading: tuple[bytes, Writer, int] | None = None  # the content being given
         versions: list[StoredArtifact] = []
         last: dict[str, int] = {}
 
-        def writer() -> BlobWriter:
-            made = self.writer(connection, owner)
-            made.dry = not write
-            return made
+        def writer() -> Writer:
+            return self.contents.writer(connection, owner, dry=not write)
 
         async def content_ends() -> None:
             nonlocal reading
@@ -327,23 +255,11 @@ class ArtifactService:
             raise ArtifactNotFound(name, version, why=" (a rewind removed it)")
         return found
 
-    async def read(
+    def read(
         self, scope: ArtifactScope, found: StoredArtifact, part: ByteRange | None
     ) -> AsyncIterator[bytes]:
-        """The bytes of a version `find_content` returned (of `part` of them), a chunk at a
-        time, each read on a connection held only for it. ArtifactGone if they are deleted
-        meanwhile (never other bytes: a blob's chunks never change)."""
-        if found.blob_id is None or found.size == 0:
-            return
-        start, end = (0, found.size - 1) if part is None else (part.start, part.end)
-        owner = (scope.app_name, scope.user_id)
-        for n in range(start // found.chunk_size, end // found.chunk_size + 1):
-            async with self.pool.connection() as connection:
-                data = await rows.chunk(connection, owner, found.blob_id, n)
-            if data is None:
-                raise ArtifactGone(found.name)
-            offset = n * found.chunk_size
-            yield data[max(start - offset, 0) : end - offset + 1]
+        """The bytes of a version `find_content` returned (of `part` of them), as they come."""
+        return self.contents.read((scope.app_name, scope.user_id), found, part)
 
     async def latest(
         self, scope: ArtifactScope, page: PageRequest, *, until_seq: int | None = None
@@ -413,13 +329,15 @@ class ArtifactService:
         async with self.pool.transaction() as connection:
             if key is not None:
                 await require_session(connection, key, writable=True)
-            if not await rows.delete_name(
+            released = await rows.delete_name(
                 connection, scope.app_name, scope.user_id, session_id, name
-            ):
+            )
+            if released is None:
                 raise ArtifactNotFound(name)
             if key is not None:
                 detail = {"name": name, "deleted": True}
                 await announce(connection, Change("artifact", key, 0, detail=detail))
+        await self.contents.forget(released)
 
 
 async def _nothing() -> AsyncIterator[bytes]:

@@ -92,7 +92,7 @@ class PortabilityService:
             self.pool.connection() as connection,
             connection.transaction(isolation="repeatable_read", readonly=True),
         ):
-            async for item in _session_lines(connection, key):
+            async for item in self._session_lines(connection, key):
                 yield item
 
     async def export_all(
@@ -110,8 +110,28 @@ class PortabilityService:
             for app, user, state in users:
                 yield SharedState(app, user, state)
             async for key in rows.session_keys(connection, app_name, user_id, BATCH):
-                async for item in _session_lines(connection, key):
+                async for item in self._session_lines(connection, key):
                     yield item
+
+    async def _session_lines(
+        self, connection: asyncpg.Connection, key: SessionKey
+    ) -> AsyncIterator[ExportItem]:
+        found = await rows.header(connection, key)
+        if found is None:
+            raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+        versions = await artifact_rows.session_versions(connection, key)
+        yield replace(found, artifact_lines=format.artifact_line_count(versions))
+        async for event in rows.events(connection, key, BATCH):
+            yield event
+        given: set[bytes] = set()
+        owner = (key.app_name, key.user_id)
+        for version in versions:
+            content_hash = version.content_hash
+            if content_hash is not None and content_hash not in given:
+                async for data in self.artifacts.contents.pieces(connection, owner, version):
+                    yield ArtifactBytes(content_hash, data)
+                given.add(content_hash)
+            yield version
 
     async def import_session(
         self,
@@ -382,30 +402,6 @@ def _different(key: SessionKey) -> SessionAlreadyExists:
         "the same export again changes nothing, a different one under a taken id is refused."
     )
     return error
-
-
-async def _session_lines(
-    connection: asyncpg.Connection, key: SessionKey
-) -> AsyncIterator[ExportItem]:
-    found = await rows.header(connection, key)
-    if found is None:
-        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-    versions = await artifact_rows.session_versions(connection, key)
-    yield replace(found, artifact_lines=format.artifact_line_count(versions))
-    async for event in rows.events(connection, key, BATCH):
-        yield event
-    given: set[bytes] = set()
-    owner = (key.app_name, key.user_id)
-    for version in versions:
-        content_hash = version.content_hash
-        if content_hash is not None and content_hash not in given and version.size:
-            assert version.blob_id is not None  # a content's blob, read in one snapshot
-            for n in range(format.pieces(version.size, version.chunk_size)):
-                data = await artifact_rows.chunk(connection, owner, version.blob_id, n)
-                assert data is not None
-                yield ArtifactBytes(content_hash, data)
-            given.add(content_hash)
-        yield version
 
 
 async def _none() -> AsyncIterator[tuple[int, Any]]:

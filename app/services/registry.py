@@ -11,6 +11,7 @@ from app.config import Settings
 from app.db import DriverPool
 from app.services.artifacts import ArtifactService
 from app.services.auth import AuthService, GrantCache
+from app.services.contents import Contents
 from app.services.context import ContextService
 from app.services.events import EventService
 from app.services.group_commit import GroupCommit
@@ -73,7 +74,7 @@ class Services:
             GroupCommit(pool, settings, lanes, routed=routed, workers=workers),
         )
         sessions = SessionService(pool, settings, events)
-        artifacts = ArtifactService(pool, settings)
+        artifacts = ArtifactService(pool, settings, Contents(pool, settings))
         return cls(
             auth=AuthService(pool, GrantCache(settings.auth_cache_seconds)),
             artifacts=artifacts,
@@ -86,7 +87,7 @@ class Services:
             pending=PendingService(pool, settings, events),
             portability=PortabilityService(pool, settings, artifacts),
             usage=UsageService(pool),
-            retention=RetentionService(pool, settings),
+            retention=RetentionService(pool, settings, artifacts.contents),
             search=SearchService(pool, settings, sharded=sharded),
             live=live,
             shared_state=SharedStateService(pool, settings),

@@ -1,5 +1,6 @@
 """Retention: expired sessions are gone at once (every statement takes them for absent) and
-deleted later, here, by one sweeper at a time across workers and replicas."""
+deleted later, here, by one sweeper at a time across workers and replicas; with them, the
+objects of the object store no artifact points at any more."""
 
 import asyncio
 import logging
@@ -10,14 +11,16 @@ from app.domain import Change
 from app.observability import SESSIONS_SWEPT
 from app.repositories import retention as retention_rows
 from app.repositories.live import announce
+from app.services.contents import Contents
 
 logger = logging.getLogger("sessionary.sweeper")
 
 
 class RetentionService:
-    def __init__(self, pool: DriverPool, settings: Settings) -> None:
+    def __init__(self, pool: DriverPool, settings: Settings, contents: Contents) -> None:
         self.pool = pool
         self.settings = settings
+        self.contents = contents
 
     async def sweep(self) -> int | None:
         """Delete every expired session, `sweep_batch` per transaction; how many, or None if
@@ -29,7 +32,9 @@ class RetentionService:
             async with lock.transaction():
                 if not await retention_rows.take_sweeper_lock(lock):
                     return None
-                return await self._sweep_batches()
+                swept = await self._sweep_batches()
+                await self.contents.sweep()
+                return swept
         finally:
             await lock.close()
 

@@ -1,6 +1,9 @@
 """Artifacts, ADK's third service: names per session (or per user), their versions, and the
 bytes the versions point at, stored once per sha256 within an app and user, in chunks.
 
+A blob's bytes are in `artifact_chunks` (`store` postgres) or, with an object store configured,
+one object named by its id (`store` s3).
+
 The chunks' bytes are stored out of line without compression (`STORAGE EXTERNAL`): artifacts
 are mostly compressed already (images, PDFs, archives), so trying costs CPU for nothing, and
 uncompressed they can be read a slice at a time.
@@ -83,9 +86,12 @@ def upgrade() -> None:
         sa.Column("size", sa.BigInteger(), nullable=False),
         sa.Column("chunk_size", sa.Integer(), nullable=False),
         sa.Column("refs", sa.BigInteger(), nullable=False),
+        sa.Column("store", sa.String(8), nullable=False, server_default="postgres"),
         _now(),
         sa.PrimaryKeyConstraint("app_name", "user_id", "content_hash", name="pk_artifact_blobs"),
     )
+    # The sweeper's: which objects of the object store a blob points at.
+    op.create_index("ix_artifact_blobs_blob_id", "artifact_blobs", ["blob_id"])
     op.create_table(
         "artifact_chunks",
         *_scope(),
