@@ -9,7 +9,9 @@ import asyncio
 import json
 import os
 import re
+import struct
 import time
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Download, Page, async_playwright, expect
 
 from app.api.explorer import ASSETS, UI
 from tests.fixtures import keys_command, start_server, stop_server
@@ -853,13 +855,283 @@ async def test_actions_are_offered_only_to_a_key_that_may_write(
     assert closed.json()["status"] == "closed"
 
 
+def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A PNG of one colour, `width` by `height` (its size tells versions apart once decoded)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
+    pixels = (b"\x00" + bytes(rgb) * width) * height
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(pixels))
+        + chunk(b"IEND", b"")
+    )
+
+
+CHART = [png(4, 3, (200, 30, 30)), png(8, 6, (30, 30, 200))]  # versions 0 and 1
+NOTES = (
+    "# Notes\n<script>window.ran = 'notes'</script> <b>not bold</b> & <i>not italic</i>\n"
+    "Smørbrød, 東京.\n"
+)
+# Uploads that would run script if the page ever rendered them.
+PAGE_HTML = (
+    b"<!doctype html><h1 id=injected>Hi</h1><script>window.ran = 'html'</script>"
+    b"<img src=x onerror=\"window.ran = 'img'\">"
+)
+LOGO_SVG = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" onload="window.ran = \'svg\'">'
+    b"<script>window.ran = 'svg script'</script><circle r='4'/></svg>"
+)
+
+
+async def save_artifact(
+    http: httpx.AsyncClient,
+    where: str,
+    name: str,
+    data: bytes,
+    mime_type: str,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    saved = await http.post(
+        f"{where}/artifacts/{name}",
+        content=data,
+        headers={"Content-Type": mime_type, **(headers or {})},
+    )
+    assert saved.status_code == 201, saved.text
+    record: dict[str, Any] = saved.json()
+    return record
+
+
+async def made(
+    http: httpx.AsyncClient, base: str, app: str, headers: dict[str, str] | None = None
+) -> str:
+    """A session `made` of alice with artifacts: a chart in two versions, notes in Markdown,
+    an HTML page and an SVG that would run script if rendered, and alice's `user:` avatar
+    (saved under the user, not the session)."""
+    created = await http.post(
+        sessions(base, app, "alice"),
+        json={"sessionId": "made", "events": [text("Draw me a chart.")]},
+        headers=headers,
+    )
+    assert created.status_code == 201, created.text
+    where = f"{sessions(base, app, 'alice')}/made"
+    for version in CHART:
+        await save_artifact(http, where, "chart.png", version, "image/png", headers)
+    await save_artifact(
+        http, where, "notes.md", NOTES.encode(), "text/markdown; charset=utf-8", headers
+    )
+    await save_artifact(http, where, "page.html", PAGE_HTML, "text/html", headers)
+    await save_artifact(http, where, "logo.svg", LOGO_SVG, "image/svg+xml", headers)
+    avatar = png(2, 2, (30, 160, 60))
+    await save_artifact(
+        http, f"{base}/apps/{app}/users/alice", "user:avatar.png", avatar, "image/png", headers
+    )
+    return f"{base}/ui#/apps/{app}/users/alice/sessions/made"
+
+
+async def saved_bytes(download: Download) -> bytes:
+    """What the browser saved."""
+    return await asyncio.to_thread(Path(await download.path()).read_bytes)
+
+
+def artifact_row(page: Page, name: str) -> Any:
+    return page.locator(f'.artifact-table tr[data-name="{name}"]')
+
+
+async def open_artifact(page: Page, name: str) -> Any:
+    """The artifacts tab, then one artifact opened below the list: its section."""
+    await page.get_by_role("tab", name="Artifacts").click()
+    await artifact_row(page, name).get_by_role("button", name=name, exact=True).click()
+    return page.get_by_role("region", name=f"Artifact {name}")
+
+
+async def nothing_ran(page: Page) -> None:
+    """No uploaded script ran, and no uploaded markup became part of the page."""
+    assert await page.evaluate("window.ran") is None
+    await expect(page.locator("#injected")).to_have_count(0)
+    await expect(page.locator("iframe, object, embed, svg")).to_have_count(0)
+
+
+async def test_a_sessions_artifacts_are_listed_with_their_newest_version(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Item: the session's artifacts and its user's `user:` ones, each with its newest
+    version, type, size and time; the live tail adds one saved meanwhile."""
+    url = await made(http, server, "arts")
+    where = f"{sessions(server, 'arts', 'alice')}/made"
+    await page.goto(url)
+    await expect(page.get_by_role("tab", name="Artifacts (5)")).to_be_visible()
+    await page.keyboard.press("a")  # the artifacts' key
+    table = page.get_by_role("table", name="Artifacts")
+    names = table.locator("tbody tr")
+    listed = await names.evaluate_all("rows => rows.map(row => row.dataset.name)")
+    assert listed == ["chart.png", "logo.svg", "notes.md", "page.html", "user:avatar.png"]
+    newest = (await http.get(f"{where}/artifacts/chart.png/versions/latest")).json()
+    chart = artifact_row(page, "chart.png")
+    await expect(chart.locator("td")).to_have_text(
+        ["1", "image/png", f"{len(CHART[1])} bytes", re.compile(r"\d"), "Download"]
+    )
+    await expect(chart.locator("time")).to_have_attribute("datetime", iso(newest["createTime"]))
+    await expect(artifact_row(page, "notes.md").locator("td.type")).to_have_text(
+        "text/markdown; charset=utf-8"
+    )
+    avatar = artifact_row(page, "user:avatar.png")
+    await expect(avatar).to_have_attribute("data-scope", "user")
+    await expect(avatar.locator(".name")).to_have_css("color", COLOURS["user"])
+    # A save announced on the live tail lists again (a save takes no version: no event says so).
+    await page.keyboard.press("t")
+    await page.get_by_role("button", name="Live tail").click()
+    await asyncio.sleep(0.5)  # as in the live tail's own test
+    await save_artifact(http, where, "zeta.csv", b"a,b\n1,2\n", "text/csv")
+    await expect(page.get_by_role("tab", name="Artifacts (6)")).to_be_visible()
+    await expect(artifact_row(page, "zeta.csv").locator("td.version")).to_have_text("0")
+
+
+async def test_an_artifacts_versions_are_listed_and_its_images_previewed(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Item: an artifact's versions, oldest first, the newest previewed; an image shown from a
+    blob: URL, decoded (its pixels are the version's)."""
+    await page.goto(await made(http, server, "versions"))
+    chart = await open_artifact(page, "chart.png")
+    versions = chart.get_by_role("list", name="Versions").locator("li")
+    await expect(versions).to_have_count(2)
+    await expect(versions.locator("button.link")).to_have_text(["version 0", "version 1"])
+    await expect(versions.nth(1)).to_have_attribute("aria-current", "true")
+    await expect(versions.nth(0)).to_contain_text(f"image/png · {len(CHART[0])} bytes")
+    image = chart.locator("img.artifact-image")
+    await expect(image).to_have_attribute("src", re.compile("^blob:"))
+    await expect(image).to_have_js_property("naturalWidth", 8)  # version 1 is 8 by 6
+    await chart.get_by_role("button", name="Preview chart.png (version 0)").click()
+    await expect(chart.get_by_role("heading", name="Preview of version 0")).to_be_visible()
+    await expect(versions.nth(0)).to_have_attribute("aria-current", "true")
+    await expect(chart.locator("img.artifact-image")).to_have_js_property("naturalWidth", 4)
+    # The user's avatar, from this session's list.
+    await chart.get_by_role("button", name="Close the artifact").click()
+    avatar = await open_artifact(page, "user:avatar.png")
+    await expect(avatar).to_contain_text("the user's: every session of the user sees it")
+    await expect(avatar.locator("img.artifact-image")).to_have_js_property("naturalWidth", 2)
+    await nothing_ran(page)
+
+
+async def test_text_is_previewed_as_text_escaped_and_cut_to_its_first_bytes(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Item: text/* and JSON shown as text, never as markup, a long one cut to its first 64
+    KiB (fetched so: a Range), and ADK's text part as text."""
+    url = await made(http, server, "texts")
+    where = f"{sessions(server, 'texts', 'alice')}/made"
+    big = ("line of the log\n" * 8000).encode()  # 128,000 bytes
+    await save_artifact(http, where, "run.log", big, "text/plain")
+    await save_artifact(
+        http, where, "data.json", b'{"city":"Oslo","days":[1,2]}', "application/json"
+    )
+    part = {"filename": "said.txt", "artifact": {"text": "Said as a <Part>."}}
+    assert (await http.post(f"{where}/artifacts", json=part)).status_code == 201
+    await page.goto(url)
+    notes = await open_artifact(page, "notes.md")
+    shown = notes.locator("pre.artifact-text")
+    await expect(shown).to_be_visible()
+    assert await shown.evaluate("pre => pre.textContent") == NOTES  # every character, as text
+    await expect(shown.locator("*")).to_have_count(0)  # no element came from the upload
+    data = await open_artifact(page, "data.json")
+    assert await data.locator("pre.artifact-text").evaluate("pre => pre.textContent") == (
+        '{\n  "city": "Oslo",\n  "days": [\n    1,\n    2\n  ]\n}'
+    )
+    said = await open_artifact(page, "said.txt")
+    await expect(said.locator("pre.artifact-text")).to_have_text("Said as a <Part>.")
+    await expect(said).to_contain_text("text (a Part's text)")
+    log = await open_artifact(page, "run.log")
+    await expect(log.locator(".cut")).to_have_text(
+        "The first 64 KiB of 125 KiB: download it for the whole."
+    )
+    cut = await log.locator("pre.artifact-text").evaluate("pre => pre.textContent")
+    assert cut == big[: 64 * 1024].decode()
+    await nothing_ran(page)
+
+
+async def test_html_and_svg_are_never_rendered_only_downloaded(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Item: an HTML page and an SVG, which would run script if rendered, get no preview at
+    all (not even as text): a download only; and nothing of them runs."""
+    await page.goto(await made(http, server, "unsafe"))
+    for name, kind in (("page.html", "text/html"), ("logo.svg", "image/svg+xml")):
+        opened = await open_artifact(page, name)
+        preview = opened.locator(".artifact-preview")
+        await expect(preview).to_have_text(re.compile(f"^No preview of {re.escape(kind)}"))
+        await expect(preview.locator("img, pre, iframe")).to_have_count(0)
+        await expect(
+            opened.get_by_role("button", name=f"Download {name} (version 0)")
+        ).to_have_count(2)
+        await nothing_ran(page)
+
+
+async def test_a_download_is_the_versions_bytes_saved_as_a_file(
+    server: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    """Item: Download saves the version's bytes under its name, the page staying where it is
+    (nothing is opened, an HTML page included); an older version downloads as itself."""
+    url = await made(http, server, "downloads")
+    await page.goto(url)
+    await page.get_by_role("tab", name="Artifacts").click()
+    row = artifact_row(page, "page.html")
+    async with page.expect_download() as started:
+        await row.get_by_role("button", name="Download page.html (version 0)").click()
+    download = await started.value
+    assert download.suggested_filename == "page.html"
+    assert await saved_bytes(download) == PAGE_HTML
+    assert page.url == url
+    await nothing_ran(page)
+    chart = await open_artifact(page, "chart.png")
+    first = chart.get_by_role("list", name="Versions").locator("li").first
+    async with page.expect_download() as started:
+        await first.get_by_role("button", name="Download chart.png (version 0)").click()
+    download = await started.value
+    assert download.suggested_filename == "chart.png"
+    assert await saved_bytes(download) == CHART[0]
+
+
+async def test_with_keys_on_previews_and_downloads_use_the_pages_key(
+    secured: tuple[str, str, str], page: Page, http: httpx.AsyncClient
+) -> None:
+    """The bytes are fetched with the key entered in the page, as everything is: a plain
+    link or an <img src> to the API would be refused without it."""
+    base, admin, other = secured
+    url = await made(http, base, "other", headers={"Authorization": f"Bearer {admin}"})
+    unkeyed = await http.get(f"{sessions(base, 'other', 'alice')}/made/artifacts/chart.png")
+    assert unkeyed.status_code == 401
+    await page.goto(f"{base}/ui")
+    await page.get_by_label("Key").fill(other)
+    await page.get_by_role("button", name="Use this key").click()
+    await page.goto(url)
+    chart = await open_artifact(page, "chart.png")
+    await expect(chart.locator("img.artifact-image")).to_have_js_property("naturalWidth", 8)
+    async with page.expect_download() as started:
+        await (
+            artifact_row(page, "chart.png")
+            .get_by_role("button", name="Download chart.png (version 1)")
+            .click()
+        )
+    assert await saved_bytes(await started.value) == CHART[1]
+    notes = await open_artifact(page, "notes.md")
+    assert await notes.locator("pre.artifact-text").evaluate("pre => pre.textContent") == NOTES
+
+
 async def test_the_page_and_its_assets_are_served_with_a_strict_policy(
     client: httpx.AsyncClient,
 ) -> None:
     page = await client.get("/ui")
     assert page.status_code == 200
     assert page.headers["content-type"] == "text/html; charset=utf-8"
-    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+    policy = page.headers["content-security-policy"]
+    assert policy.startswith("default-src 'self'")
+    # Images from blob: URLs (an artifact's preview); scripts from the page's own files only.
+    assert "img-src 'self' data: blob:;" in policy and "script-src" not in policy
     assert "/ui/explorer.js" in page.text and "/ui/explorer.css" in page.text
     for asset, kind in ASSETS.items():
         served = await client.get(f"/ui/{asset}")

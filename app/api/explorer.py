@@ -25,11 +25,15 @@ ASSETS = {
     "timeline.js": JS,
     "events.js": JS,
     "context.js": JS,
+    "artifacts.js": JS,
     "lineage.js": JS,
     "actions.js": JS,
 }
+# Images may come from blob: URLs too: an artifact's preview, its bytes fetched with the key
+# (an <img> decodes pixels only; nothing uploaded is ever run as a page or script).
 HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; "
+    "frame-ancestors 'none'",
     "Cache-Control": "no-cache",
 }
 

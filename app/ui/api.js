@@ -54,6 +54,30 @@ export async function send(method, address, body, version) {
   }));
 }
 
+/** An artifact's content (`GET …/artifacts/{name}`), fetched with the key as everything is:
+ * `{blob, type, size}`, `size` the whole content's even when `first` asked for its first bytes
+ * only (a `Range`). A reference stored elsewhere (the API's 303 to its URI) is not followed. */
+export async function artifactContent(address, query, first) {
+  const extra = first ? { Range: `bytes=0-${first - 1}` } : {};
+  const response = await fetch(url(address, query), { headers: headers(extra), redirect: "manual" });
+  if (response.type === "opaqueredirect") {
+    throw new ApiError(303, { title: "Stored elsewhere", detail: "a reference to content kept outside Sessionary." });
+  }
+  if (!response.ok) await answer(response); // throws the problem
+  const whole = response.headers.get("Content-Range")?.split("/")[1];
+  return {
+    blob: await response.blob(),
+    type: response.headers.get("Content-Type") || "",
+    size: Number(whole ?? response.headers.get("Content-Length")),
+  };
+}
+
+/** `/…/artifacts/reports/q1.pdf`: an artifact's name in a path, its `/` kept (the API takes
+ * each segment percent-encoded, never an encoded `/`). */
+export function artifactPath(here, name, ...rest) {
+  return `${here}/artifacts/${name.split("/").map(encodeURIComponent).join("/")}${rest.join("")}`;
+}
+
 export function sessionPath(app, user, id, ...rest) {
   return path("apps", app, "users", user, "sessions", id) + rest.join("");
 }

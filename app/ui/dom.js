@@ -98,6 +98,21 @@ export function duration(seconds) {
   return `${Math.floor(minutes / 60)} h${minutes % 60 ? ` ${minutes % 60} min` : ""}`;
 }
 
+const BYTE_UNITS = ["KiB", "MiB", "GiB", "TiB"];
+const oneDecimal = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+
+/** A size: "1 byte", "512 bytes", "12.3 KiB", "4 MiB". */
+export function size(count) {
+  if (!(count >= 1024)) return plural(count, "byte");
+  let value = count;
+  let unit = -1;
+  while (value >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${oneDecimal.format(value)} ${BYTE_UNITS[unit]}`;
+}
+
 /** JSON on one line, cut at `max` characters. */
 export function json(value, max = 300) {
   const text = JSON.stringify(value) ?? String(value);

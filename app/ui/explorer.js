@@ -4,7 +4,7 @@
 // #/apps/A/users/U (sessions), #/apps/A/users/U/sessions/S (a session: session.js).
 //
 // Modules: dom.js (elements, times, counts), api.js (the API, the key, the event stream),
-// session.js with timeline.js, events.js, context.js, lineage.js and actions.js.
+// session.js with timeline.js, events.js, context.js, artifacts.js, lineage.js and actions.js.
 
 import { KEY, api, hooks } from "/ui/api.js";
 import { crumbs, failure, h, hashOf, link, path, plural, relativeTime, show, view } from "/ui/dom.js";
@@ -256,6 +256,7 @@ document.addEventListener("keydown", (pressed) => {
     g: () => view.querySelector("form.jump-to input")?.focus(),
     t: () => view.querySelector("#tab-timeline")?.click(),
     c: () => view.querySelector("#tab-context")?.click(),
+    a: () => view.querySelector("#tab-artifacts")?.click(),
     o: () => {
       const group = focused(".invocation > details");
       if (!group) return;

@@ -1,9 +1,10 @@
 // A session: its facts (times that say which is which, events, usage), its timeline (a
 // window of events by invocation, newest first, with a jump to any seq or time and the live
-// tail on top), its context view, its state by scope, its lineage, the detail of one event,
-// and, for a key that may write it, the operator's actions.
+// tail on top), its context view, its artifacts, its state by scope, its lineage, the detail
+// of one event, and, for a key that may write it, the operator's actions.
 
 import { actionsMenu, forkDialog } from "/ui/actions.js";
+import { artifactsPanel } from "/ui/artifacts.js";
 import { api, callsOf, findResponse, mayWrite, responsesOf, sessionPath, tail } from "/ui/api.js";
 import { contextPanel, usageLine } from "/ui/context.js";
 import { crumbs, failure, h, hashOf, link, plural, scopes, show, stamp } from "/ui/dom.js";
@@ -85,12 +86,16 @@ export async function sessionView(app, user, id, query, route) {
     reload: route,
   };
 
-  // --- The timeline, the context view, and their tabs -----------------------------------------
+  // --- The timeline, the context view, the artifacts, and their tabs ---------------------------
   const events = timeline(page, { descending });
   const context = contextPanel(page);
+  const artifacts = artifactsPanel(page, { counted: (count, more) => {
+    tabs.artifacts.button.textContent = `Artifacts (${count}${more ? "+" : ""})`;
+  } });
   const tabs = {
     timeline: { label: "Timeline", panel: h("div", { id: "panel-timeline", role: "tabpanel", "aria-labelledby": "tab-timeline" }) },
     context: { label: "Context", panel: h("div", { id: "panel-context", role: "tabpanel", "aria-labelledby": "tab-context", hidden: true }, context.element) },
+    artifacts: { label: "Artifacts", panel: h("div", { id: "panel-artifacts", role: "tabpanel", "aria-labelledby": "tab-artifacts", hidden: true }, artifacts.element) },
   };
   for (const [name, tab] of Object.entries(tabs)) {
     tab.button = h("button", { type: "button", role: "tab", id: `tab-${name}`, "aria-controls": `panel-${name}`,
@@ -144,6 +149,8 @@ export async function sessionView(app, user, id, query, route) {
         page.version = Math.max(page.version, data?.version ?? 0);
         liveStatus.replaceChildren(h("p", { class: "notice" }, "Events were removed or rewritten meanwhile. ",
           h("button", { type: "button", onclick: route }, "Reload")));
+      } else if (kind === "artifact") {
+        artifacts.reload(); // saved or deleted: a save takes no version, so no event says so
       } else if (kind === "closed" || kind === "deleted") {
         liveStatus.replaceChildren(h("p", { class: "notice" }, `The session was ${kind}.`));
       }
@@ -205,12 +212,13 @@ export async function sessionView(app, user, id, query, route) {
     facts,
     h("div", { class: "columns" },
       h("div", { class: "main" },
-        h("div", { class: "tabs", role: "tablist", "aria-label": "Views" }, tabs.timeline.button, tabs.context.button),
-        tabs.timeline.panel, tabs.context.panel),
+        h("div", { class: "tabs", role: "tablist", "aria-label": "Views" }, Object.values(tabs).map((tab) => tab.button)),
+        Object.values(tabs).map((tab) => tab.panel)),
       h("aside", {}, detailSlot,
         h("section", { class: "state panel", "aria-label": "State" }, h("h2", {}, "State"), scopes(session.state)),
         lineagePanel(page, ancestors.sessions, children.sessions))));
 
+  artifacts.load(); // beside the events: its count goes on its tab
   const seq = Number(query.get("seq"));
   await events.open(seq || null);
   if (seq) await events.jumpTo(seq);
