@@ -31,7 +31,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic.alias_generators import to_camel
 
 from app import mcp_http, mcp_text, workers
-from app.limits import ID_LENGTH
+from app.limits import ARTIFACT_NAME_BYTES, ID_LENGTH
 from app.rules.context import estimate_tokens
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -41,7 +41,8 @@ said, what the agent answered, its tool calls and their results) with the sessio
 Sessions belong to an app and, within it, to a user. Use recall for what the user's memory
 holds (earlier sessions added to it, memories kept), search to find where something was said,
 get_session or list_events to read a session, get_context for what a model should see next
-within a token budget, and append_note to leave a note in a session for later turns.
+within a token budget, list_artifacts and read_artifact for the files a session saved, and
+append_note to leave a note in a session for later turns.
 Results are compact text (`#seq time author: text`, times in UTC), with the API's JSON as
 structured content; a refusal comes back as an error naming its code."""
 # How many sessions' last written versions are remembered (read-your-writes, below).
@@ -91,38 +92,75 @@ class Api:
         query = {name: value for name, value in (params or {}).items() if value is not None}
         if session is not None and method == "GET" and session in self.written:
             query["minVersion"] = self.written[session]
-        headers = {}
-        authorization = self.authorization(ctx)
-        if authorization is not None:
-            headers["Authorization"] = authorization
         try:
             response = await self.http.request(
-                method, where, params=query, json=body, headers=headers
+                method, where, params=query, json=body, headers=self.headers(ctx)
             )
-        except httpx.InvalidURL as error:
-            # httpx refuses a URL over 64 KiB before sending it: an argument too long to send.
-            detail = f"the arguments are too long for one request ({error}); shorten them."
-            return refusal({"code": "validation_error", "detail": detail})
-        except httpx.TransportError as error:
-            reason = str(error) or type(error).__name__
-            return refusal(
-                {
-                    "code": "api_unreachable",
-                    "detail": f"cannot reach Sessionary at {self.http.base_url}: {reason}; "
-                    "check that it is running there.",
-                }
-            )
+        except (httpx.InvalidURL, httpx.TransportError) as error:
+            return self.unsent(error)
         try:
             answer = response.json()
         except ValueError:
             answer = None
         if response.is_error or not isinstance(answer, dict):
-            if not isinstance(answer, dict) or "code" not in answer:
-                answer = {"code": "http_error", "detail": response.text[:500]}
-            return refusal({"status": response.status_code, **answer})
+            return refused(response, answer)
         if session is not None and method != "GET" and "etag" in response.headers:
             self.remember(session, int(response.headers["etag"].strip('"')))
         return answer
+
+    async def read(
+        self, ctx: "Ctx", where: str, *, params: dict[str, Any], first: int
+    ) -> "Content | CallToolResult":
+        """The first `first` bytes of a content the API serves (an artifact's download): asked
+        for with a `Range`, and the stream left there whatever comes, so that a large
+        artifact is never read whole."""
+        headers = self.headers(ctx, {"Range": f"bytes=0-{first - 1}"})
+        data = bytearray()
+        try:
+            async with self.http.stream("GET", where, params=params, headers=headers) as response:
+                if response.status_code == httpx.codes.REQUESTED_RANGE_NOT_SATISFIABLE:
+                    return Content(b"", None, 0)  # empty: it has no first byte
+                if response.is_redirect:  # a reference the API does not follow
+                    return Content(b"", None, 0, response.headers["location"])
+                if response.is_error:
+                    await response.aread()
+                    try:
+                        answer = response.json()
+                    except ValueError:
+                        answer = None
+                    return refused(response, answer)
+                async for chunk in response.aiter_bytes():
+                    data += chunk
+                    if len(data) >= first:
+                        break
+        except (httpx.InvalidURL, httpx.TransportError) as error:
+            return self.unsent(error)
+        whole = response.headers.get("content-range", "").rpartition("/")[2]
+        length = response.headers.get("content-length", "")
+        size = int(whole) if whole.isdigit() else int(length) if length.isdigit() else len(data)
+        return Content(bytes(data[:first]), response.headers.get("content-type"), size)
+
+    def headers(self, ctx: "Ctx", extra: dict[str, str] | None = None) -> dict[str, str]:
+        headers = dict(extra or {})
+        authorization = self.authorization(ctx)
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        return headers
+
+    def unsent(self, error: httpx.InvalidURL | httpx.TransportError) -> CallToolResult:
+        """A request that never reached the API, as a tool error."""
+        if isinstance(error, httpx.InvalidURL):
+            # httpx refuses a URL over 64 KiB before sending it: an argument too long to send.
+            detail = f"the arguments are too long for one request ({error}); shorten them."
+            return refusal({"code": "validation_error", "detail": detail})
+        reason = str(error) or type(error).__name__
+        return refusal(
+            {
+                "code": "api_unreachable",
+                "detail": f"cannot reach Sessionary at {self.http.base_url}: {reason}; "
+                "check that it is running there.",
+            }
+        )
 
     def authorization(self, ctx: "Ctx") -> str | None:
         """The MCP client's own `Authorization` (streamable HTTP only), else the key this
@@ -137,6 +175,17 @@ class Api:
         self.written[session] = version
         if len(self.written) > REMEMBERED:
             del self.written[next(iter(self.written))]
+
+
+@dataclass
+class Content:
+    """The first bytes of a content the API served, its media type and its whole size; or,
+    for a reference the API answered with its URI (303), where the content is."""
+
+    data: bytes
+    media_type: str | None
+    size: int
+    location: str | None = None
 
 
 Ctx = Context[Api, Any]
@@ -155,6 +204,13 @@ def refusal(problem: dict[str, Any]) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=problem, is_error=True
     )
+
+
+def refused(response: httpx.Response, answer: Any) -> CallToolResult:
+    """An error answer of the API: its problem, or its status and the start of its body."""
+    if not isinstance(answer, dict) or "code" not in answer:
+        answer = {"code": "http_error", "detail": response.text[:500]}
+    return refusal({"status": response.status_code, **answer})
 
 
 def shown(answer: dict[str, Any], text: str) -> CallToolResult:
@@ -285,6 +341,59 @@ class ContextView(Answer):
         description="The first seq shown when older events were left out; else null."
     )
     over_budget: bool = Field(description="Even the newest events do not fit: shown anyway.")
+
+
+class Artifact(Answer):
+    """One version of an artifact (a file a session saved): its record, not its content."""
+
+    name: str = Field(description="Its name; a `user:` name is the user's, seen by each session.")
+    version: int = Field(description="0 for the first save of the name, then 1, 2, …")
+    mime_type: str | None = Field(description="Its media type.")
+    kind: str = Field(description="`bytes`, `text` (a `Part`'s text) or `reference` (a URI).")
+    size: int = Field(description="Its content's length in bytes (0 for a reference).")
+    create_time: float = Field(description="When it was saved (epoch seconds).")
+
+
+class ArtifactPage(Answer):
+    artifacts: list[Artifact] = Field(description="The newest version of each name, by name.")
+    next_page_token: NextPageToken
+
+
+class ArtifactRead(Answer):
+    """A version's record and, for text, its content as far as the budget goes."""
+
+    artifact: Artifact
+    text: str | None = Field(
+        description="Its content, as text, as much as the budget holds; null when it is not "
+        "read (not text, stored elsewhere, or ADK's removal marker)."
+    )
+    truncated: bool = Field(description="`text` is the start of the content only.")
+
+
+def no_step(name: str) -> str:
+    """An artifact name without `.` or `..` segments: a URL resolves them (`a/../b` is `b`),
+    so another artifact, or another route, would answer."""
+    if any(segment in (".", "..") for segment in name.split("/")):
+        raise ValueError(f"`{name}` has a `.` or `..` segment: it names a step of a path")
+    return name
+
+
+ArtifactName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=ARTIFACT_NAME_BYTES,
+        description="The artifact's name as list_artifacts shows it (`/` separates folders).",
+    ),
+    AfterValidator(no_step),
+]
+
+
+def artifact_path(app: str, user: str, session_id: str, name: str) -> str:
+    """An artifact's API path: each segment of its name quoted, its `/` kept (the API takes a
+    name's segments so, never an encoded `/`)."""
+    where = path("apps", app, "users", user, "sessions", session_id, "artifacts")
+    return f"{where}/{quote(name, safe='/')}"
 
 
 async def list_sessions(
@@ -454,6 +563,77 @@ async def append_note(
     )
 
 
+async def list_artifacts(
+    ctx: Ctx,
+    app: App,
+    user: User,
+    session_id: SessionId,
+    page_size: PageSize = 50,
+    page_token: PageToken = None,
+) -> Annotated[CallToolResult, ArtifactPage]:
+    """List a session's artifacts (the files its agents saved: reports, images, data) and
+    the user's `user:` ones, by name, one line each: name, newest version, media type, size.
+    Read a text one with read_artifact; a `page_token` at the end gives the next page."""
+    where = path("apps", app, "users", user, "sessions", session_id, "artifacts")
+    params = {"pageSize": page_size, "pageToken": page_token}
+    return await api(ctx).call(ctx, mcp_text.artifact_page, "GET", where, params=params)
+
+
+async def read_artifact(
+    ctx: Ctx,
+    app: App,
+    user: User,
+    session_id: SessionId,
+    name: ArtifactName,
+    version: Annotated[
+        int | None, Field(ge=0, description="Which version; the newest when omitted.")
+    ] = None,
+    token_budget: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=1_000_000,
+            description="The most tokens the answer may hold (estimated: UTF-8 bytes / 4).",
+        ),
+    ] = 1000,
+) -> Annotated[CallToolResult, ArtifactRead]:
+    """Read a text artifact of a session (text, Markdown, CSV, JSON, XML, YAML) within a
+    token budget: a line saying what it is, then its content, cut short when it does not fit,
+    saying how many bytes are left out. Any other artifact (an image, a PDF, an archive)
+    answers what it is and how big, never its bytes."""
+    where = artifact_path(app, user, session_id, name)
+    which = "latest" if version is None else str(version)
+    record = await api(ctx).fetch(ctx, "GET", f"{where}/versions/{which}")
+    if isinstance(record, CallToolResult):
+        return record
+    why = None
+    if mcp_text.removed(record):
+        why = mcp_text.ABSENT  # its download is a 404, as ADK loads it: absent
+    elif record["kind"] == "reference":
+        # An `artifact://` URI the API follows to another version; any other is elsewhere.
+        if not str(record.get("fileUri")).startswith("artifact://"):
+            why = mcp_text.ELSEWHERE
+    elif not mcp_text.is_text(record.get("mimeType")):
+        why = mcp_text.NOT_TEXT
+    if why is None:
+        # The estimate is UTF-8 bytes / 4: no more than budget * 4 bytes can be shown.
+        params = {"version": record["version"]}
+        got = await api(ctx).read(ctx, where, params=params, first=token_budget * 4)
+        if isinstance(got, CallToolResult):
+            return got
+        if got.location is not None:
+            why = mcp_text.ELSEWHERE
+        elif not mcp_text.is_text(got.media_type):
+            why = mcp_text.NOT_TEXT
+        else:
+            said, content, cut = mcp_text.artifact_text(
+                record, got.data, got.size, got.media_type, token_budget
+            )
+            return shown({"artifact": record, "text": content, "truncated": cut}, said)
+    answer = {"artifact": record, "text": None, "truncated": False}
+    return shown(answer, mcp_text.artifact_unread(record, why, token_budget))
+
+
 # Memory as `sessionary_client.adk.SessionaryMemoryService` keeps it: each user's memory
 # session, whose state says how far each remembered session goes.
 MEMORY_SESSION = "memory"
@@ -560,6 +740,8 @@ READS: tuple[Tool, ...] = (
     search,
     get_context,
     recall,
+    list_artifacts,
+    read_artifact,
 )
 WRITES: tuple[Tool, ...] = (append_note,)
 
@@ -613,7 +795,7 @@ def misfits(error: ValidationError) -> str:
 
 
 def build(url: str, key: str | None, app: str | None = None, user: str | None = None) -> Server:
-    """The MCP server: the seven tools, calling the API at `url`."""
+    """The MCP server: the nine tools, calling the API at `url`."""
 
     @asynccontextmanager
     async def connect(_: MCPServer[Api]) -> AsyncIterator[Api]:

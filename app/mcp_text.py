@@ -6,6 +6,7 @@ who said what, when (readable times), the calls made and their results, a sessio
 where they say something. The JSON goes beside it, as the result's structured content.
 """
 
+import codecs
 import html
 import json
 import re
@@ -181,3 +182,108 @@ def _cut(line: str, budget: int) -> str:
     """The start of the line, with `…`, within the budget."""
     room = budget * 4 - len("…".encode())
     return line.encode()[: max(room, 0)].decode(errors="ignore") + "…"
+
+
+# --- Artifacts ----------------------------------------------------------------------------
+
+# Media types read as text besides `text/*`: what a model reads as it is (JSON, XML, YAML).
+_TEXT_TYPES = frozenset({"application/json", "application/xml", "application/yaml"})
+_BYTE_UNITS = ("KiB", "MiB", "GiB", "TiB")
+
+
+def essence(mime_type: str | None) -> str:
+    """A media type without its parameters, in lower case: `text/plain; charset=utf-8` →
+    `text/plain`."""
+    return (mime_type or "").split(";")[0].strip().lower()
+
+
+def is_text(mime_type: str | None) -> bool:
+    """Whether content of this type reads as text."""
+    kind = essence(mime_type)
+    return kind.startswith("text/") or kind in _TEXT_TYPES or kind.endswith(("+json", "+xml"))
+
+
+def charset(mime_type: str | None) -> str:
+    """The type's `charset`, when Python knows it; else UTF-8 (an artifact's text is stored
+    so)."""
+    found = re.search(r";\s*charset=\"?([^\";\s]+)", mime_type or "", re.IGNORECASE)
+    try:
+        return codecs.lookup(found[1]).name if found else "utf-8"
+    except LookupError:
+        return "utf-8"
+
+
+def size(count: int) -> str:
+    """`1 byte`, `74 bytes`, `1.2 KiB`, `3 MiB`."""
+    if count < 1024:
+        return f"{count} byte{'' if count == 1 else 's'}"
+    value = float(count)
+    for unit in _BYTE_UNITS:
+        value /= 1024
+        if value < 1024 or unit == _BYTE_UNITS[-1]:
+            break
+    return f"{value:.1f}".removesuffix(".0") + f" {unit}"
+
+
+def removed(record: dict[str, Any]) -> bool:
+    """ADK's rewind marker: an empty `application/octet-stream` version, which reads as absent."""
+    return (
+        record.get("kind") == "bytes"
+        and record.get("size") == 0
+        and essence(record.get("mimeType")) == "application/octet-stream"
+    )
+
+
+def artifact(record: dict[str, Any]) -> str:
+    """An artifact's version in a few words: `chart.png v1 image/png 74 bytes`."""
+    said = f"{record['name']} v{record['version']}"
+    if removed(record):
+        return f"{said} removed"
+    if record.get("kind") == "reference":
+        kind = f" ({record['mimeType']})" if record.get("mimeType") else ""
+        return f"{said} reference to {record.get('fileUri')}{kind}"
+    return f"{said} {record.get('mimeType') or 'untyped'} {size(record['size'])}"
+
+
+def artifact_page(answer: dict[str, Any]) -> str:
+    return "\n".join([artifact(one) for one in answer["artifacts"]] + _next(answer)) or (
+        "no artifacts"
+    )
+
+
+# Why an artifact's content is not read.
+NOT_TEXT = "not text: its content is not shown"
+ELSEWHERE = "stored elsewhere: not read here"
+ABSENT = "ADK's rewind marker: it reads as absent"
+
+
+def artifact_unread(record: dict[str, Any], why: str, budget: int) -> str:
+    """What an artifact whose content is not read is, and why, within `budget` tokens."""
+    return _within(f"{artifact(record)}: {why}", budget)
+
+
+def artifact_text(
+    record: dict[str, Any], data: bytes, whole: int, media_type: str | None, budget: int
+) -> tuple[str, str, bool]:
+    """A text artifact within `budget` tokens, the text itself counted: what it is, then its
+    content (`data`, the first bytes of `whole`, decoded as `media_type` says), cut short with
+    how many bytes are left out when it does not fit. Answers the text, the content it shows
+    and whether that is cut."""
+    head = f"{artifact(record)}:"
+    encoding = charset(media_type)
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    # A character the read cut in two is left out: the rest of it was not read.
+    content = decoder.decode(data, final=len(data) >= whole)
+    if len(data) >= whole and tokens(f"{head}\n{content}") <= budget:
+        return f"{head}\n{content}", content, False
+    marker = f"…({whole} more bytes)"  # the longest it can be: every byte left out
+    room = budget * 4 - len(f"{head}\n".encode()) - len(marker.encode())
+    if room < 0:  # not even what it is fits: that, cut short
+        return _cut(head, budget), "", whole > 0
+    shown = content.encode()[:room].decode(errors="ignore")
+    left = max(whole - len(shown.encode(encoding, errors="replace")), 0)
+    return f"{head}\n{shown}…({left} more bytes)", shown, True
+
+
+def _within(line: str, budget: int) -> str:
+    return line if tokens(line) <= budget else _cut(line, budget)

@@ -53,6 +53,8 @@ TOOLS = {
     "get_context",
     "append_note",
     "recall",
+    "list_artifacts",
+    "read_artifact",
 }
 
 
@@ -582,6 +584,126 @@ def create_session(api: Api, user: str, session_id: str) -> None:
     assert created.status_code == 201, created.text
 
 
+def save_artifact(api: Api, where: str, name: str, data: bytes, mime_type: str) -> dict[str, Any]:
+    """An upload to `…/users/{where}/artifacts/{name}` of NOTES_APP (`where`: a user, or
+    `user/sessions/id`)."""
+    saved = httpx.post(
+        f"{api.url}/apps/{NOTES_APP}/users/{where}/artifacts/{name}",
+        content=data,
+        headers={**bearer(api.admin), "Content-Type": mime_type},
+    )
+    assert saved.status_code == 201, saved.text
+    record: dict[str, Any] = saved.json()
+    return record
+
+
+def save_part(api: Api, where: str, name: str, part: dict[str, Any]) -> None:
+    """A save of ADK's JSON form, a `Part`, to `…/users/{where}/artifacts` of NOTES_APP."""
+    saved = httpx.post(
+        f"{api.url}/apps/{NOTES_APP}/users/{where}/artifacts",
+        json={"filename": name, "artifact": part},
+        headers=bearer(api.admin),
+    )
+    assert saved.status_code == 201, saved.text
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))  # what an image's bytes look like: not text
+REPORT = "# Q1\nSales rose in Oslo (+12 %) and Bergen; Trondheim held. Smørbrød sold best.\n" * 40
+
+
+async def test_artifacts_are_listed_and_text_read_within_a_budget(api: Api) -> None:
+    """A session's artifacts in a line each; a text one read whole or cut within the budget,
+    an older version, a folder name, a `user:` name; anything else said, never its bytes."""
+    base = "gus/sessions/files"
+    create_session(api, "gus", "files")
+    first = save_artifact(api, base, "report.md", b"# Draft\n", "text/markdown")
+    save_artifact(api, base, "report.md", REPORT.encode(), "text/markdown; charset=utf-8")
+    save_artifact(api, base, "chart.png", PNG, "image/png")
+    save_artifact(api, base, "data/rows.json", b'{"rows":[1,2]}', "application/json")
+    save_artifact(api, base, "old.txt", b"", "application/octet-stream")  # ADK's removal marker
+    save_artifact(api, "gus", "user:prefs.txt", "Celsius, ✓".encode(), "text/plain")
+    elsewhere = {"fileUri": "gs://bucket/q1.csv", "mimeType": "text/csv"}
+    save_part(api, base, "elsewhere.csv", {"fileData": elsewhere})
+    save_part(api, base, "draft", {"fileData": {"fileUri": first["canonicalUri"]}})
+    save_part(api, base, "said.txt", {"text": "A Part's text."})
+    where = {"app": NOTES_APP, "user": "gus", "session_id": "files"}
+    async with over_stdio("--url", api.url, "--api-key", api.admin) as mcp:
+        listed, shown = await answered(mcp, "list_artifacts", **where)
+        assert shown.splitlines() == [
+            "chart.png v0 image/png 72 bytes",
+            "data/rows.json v0 application/json 14 bytes",
+            "draft v0 reference to " + first["canonicalUri"],
+            "elsewhere.csv v0 reference to gs://bucket/q1.csv (text/csv)",
+            "old.txt v0 removed",
+            "report.md v1 text/markdown; charset=utf-8 3.2 KiB",
+            "said.txt v0 text/plain 14 bytes",
+            "user:prefs.txt v0 text/plain 12 bytes",
+        ]
+        assert [a["name"] for a in listed["artifacts"]][-1] == "user:prefs.txt"
+        paged = await call(mcp, "list_artifacts", **where, page_size=2)
+        assert paged["nextPageToken"]
+        _, more = await answered(
+            mcp, "list_artifacts", **where, page_size=2, page_token=paged["nextPageToken"]
+        )
+        assert more.startswith("draft v0")
+
+        # Text, whole when it fits.
+        whole, text_of = await answered(
+            mcp, "read_artifact", **where, name="report.md", token_budget=5000
+        )
+        assert text_of == f"report.md v1 text/markdown; charset=utf-8 3.2 KiB:\n{REPORT}"
+        assert (whole["text"], whole["truncated"]) == (REPORT, False)
+        assert whole["artifact"]["version"] == 1
+        # Cut within the budget, saying how much is left out.
+        for budget in (1, 5, 20, 100, 500):
+            cut, text_of = await answered(
+                mcp, "read_artifact", **where, name="report.md", token_budget=budget
+            )
+            assert tokens_of(text_of) <= budget, (budget, text_of)
+            assert cut["truncated"] is True
+            assert REPORT.startswith(cut["text"])
+            if budget >= 20:
+                left = len(REPORT.encode()) - len(cut["text"].encode())
+                assert text_of.endswith(f"…({left} more bytes)"), text_of
+        # An older version, a folder's, the user's, a Part's text, and one by reference.
+        draft = await call(mcp, "read_artifact", **where, name="report.md", version=0)
+        assert draft["text"] == "# Draft\n"
+        assert (await call(mcp, "read_artifact", **where, name="data/rows.json"))["text"] == (
+            '{"rows":[1,2]}'
+        )
+        _, prefs = await answered(mcp, "read_artifact", **where, name="user:prefs.txt")
+        assert prefs == "user:prefs.txt v0 text/plain 12 bytes:\nCelsius, ✓"
+        assert (await call(mcp, "read_artifact", **where, name="said.txt"))["text"] == (
+            "A Part's text."
+        )
+        assert (await call(mcp, "read_artifact", **where, name="draft"))["text"] == "# Draft\n"
+
+        # Anything else: what it is and how big, never its bytes.
+        image, text_of = await answered(mcp, "read_artifact", **where, name="chart.png")
+        assert text_of == "chart.png v0 image/png 72 bytes: not text: its content is not shown"
+        assert (image["text"], image["artifact"]["size"]) == (None, 72)
+        _, text_of = await answered(mcp, "read_artifact", **where, name="elsewhere.csv")
+        assert text_of.endswith("(text/csv): stored elsewhere: not read here")
+        _, text_of = await answered(mcp, "read_artifact", **where, name="old.txt")
+        assert text_of == "old.txt v0 removed: ADK's rewind marker: it reads as absent"
+
+        # Refusals: the API's, and a name that would step out of its path, before any request.
+        missing = await refused(mcp, "read_artifact", **where, name="nope.md")
+        assert (missing["code"], missing["status"]) == ("artifact_not_found", 404)
+        assert (await refused(mcp, "read_artifact", **where, name="report.md", version=9))[
+            "code"
+        ] == "artifact_not_found"
+        for stepping in ("..", "../../../sessions", "a/./b"):
+            problem = await refused(mcp, "read_artifact", **where, name=stepping)
+            assert problem["code"] == "validation_error"
+            assert "`name`" in problem["detail"]
+    # A key reaches the artifacts it reaches on the API, and no others.
+    async with over_stdio("--url", api.url, "--api-key", api.other_app) as mcp:
+        assert (await refused(mcp, "list_artifacts", **where))["code"] == "forbidden"
+        problem = await refused(mcp, "read_artifact", **where, name="report.md")
+        assert problem["code"] == "forbidden"
+
+
 @TRANSPORTS
 async def test_a_note_reaches_an_adk_agent_as_a_note_whoever_it_names(
     api: Api, transport: str
@@ -700,6 +822,7 @@ async def test_initialize_reports_the_packages_version(api: Api, transport: str)
 async def test_every_tool_declares_the_shape_of_its_answer(api: Api, transport: str) -> None:
     where = {"app": NOTES_APP, "user": "fay", "session_id": f"shapes-{transport}"}
     create_session(api, "fay", where["session_id"])
+    save_artifact(api, f"fay/sessions/{where['session_id']}", "menu.txt", b"Soup.", "text/plain")
     async with connected(transport, api) as mcp:
         tools = {tool.name: tool for tool in (await mcp.list_tools()).tools}
         answers = {
@@ -710,6 +833,8 @@ async def test_every_tool_declares_the_shape_of_its_answer(api: Api, transport: 
             "get_context": await call(mcp, "get_context", **where, token_budget=100),
             "append_note": await call(mcp, "append_note", **where, text="Window seat."),
             "recall": await call(mcp, "recall", app=NOTES_APP, user="fay", query="table"),
+            "list_artifacts": await call(mcp, "list_artifacts", **where),
+            "read_artifact": await call(mcp, "read_artifact", **where, name="menu.txt"),
         }
     assert set(answers) == TOOLS
     for name, answer in answers.items():
@@ -720,6 +845,7 @@ async def test_every_tool_declares_the_shape_of_its_answer(api: Api, transport: 
     assert {"sessions", "nextPageToken"} <= set(tools["list_sessions"].output_schema["required"])
     assert {"seq", "id", "author"} <= set(tools["append_note"].output_schema["required"])
     assert answers["search"]["hits"] and answers["get_context"]["events"]
+    assert answers["read_artifact"]["text"] == "Soup."
 
 
 def tokens_of(said: str) -> int:

@@ -136,3 +136,108 @@ def test_a_context_text_is_within_its_budget_whatever_the_events(
     kept = mcp_text.fitting(listed, budget)
     if kept:  # the newest that fit, whole, newest last
         assert shown.endswith("\n".join(mcp_text.events(kept)))
+
+
+def record(
+    name: str, size: int, mime_type: str | None = "text/plain", **more: Any
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "version": 2,
+        "mimeType": mime_type,
+        "kind": "bytes",
+        "size": size,
+        "createTime": T,
+        "fileUri": None,
+        **more,
+    }
+
+
+def test_an_artifact_is_one_line_of_name_version_type_and_size() -> None:
+    page = {
+        "artifacts": [
+            record("chart.png", 74, "image/png"),
+            record("report.pdf", 3 * 1024 * 1024 + 200_000, "application/pdf"),
+            record("a", 1, None),
+            record("link", 0, None, kind="reference", fileUri="gs://b/x"),
+            record("old", 0, "application/octet-stream"),
+        ],
+        "nextPageToken": "tok",
+    }
+    assert mcp_text.artifact_page(page).splitlines() == [
+        "chart.png v2 image/png 74 bytes",
+        "report.pdf v2 application/pdf 3.2 MiB",
+        "a v2 untyped 1 byte",
+        "link v2 reference to gs://b/x",
+        "old v2 removed",
+        "more: page_token=tok",
+    ]
+    assert mcp_text.artifact_page({"artifacts": [], "nextPageToken": None}) == "no artifacts"
+    assert mcp_text.size(1024) == "1 KiB" and mcp_text.size(1536) == "1.5 KiB"
+
+
+def test_what_reads_as_text_and_in_which_charset() -> None:
+    for text in ("text/plain", "Text/CSV; charset=utf-8", "application/json", "image/svg+xml"):
+        assert mcp_text.is_text(text), text
+    for binary in ("image/png", "application/pdf", "application/octet-stream", None, ""):
+        assert not mcp_text.is_text(binary), binary
+    assert mcp_text.charset("text/plain; charset=ISO-8859-1") == "iso8859-1"
+    assert mcp_text.charset('text/plain; charset="nonsense"') == "utf-8"
+    assert mcp_text.charset(None) == "utf-8"
+
+
+def test_a_text_artifact_that_fits_is_whole_and_one_that_does_not_says_what_is_left() -> None:
+    data = "Smørbrød ✓\n".encode()
+    shown, content, cut = mcp_text.artifact_text(
+        record("n.txt", len(data)), data, len(data), "text/plain", 100
+    )
+    assert (shown, content, cut) == (
+        "n.txt v2 text/plain 15 bytes:\nSmørbrød ✓\n",
+        "Smørbrød ✓\n",
+        False,
+    )
+    # Only the first bytes were read, cut inside `ø`: that character is left out.
+    whole = 10_000
+    shown, content, cut = mcp_text.artifact_text(
+        record("n.txt", whole), data[:3], whole, "text/plain", 100
+    )
+    assert (content, cut) == ("Sm", True)
+    assert shown == f"n.txt v2 text/plain 9.8 KiB:\nSm…({whole - 2} more bytes)"
+    # Latin-1, as its type says: the bytes left out are counted in its encoding.
+    latin = "Smørbrød".encode("latin-1")
+    shown, content, cut = mcp_text.artifact_text(
+        record("l.txt", len(latin)), latin, len(latin), "text/plain; charset=latin-1", 100
+    )
+    assert (content, cut) == ("Smørbrød", False)
+
+
+@given(
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=600),
+    st.integers(min_value=0, max_value=2500),
+    st.integers(min_value=1, max_value=300),
+    st.text(min_size=1, max_size=80),
+)
+def test_a_text_artifact_is_within_its_budget_whatever_it_holds(
+    said: str, read: int, budget: int, name: str
+) -> None:
+    data = said.encode()
+    first = data[:read]  # what a read of its first bytes got
+    saved = record(name, len(data))
+    shown, content, cut = mcp_text.artifact_text(saved, first, len(data), "text/plain", budget)
+    assert mcp_text.tokens(shown) <= budget
+    assert said.startswith(content)  # the start of it, never a character it did not hold
+    assert cut == (content != said)
+    whole = f"{mcp_text.artifact(saved)}:\n{said}"
+    if read >= len(data) and mcp_text.tokens(whole) <= budget:
+        assert shown == whole  # all of it fits: all of it, nothing more
+    if cut and content:
+        assert shown.endswith(f"{content}…({len(data) - len(content.encode())} more bytes)")
+
+
+def test_an_artifact_not_read_says_what_it_is_within_its_budget() -> None:
+    image = record("chart.png", 74, "image/png")
+    assert mcp_text.artifact_unread(image, mcp_text.NOT_TEXT, 100) == (
+        "chart.png v2 image/png 74 bytes: not text: its content is not shown"
+    )
+    short = mcp_text.artifact_unread(image, mcp_text.NOT_TEXT, 3)
+    assert short.endswith("…") and mcp_text.tokens(short) <= 3
