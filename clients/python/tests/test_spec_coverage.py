@@ -1,12 +1,13 @@
 """The client has what the spec names, as the generated `_spec` lists it (clients/generate.py):
-a class for each problem code, which an answer with that code raises, and for each operation
-the method docs/clients.md's table names, on both clients."""
+a class for each problem code, which an answer with that code raises (and the package
+exports), and for each operation the method docs/clients.md's table names, on both clients."""
 
 import re
 from pathlib import Path
 
 import httpx
 import pytest
+import sessionary_client
 from sessionary_client import AsyncSessionaryClient, SessionaryClient, errors
 from sessionary_client._spec import ERROR_CLASSES, OPERATIONS
 
@@ -39,6 +40,15 @@ def test_each_problem_code_raises_its_own_class(code: str, name: str) -> None:
         418, json={"code": code, "detail": "d"}, request=httpx.Request("GET", "http://s/x")
     )
     assert type(errors.error_for(answer)) is kind
+
+
+def test_the_package_exports_every_error_class() -> None:
+    classes = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, errors.SessionaryError)
+    }
+    assert sorted(classes - set(sessionary_client.__all__)) == []
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ from it by `clients/python/scripts/unasync.py`. Edit here, then run that script.
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack, cast
 
@@ -17,31 +18,43 @@ from sessionary_client._core import (
     FINAL_EVENTS,
     STREAM_READ_TIMEOUT,
     UNSET,
+    UPLOAD_CHUNK,
+    AsyncChunks,
+    AsyncUploadContent,
     IfMatch,
     Params,
+    Readable,
     RequestOptions,
     RetryPolicy,
     Unset,
+    Upload,
     WrittenVersions,
+    artifacts_path,
     base_url_or_default,
     call_headers,
     default_headers,
     if_match_header,
     json_content,
     label_filters,
+    metadata_header,
     query,
     quoted_path,
+    range_header,
     sessions_path,
     stream_event,
     with_id,
 )
 from sessionary_client._transport import default_async_transport
-from sessionary_client.errors import connection_error, error_for
+from sessionary_client.errors import ArtifactIsReferenceError, connection_error, error_for
 from sessionary_client.models import (
     Appended,
     AppPage,
     AppSummary,
     AppUsage,
+    ArtifactPage,
+    ArtifactPart,
+    ArtifactVersion,
+    ArtifactVersionPage,
     CompactionStrategy,
     ContextView,
     Event,
@@ -143,15 +156,17 @@ class AsyncSessionaryClient:
         *,
         params: Params | None = None,
         body: object = None,
-        content: bytes | None = None,
+        content: bytes | Upload[AsyncUploadContent] | None = None,
         headers: dict[str, str] | None = None,
         idempotent: bool = False,
+        stream: bool = False,
         **options: Unpack[RequestOptions],
     ) -> httpx.Response:
         """The successful answer, after the resends `RetryPolicy` allows; errors are raised.
 
         `body` is sent as JSON, `content` as it is (with its Content-Type in `headers`).
-        `idempotent`: sending the request twice has the effect of sending it once.
+        `idempotent`: sending the request twice has the effect of sending it once. `stream`:
+        the answer's body is left to read (an error's is read here).
         """
         if body is not None:
             content = json_content(body)
@@ -162,11 +177,18 @@ class AsyncSessionaryClient:
         attempt = 0
         while True:
             request = self._http.build_request(
-                method, path, params=params, content=content, headers=sent, timeout=timeout
+                method,
+                path,
+                params=params,
+                content=_attempt(content),
+                headers=sent,
+                timeout=timeout,
             )
             outcome: httpx.Response | Exception
             try:
-                outcome = await self._http.send(request)
+                outcome = await self._http.send(request, stream=stream)
+                if outcome.is_error:
+                    await outcome.aread()
             except httpx.TransportError as error:
                 outcome = error
             delay = retry.delay(idempotent, attempt, outcome)
@@ -938,6 +960,249 @@ class AsyncSessionaryClient:
         )
         return cast(Session, response.json())
 
+    async def list_artifacts(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        until_seq: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ArtifactPage:
+        """One page of the newest version of each artifact name, by name: a session's names
+        and its user's `user:` ones, or (`session_id=None`) the user's alone; with
+        `until_seq`, as the session was at that seq."""
+        path = artifacts_path(app_name, user_id, session_id)
+        params = query(pageSize=page_size, pageToken=page_token, untilSeq=until_seq)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
+        return cast(ArtifactPage, response.json())
+
+    async def iter_artifacts(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        *,
+        page_size: int = 100,
+        until_seq: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AsyncIterator[ArtifactVersion]:
+        """Every name's newest version (as `list_artifacts`), fetching pages as needed."""
+        page_token: str | None = None
+        while True:
+            page = await self.list_artifacts(
+                app_name,
+                user_id,
+                session_id,
+                page_size=page_size,
+                page_token=page_token,
+                until_seq=until_seq,
+                **options,
+            )
+            for artifact in page["artifacts"]:
+                yield artifact
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    async def save_artifact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        artifact: ArtifactPart,
+        *,
+        custom_metadata: dict[str, object] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ArtifactVersion:
+        """Save the next version of `name` (of the session, or with `session_id=None` a
+        `user:` name of the user) from ADK's JSON `Part`: `{"text": …}`, `{"fileData":
+        {"fileUri": …}}` (a reference) or `{"inlineData": {"data": <base64>, "mimeType": …}}`.
+        It is sent whole: `upload_artifact` streams bytes, without base64."""
+        # Not resent after a lost answer: the resend would save another version.
+        body = _present(filename=name, artifact=artifact, customMetadata=custom_metadata)
+        path = artifacts_path(app_name, user_id, session_id)
+        response = await self._send("POST", path, body=body, **options)
+        return cast(ArtifactVersion, response.json())
+
+    async def upload_artifact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        content: AsyncUploadContent,
+        *,
+        mime_type: str | None = None,
+        display_name: str | None = None,
+        custom_metadata: dict[str, object] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ArtifactVersion:
+        """Save the next version of `name` from `content`, streamed: bytes, a file opened in
+        binary mode (read from where it is, a chunk at a time), or an iterator (or async
+        iterator) of bytes. Without `mime_type` it is `application/octet-stream`;
+        `custom_metadata` is a JSON object (sent in a header: keep it small).
+
+        Resent only when the request never reached the server (after a lost answer, the
+        resend would save a second version), and only when its body can be sent again:
+        bytes, or a seekable file (rewound to where it was). An iterator is sent once."""
+        upload = Upload(content)
+        if not upload.replayable:
+            options = {**options, "max_retries": 0}
+        headers = metadata_header(custom_metadata)
+        if mime_type is not None:
+            headers["Content-Type"] = mime_type
+        response = await self._send(
+            "POST",
+            artifacts_path(app_name, user_id, session_id, name),
+            params=query(displayName=display_name),
+            content=upload,
+            headers=headers,
+            **options,
+        )
+        return cast(ArtifactVersion, response.json())
+
+    async def download_artifact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        *,
+        version: int | None = None,
+        offset: int = 0,
+        length: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> bytes:
+        """The content of the newest version of `name` (or of `version`), whole, or `length`
+        bytes of it from `offset` (a negative one counts from the end, as in a slice).
+        `RangeNotSatisfiableError` when the range starts past the end;
+        `ArtifactIsReferenceError` for a reference to content stored elsewhere. For large
+        content, `stream_artifact` reads it a chunk at a time."""
+        async with self.stream_artifact(
+            app_name,
+            user_id,
+            session_id,
+            name,
+            version=version,
+            offset=offset,
+            length=length,
+            **options,
+        ) as download:
+            return await download.aread()
+
+    @asynccontextmanager
+    async def stream_artifact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        *,
+        version: int | None = None,
+        offset: int = 0,
+        length: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AsyncIterator["AsyncArtifactDownload"]:
+        """`download_artifact`, its content read as it arrives: `async with
+        client.stream_artifact(…) as download`, then `async for chunk in
+        download.aiter_bytes()`. The connection is released when the block ends."""
+        response = await self._send(
+            "GET",
+            artifacts_path(app_name, user_id, session_id, name),
+            params=query(version=version),
+            headers=range_header(offset, length),
+            idempotent=True,
+            stream=True,
+            **options,
+        )
+        try:
+            if response.status_code == 303:
+                served = int(response.headers["artifact-version"])
+                raise ArtifactIsReferenceError(response.headers["location"], served)
+            yield AsyncArtifactDownload(response)
+        finally:
+            await response.aclose()
+
+    async def list_artifact_versions(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ArtifactVersionPage:
+        """One page of the versions of `name`, oldest first; `ArtifactNotFoundError` for a
+        name with none."""
+        path = artifacts_path(app_name, user_id, session_id, name, "versions")
+        params = query(pageSize=page_size, pageToken=page_token)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
+        return cast(ArtifactVersionPage, response.json())
+
+    async def iter_artifact_versions(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        *,
+        page_size: int = 100,
+        **options: Unpack[RequestOptions],
+    ) -> AsyncIterator[ArtifactVersion]:
+        """Every version of `name`, oldest first, fetching pages as needed."""
+        page_token: str | None = None
+        while True:
+            page = await self.list_artifact_versions(
+                app_name,
+                user_id,
+                session_id,
+                name,
+                page_size=page_size,
+                page_token=page_token,
+                **options,
+            )
+            for found in page["versions"]:
+                yield found
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    async def get_artifact_version(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        version: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ArtifactVersion:
+        """The record of a version of `name` (the newest without `version`), not its
+        content."""
+        which = "latest" if version is None else str(version)
+        path = artifacts_path(app_name, user_id, session_id, name, "versions", which)
+        response = await self._send("GET", path, idempotent=True, **options)
+        return cast(ArtifactVersion, response.json())
+
+    async def delete_artifact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        **options: Unpack[RequestOptions],
+    ) -> None:
+        """Delete every version of `name`; `ArtifactNotFoundError` for a name with none. A
+        later save of it starts again at version 0."""
+        # Not resent after a lost answer: for the caller, the resend would answer 404.
+        path = artifacts_path(app_name, user_id, session_id, name)
+        await self._send("DELETE", path, **options)
+
     async def get_app_usage(
         self,
         app_name: str,
@@ -1128,6 +1393,61 @@ class AsyncSessionaryClient:
         return AsyncSessionHandle(self, app_name, user_id, session_id)
 
 
+class AsyncArtifactDownload:
+    """An artifact's content as it arrives (`stream_artifact`), and what the answer says of
+    it: `version`, `mime_type`, `sha256` (its `ETag`) and `content_length` (the bytes this
+    answer carries: the range's, with one)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.version = int(response.headers["artifact-version"])
+        self.mime_type: str = response.headers["content-type"]
+        self.sha256: str = response.headers["etag"].strip('"')
+        self.content_length = int(response.headers["content-length"])
+
+    async def aiter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
+        """The content, a chunk at a time; a connection lost meanwhile raises
+        `APIConnectionError`."""
+        try:
+            async for chunk in self.response.aiter_bytes(chunk_size):
+                yield chunk
+        except httpx.TransportError as error:
+            raise connection_error(error, self.response.request.headers) from error
+
+    async def aread(self) -> bytes:
+        """The content, whole."""
+        content = bytearray()
+        async for chunk in self.aiter_bytes():
+            content += chunk
+        return bytes(content)
+
+
+def _attempt(
+    content: bytes | Upload[AsyncUploadContent] | None,
+) -> bytes | AsyncIterator[bytes] | None:
+    """What one attempt sends of a request's content: an upload from its start again."""
+    if not isinstance(content, Upload):
+        return content
+    if isinstance(content.content, bytes):
+        return content.content
+    content.rewind()
+    return _chunks(content.content)
+
+
+async def _chunks(content: AsyncChunks) -> AsyncIterator[bytes]:
+    """An upload's bytes as they are sent: a file's read a chunk at a time (by the asyncio
+    client in a thread, off the event loop), an iterator's as it yields them."""
+    if isinstance(content, Readable):
+        while chunk := await asyncio.to_thread(content.read, UPLOAD_CHUNK):
+            yield chunk
+    elif isinstance(content, AsyncIterable):
+        async for chunk in content:
+            yield chunk
+    else:
+        for chunk in content:
+            yield chunk
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -1191,3 +1511,13 @@ class AsyncSessionHandle:
     list_pending = _bound(AsyncSessionaryClient.list_pending)
     clear_pending = _bound(AsyncSessionaryClient.clear_pending)
     promote_pending = _bound(AsyncSessionaryClient.promote_pending)
+    list_artifacts = _bound(AsyncSessionaryClient.list_artifacts)
+    iter_artifacts = _bound(AsyncSessionaryClient.iter_artifacts)
+    save_artifact = _bound(AsyncSessionaryClient.save_artifact)
+    upload_artifact = _bound(AsyncSessionaryClient.upload_artifact)
+    download_artifact = _bound(AsyncSessionaryClient.download_artifact)
+    stream_artifact = _bound(AsyncSessionaryClient.stream_artifact)
+    list_artifact_versions = _bound(AsyncSessionaryClient.list_artifact_versions)
+    iter_artifact_versions = _bound(AsyncSessionaryClient.iter_artifact_versions)
+    get_artifact_version = _bound(AsyncSessionaryClient.get_artifact_version)
+    delete_artifact = _bound(AsyncSessionaryClient.delete_artifact)

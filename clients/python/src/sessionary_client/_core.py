@@ -8,12 +8,12 @@ import re
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from importlib.metadata import version
-from typing import Generic, TypedDict, TypeVar
+from typing import Generic, Protocol, TypedDict, TypeVar, runtime_checkable
 from urllib.parse import quote, unquote
 
 import httpx
@@ -70,7 +70,13 @@ def refused(why: str, *loc: str) -> InvalidRequestError:
 
 
 # What an id of a path is, by the segment before it (`/apps/{app_name}/users/{user_id}/…`).
-ID_NAMES = {"apps": "app_name", "users": "user_id", "sessions": "session_id", "events": "event_id"}
+ID_NAMES = {
+    "apps": "app_name",
+    "users": "user_id",
+    "sessions": "session_id",
+    "events": "event_id",
+    "artifacts": "name",
+}
 
 
 def quoted_path(*segments: str) -> str:
@@ -98,6 +104,90 @@ def json_content(body: object) -> bytes:
 
 def sessions_path(app_name: str, user_id: str, *rest: str) -> str:
     return quoted_path("apps", app_name, "users", user_id, "sessions", *rest)
+
+
+def artifacts_path(
+    app_name: str, user_id: str, session_id: str | None, name: str | None = None, *rest: str
+) -> str:
+    """A session's artifacts (its names and its user's `user:` ones), or, without a session
+    id, the user's own (`user:` names); then an artifact's `name`, its `/` kept as the
+    separator of the path's segments, as the server reads it (it refuses `%2F`)."""
+    named = () if name is None else (*name.split("/"), *rest)
+    if session_id is None:
+        return quoted_path("apps", app_name, "users", user_id, "artifacts", *named)
+    return sessions_path(app_name, user_id, session_id, "artifacts", *named)
+
+
+def range_header(offset: int, length: int | None) -> dict[str, str] | None:
+    """The `Range` of `length` bytes from `offset` (to the end without a length); a negative
+    `offset` counts from the end, as a slice's does. None for the whole content."""
+    if length is not None and length < 1:
+        raise ValueError(f"length must be at least 1, not {length}")
+    if offset < 0:
+        if length is not None:
+            raise ValueError("a negative offset reads to the end: give no length")
+        return {"Range": f"bytes={offset}"}
+    if offset == 0 and length is None:
+        return None
+    end = "" if length is None else str(offset + length - 1)
+    return {"Range": f"bytes={offset}-{end}"}
+
+
+def metadata_header(metadata: dict[str, object] | None) -> dict[str, str]:
+    """An upload's custom metadata as its `Artifact-Metadata` header: JSON, non-ASCII escaped
+    (a header carries Latin-1 alone)."""
+    if metadata is None:
+        return {}
+    return {"Artifact-Metadata": json.dumps(metadata, separators=(",", ":"), allow_nan=False)}
+
+
+@runtime_checkable
+class Readable(Protocol):
+    """A file opened in binary mode, or anything else that reads bytes as one does."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
+@runtime_checkable
+class Seekable(Readable, Protocol):
+    def seekable(self) -> bool: ...
+
+    def tell(self) -> int: ...
+
+    def seek(self, offset: int, /) -> int: ...
+
+
+# What an upload takes: its bytes, or a file, or its chunks as an iterator yields them.
+Chunks = Readable | Iterable[bytes]
+AsyncChunks = Chunks | AsyncIterable[bytes]
+UploadContent = bytes | Chunks
+AsyncUploadContent = bytes | AsyncChunks
+# A file is read this much at a time: in the asyncio client each read is a hop to a thread,
+# which costs nothing next to a chunk this large.
+UPLOAD_CHUNK = 1 << 20
+
+
+Content = TypeVar("Content", bound=AsyncUploadContent)
+
+
+class Upload(Generic[Content]):
+    """An upload's content, sent again from where it began for a resend when it can be:
+    bytes, or a seekable file (rewound to where it was when given). An iterator is sent once."""
+
+    def __init__(self, content: Content) -> None:
+        self.content = content
+        self._start = None
+        if isinstance(content, Seekable) and content.seekable():
+            self._start = content.tell()
+
+    @property
+    def replayable(self) -> bool:
+        return isinstance(self.content, bytes) or self._start is not None
+
+    def rewind(self) -> None:
+        if self._start is not None:
+            assert isinstance(self.content, Seekable)
+            self.content.seek(self._start)
 
 
 def query(**values: str | int | float | list[str] | None) -> Params:

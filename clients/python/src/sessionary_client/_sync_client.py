@@ -5,6 +5,7 @@
 import json
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack, cast
 
@@ -15,31 +16,43 @@ from sessionary_client._core import (
     FINAL_EVENTS,
     STREAM_READ_TIMEOUT,
     UNSET,
+    UPLOAD_CHUNK,
+    Chunks,
     IfMatch,
     Params,
+    Readable,
     RequestOptions,
     RetryPolicy,
     Unset,
+    Upload,
+    UploadContent,
     WrittenVersions,
+    artifacts_path,
     base_url_or_default,
     call_headers,
     default_headers,
     if_match_header,
     json_content,
     label_filters,
+    metadata_header,
     query,
     quoted_path,
+    range_header,
     sessions_path,
     stream_event,
     with_id,
 )
 from sessionary_client._transport import default_transport
-from sessionary_client.errors import connection_error, error_for
+from sessionary_client.errors import ArtifactIsReferenceError, connection_error, error_for
 from sessionary_client.models import (
     Appended,
     AppPage,
     AppSummary,
     AppUsage,
+    ArtifactPage,
+    ArtifactPart,
+    ArtifactVersion,
+    ArtifactVersionPage,
     CompactionStrategy,
     ContextView,
     Event,
@@ -141,15 +154,17 @@ class SessionaryClient:
         *,
         params: Params | None = None,
         body: object = None,
-        content: bytes | None = None,
+        content: bytes | Upload[UploadContent] | None = None,
         headers: dict[str, str] | None = None,
         idempotent: bool = False,
+        stream: bool = False,
         **options: Unpack[RequestOptions],
     ) -> httpx.Response:
         """The successful answer, after the resends `RetryPolicy` allows; errors are raised.
 
         `body` is sent as JSON, `content` as it is (with its Content-Type in `headers`).
-        `idempotent`: sending the request twice has the effect of sending it once.
+        `idempotent`: sending the request twice has the effect of sending it once. `stream`:
+        the answer's body is left to read (an error's is read here).
         """
         if body is not None:
             content = json_content(body)
@@ -160,11 +175,18 @@ class SessionaryClient:
         attempt = 0
         while True:
             request = self._http.build_request(
-                method, path, params=params, content=content, headers=sent, timeout=timeout
+                method,
+                path,
+                params=params,
+                content=_attempt(content),
+                headers=sent,
+                timeout=timeout,
             )
             outcome: httpx.Response | Exception
             try:
-                outcome = self._http.send(request)
+                outcome = self._http.send(request, stream=stream)
+                if outcome.is_error:
+                    outcome.read()
             except httpx.TransportError as error:
                 outcome = error
             delay = retry.delay(idempotent, attempt, outcome)
@@ -930,6 +952,247 @@ class SessionaryClient:
         )
         return cast(Session, response.json())
 
+    def list_artifacts(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        until_seq: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ArtifactPage:
+        """One page of the newest version of each artifact name, by name: a session's names
+        and its user's `user:` ones, or (`session_id=None`) the user's alone; with
+        `until_seq`, as the session was at that seq."""
+        path = artifacts_path(app_name, user_id, session_id)
+        params = query(pageSize=page_size, pageToken=page_token, untilSeq=until_seq)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
+        return cast(ArtifactPage, response.json())
+
+    def iter_artifacts(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        *,
+        page_size: int = 100,
+        until_seq: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> Iterator[ArtifactVersion]:
+        """Every name's newest version (as `list_artifacts`), fetching pages as needed."""
+        page_token: str | None = None
+        while True:
+            page = self.list_artifacts(
+                app_name,
+                user_id,
+                session_id,
+                page_size=page_size,
+                page_token=page_token,
+                until_seq=until_seq,
+                **options,
+            )
+            yield from page["artifacts"]
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    def save_artifact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        artifact: ArtifactPart,
+        *,
+        custom_metadata: dict[str, object] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ArtifactVersion:
+        """Save the next version of `name` (of the session, or with `session_id=None` a
+        `user:` name of the user) from ADK's JSON `Part`: `{"text": …}`, `{"fileData":
+        {"fileUri": …}}` (a reference) or `{"inlineData": {"data": <base64>, "mimeType": …}}`.
+        It is sent whole: `upload_artifact` streams bytes, without base64."""
+        # Not resent after a lost answer: the resend would save another version.
+        body = _present(filename=name, artifact=artifact, customMetadata=custom_metadata)
+        path = artifacts_path(app_name, user_id, session_id)
+        response = self._send("POST", path, body=body, **options)
+        return cast(ArtifactVersion, response.json())
+
+    def upload_artifact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        content: UploadContent,
+        *,
+        mime_type: str | None = None,
+        display_name: str | None = None,
+        custom_metadata: dict[str, object] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ArtifactVersion:
+        """Save the next version of `name` from `content`, streamed: bytes, a file opened in
+        binary mode (read from where it is, a chunk at a time), or an iterator (or async
+        iterator) of bytes. Without `mime_type` it is `application/octet-stream`;
+        `custom_metadata` is a JSON object (sent in a header: keep it small).
+
+        Resent only when the request never reached the server (after a lost answer, the
+        resend would save a second version), and only when its body can be sent again:
+        bytes, or a seekable file (rewound to where it was). An iterator is sent once."""
+        upload = Upload(content)
+        if not upload.replayable:
+            options = {**options, "max_retries": 0}
+        headers = metadata_header(custom_metadata)
+        if mime_type is not None:
+            headers["Content-Type"] = mime_type
+        response = self._send(
+            "POST",
+            artifacts_path(app_name, user_id, session_id, name),
+            params=query(displayName=display_name),
+            content=upload,
+            headers=headers,
+            **options,
+        )
+        return cast(ArtifactVersion, response.json())
+
+    def download_artifact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        *,
+        version: int | None = None,
+        offset: int = 0,
+        length: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> bytes:
+        """The content of the newest version of `name` (or of `version`), whole, or `length`
+        bytes of it from `offset` (a negative one counts from the end, as in a slice).
+        `RangeNotSatisfiableError` when the range starts past the end;
+        `ArtifactIsReferenceError` for a reference to content stored elsewhere. For large
+        content, `stream_artifact` reads it a chunk at a time."""
+        with self.stream_artifact(
+            app_name,
+            user_id,
+            session_id,
+            name,
+            version=version,
+            offset=offset,
+            length=length,
+            **options,
+        ) as download:
+            return download.read()
+
+    @contextmanager
+    def stream_artifact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        *,
+        version: int | None = None,
+        offset: int = 0,
+        length: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> Iterator["ArtifactDownload"]:
+        """`download_artifact`, its content read as it arrives: `with
+        client.stream_artifact(…) as download`, then `for chunk in
+        download.iter_bytes()`. The connection is released when the block ends."""
+        response = self._send(
+            "GET",
+            artifacts_path(app_name, user_id, session_id, name),
+            params=query(version=version),
+            headers=range_header(offset, length),
+            idempotent=True,
+            stream=True,
+            **options,
+        )
+        try:
+            if response.status_code == 303:
+                served = int(response.headers["artifact-version"])
+                raise ArtifactIsReferenceError(response.headers["location"], served)
+            yield ArtifactDownload(response)
+        finally:
+            response.close()
+
+    def list_artifact_versions(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ArtifactVersionPage:
+        """One page of the versions of `name`, oldest first; `ArtifactNotFoundError` for a
+        name with none."""
+        path = artifacts_path(app_name, user_id, session_id, name, "versions")
+        params = query(pageSize=page_size, pageToken=page_token)
+        response = self._send("GET", path, params=params, idempotent=True, **options)
+        return cast(ArtifactVersionPage, response.json())
+
+    def iter_artifact_versions(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        *,
+        page_size: int = 100,
+        **options: Unpack[RequestOptions],
+    ) -> Iterator[ArtifactVersion]:
+        """Every version of `name`, oldest first, fetching pages as needed."""
+        page_token: str | None = None
+        while True:
+            page = self.list_artifact_versions(
+                app_name,
+                user_id,
+                session_id,
+                name,
+                page_size=page_size,
+                page_token=page_token,
+                **options,
+            )
+            yield from page["versions"]
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    def get_artifact_version(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        version: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ArtifactVersion:
+        """The record of a version of `name` (the newest without `version`), not its
+        content."""
+        which = "latest" if version is None else str(version)
+        path = artifacts_path(app_name, user_id, session_id, name, "versions", which)
+        response = self._send("GET", path, idempotent=True, **options)
+        return cast(ArtifactVersion, response.json())
+
+    def delete_artifact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        name: str,
+        **options: Unpack[RequestOptions],
+    ) -> None:
+        """Delete every version of `name`; `ArtifactNotFoundError` for a name with none. A
+        later save of it starts again at version 0."""
+        # Not resent after a lost answer: for the caller, the resend would answer 404.
+        path = artifacts_path(app_name, user_id, session_id, name)
+        self._send("DELETE", path, **options)
+
     def get_app_usage(
         self,
         app_name: str,
@@ -1116,6 +1379,56 @@ class SessionaryClient:
         return SessionHandle(self, app_name, user_id, session_id)
 
 
+class ArtifactDownload:
+    """An artifact's content as it arrives (`stream_artifact`), and what the answer says of
+    it: `version`, `mime_type`, `sha256` (its `ETag`) and `content_length` (the bytes this
+    answer carries: the range's, with one)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.version = int(response.headers["artifact-version"])
+        self.mime_type: str = response.headers["content-type"]
+        self.sha256: str = response.headers["etag"].strip('"')
+        self.content_length = int(response.headers["content-length"])
+
+    def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
+        """The content, a chunk at a time; a connection lost meanwhile raises
+        `APIConnectionError`."""
+        try:
+            yield from self.response.iter_bytes(chunk_size)
+        except httpx.TransportError as error:
+            raise connection_error(error, self.response.request.headers) from error
+
+    def read(self) -> bytes:
+        """The content, whole."""
+        content = bytearray()
+        for chunk in self.iter_bytes():
+            content += chunk
+        return bytes(content)
+
+
+def _attempt(
+    content: bytes | Upload[UploadContent] | None,
+) -> bytes | Iterator[bytes] | None:
+    """What one attempt sends of a request's content: an upload from its start again."""
+    if not isinstance(content, Upload):
+        return content
+    if isinstance(content.content, bytes):
+        return content.content
+    content.rewind()
+    return _chunks(content.content)
+
+
+def _chunks(content: Chunks) -> Iterator[bytes]:
+    """An upload's bytes as they are sent: a file's read a chunk at a time (by the asyncio
+    client in a thread, off the event loop), an iterator's as it yields them."""
+    if isinstance(content, Readable):
+        while chunk := content.read(UPLOAD_CHUNK):
+            yield chunk
+    else:
+        yield from content
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -1179,3 +1492,13 @@ class SessionHandle:
     list_pending = _bound(SessionaryClient.list_pending)
     clear_pending = _bound(SessionaryClient.clear_pending)
     promote_pending = _bound(SessionaryClient.promote_pending)
+    list_artifacts = _bound(SessionaryClient.list_artifacts)
+    iter_artifacts = _bound(SessionaryClient.iter_artifacts)
+    save_artifact = _bound(SessionaryClient.save_artifact)
+    upload_artifact = _bound(SessionaryClient.upload_artifact)
+    download_artifact = _bound(SessionaryClient.download_artifact)
+    stream_artifact = _bound(SessionaryClient.stream_artifact)
+    list_artifact_versions = _bound(SessionaryClient.list_artifact_versions)
+    iter_artifact_versions = _bound(SessionaryClient.iter_artifact_versions)
+    get_artifact_version = _bound(SessionaryClient.get_artifact_version)
+    delete_artifact = _bound(SessionaryClient.delete_artifact)

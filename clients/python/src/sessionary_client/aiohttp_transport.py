@@ -9,6 +9,7 @@ same. Installed with the `aiohttp` extra (`pip install './clients/python[aiohttp
 the asyncio client's default transport.
 """
 
+import io
 from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import aiohttp
 import httpx
 import yarl
+from aiohttp.payload import TOO_LARGE_BYTES_BODY
 
 from sessionary_client._transport import MAX_CONNECTIONS, PerLoop
 
@@ -78,9 +80,11 @@ def _session(max_connections: int) -> aiohttp.ClientSession:
 
 
 def _body(request: httpx.Request) -> Any:
-    """The request's body: its bytes, or, for a streamed one, its chunks as they come."""
+    """The request's body: its bytes, or, for a streamed one, its chunks as they come. Bytes
+    past aiohttp's `TOO_LARGE_BYTES_BODY` go as a file, which aiohttp writes a piece at a time
+    between other tasks' turns (and warns of as bytes)."""
     try:
-        return request.content
+        content = request.content
     except httpx.RequestNotRead:
         stream = request.stream
         assert isinstance(stream, httpx.AsyncByteStream)
@@ -90,6 +94,7 @@ def _body(request: httpx.Request) -> Any:
                 yield chunk
 
         return chunks()
+    return io.BytesIO(content) if len(content) > TOO_LARGE_BYTES_BODY else content
 
 
 class _Body(httpx.AsyncByteStream):

@@ -3,6 +3,7 @@
     SessionaryError                          anything this package raises on purpose
     ├── APIConnectionError                   no answer: refused, reset, DNS (after the retries)
     │   └── APITimeoutError                  no answer in time
+    ├── ArtifactIsReferenceError             a download of content stored elsewhere (303)
     └── APIError                             the server answered with an error status
         ├── BadRequestError                  400 bad_request
         │   ├── CORSPreflightRefusedError    400 cors_preflight_refused
@@ -12,7 +13,8 @@
         │   └── CrossOriginRefusedError      403 cross_origin_refused
         ├── NotFoundError                    404 not_found
         │   ├── SessionNotFoundError         404 session_not_found
-        │   └── EventNotFoundError           404 event_not_found
+        │   ├── EventNotFoundError           404 event_not_found
+        │   └── ArtifactNotFoundError        404 artifact_not_found
         ├── MethodNotAllowedError            405 method_not_allowed
         ├── ConflictError                    409 conflict
         │   ├── SessionAlreadyExistsError    409 session_already_exists
@@ -24,6 +26,7 @@
         ├── StaleSessionError                412 stale_session (has `current_version`)
         ├── PayloadTooLargeError             413 payload_too_large
         ├── UnsupportedMediaTypeError        415 unsupported_media_type
+        ├── RangeNotSatisfiableError         416 range_not_satisfiable (has `size`)
         ├── InvalidRequestError              422 validation_error (has `errors`)
         ├── HeadersTooLargeError             431 headers_too_large
         ├── InternalError                    500 internal_error
@@ -63,6 +66,16 @@ class APIConnectionError(SessionaryError):
 
 class APITimeoutError(APIConnectionError):
     """The server did not answer within the client's timeout."""
+
+
+class ArtifactIsReferenceError(SessionaryError):
+    """A download of an artifact version saved as a reference (ADK's `fileData`): the server
+    holds no bytes of it, only where they are, `uri` (its answer's `Location`). It is not
+    followed: the URI is not the server's, and the client's key must not be sent there."""
+
+    def __init__(self, uri: str, version: int) -> None:
+        self.uri, self.version = uri, version
+        super().__init__(f"version {version} is a reference to {uri}")
 
 
 def connection_error(error: httpx.TransportError, sent: httpx.Headers) -> APIConnectionError:
@@ -124,6 +137,11 @@ class EventNotFoundError(NotFoundError):
     """The session holds no event with that id."""
 
 
+class ArtifactNotFoundError(NotFoundError):
+    """No such artifact name, or no such version of it; a version ADK's rewind marked
+    removed downloads as this too."""
+
+
 class MethodNotAllowedError(APIError):
     pass
 
@@ -177,6 +195,15 @@ class PayloadTooLargeError(APIError):
 
 class UnsupportedMediaTypeError(APIError):
     """The body is not JSON."""
+
+
+class RangeNotSatisfiableError(APIError):
+    """The download's range selects no byte of the content, which is `size` bytes long."""
+
+    @property
+    def size(self) -> int | None:
+        _, _, size = self.headers.get("content-range", "").rpartition("/")
+        return int(size) if size.isdecimal() else None
 
 
 class InvalidRequestError(APIError):
@@ -237,6 +264,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     409: ConflictError,
     412: StaleSessionError,
     413: PayloadTooLargeError,
+    416: RangeNotSatisfiableError,
     422: InvalidRequestError,
     503: ServiceUnavailableError,
 }

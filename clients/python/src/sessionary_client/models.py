@@ -204,6 +204,47 @@ class KeyScope(TypedDict):
     writesAppState: bool
 
 
+ArtifactKind = Literal["bytes", "text", "reference"]
+
+ArtifactPart = dict[str, Any]
+"""An artifact as ADK's JSON carries it, a genai `Part` with one of `text`, `inlineData`
+(`{"data": <base64>, "mimeType", "displayName"}`) or `fileData` (`{"fileUri", "mimeType",
+"displayName"}`, a reference to content stored elsewhere)."""
+
+
+class ArtifactVersion(TypedDict):
+    """One saved version of an artifact: ADK's `ArtifactVersion` and what its content is."""
+
+    name: str
+    version: int
+    """0 for the first save of the name."""
+    canonicalUri: str
+    """ADK's `artifact://` URI of this version (a reference to it reads as its content)."""
+    customMetadata: dict[str, Any]
+    createTime: float
+    mimeType: str | None
+    kind: ArtifactKind
+    """`bytes` (an upload, or `inlineData`), `text`, or `reference` (`fileData`: no bytes)."""
+    size: int
+    sha256: str | None
+    """Of its content, in hex: its download's `ETag`. None for a reference."""
+    displayName: str | None
+    fileUri: str | None
+    """A reference's URI."""
+
+
+class ArtifactPage(TypedDict):
+    artifacts: list[ArtifactVersion]
+    """The newest version of each name, by name."""
+    nextPageToken: str | None
+
+
+class ArtifactVersionPage(TypedDict):
+    versions: list[ArtifactVersion]
+    """Oldest first."""
+    nextPageToken: str | None
+
+
 class ScopeState(TypedDict):
     state: State
 
