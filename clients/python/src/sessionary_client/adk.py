@@ -33,6 +33,7 @@ from sessionary_client import errors
 from sessionary_client import models as wire
 from sessionary_client._async_client import AsyncSessionaryClient
 from sessionary_client._core import DEFAULT_TIMEOUT, SessionReads
+from sessionary_client.adk_artifacts import SessionaryArtifactService as SessionaryArtifactService
 from sessionary_client.adk_memory import SessionaryMemoryService as SessionaryMemoryService
 
 _STALE = (
