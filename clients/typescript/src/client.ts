@@ -4,6 +4,16 @@
  * versions. Bodies and answers are the generated schemas' types.
  */
 import {
+  contentOf,
+  mediaTypeOf,
+  metadataHeader,
+  rangeHeader,
+  uploadOf,
+  type ArtifactContent,
+  type ArtifactData,
+  type ByteRange,
+} from "./artifacts.js";
+import {
   connect,
   ifMatch,
   ok,
@@ -16,6 +26,7 @@ import {
   type SessionaryClient,
   type SessionaryOptions,
   textBody,
+  type Upload,
 } from "./raw.js";
 import type { operations } from "./schema.js";
 import { follow, type Frame, type Open, type StreamOptions } from "./stream.js";
@@ -24,16 +35,22 @@ import type {
   AppPage,
   AppSummary,
   AppUsage,
+  ArtifactPage,
+  ArtifactPart,
+  ArtifactVersion,
+  ArtifactVersionPage,
   ChildCreate,
   CompactionStrategy,
   Content,
   ContextView,
   Event,
+  EventCount,
   EventIn,
   EventPage,
   EventsRemoved,
   Healed,
   Health,
+  KeyScope,
   Outcome,
   QueuedEvent,
   Readiness,
@@ -60,6 +77,21 @@ export interface WriteOptions extends CallOptions {
   ifMatch?: IfMatch;
 }
 
+/** An upload's: the media type its content is served with (default: a `Blob`'s own type, a
+ * string's `text/plain; charset=utf-8`, else `application/octet-stream`), custom metadata (any
+ * JSON object) and ADK's `displayName`. */
+export interface UploadOptions extends CallOptions {
+  mimeType?: string;
+  customMetadata?: Record<string, unknown>;
+  displayName?: string;
+}
+
+/** A download's: which version (the newest without it) and which bytes of it (all without it). */
+export interface DownloadOptions extends CallOptions {
+  version?: number;
+  range?: ByteRange;
+}
+
 type Query<Operation extends keyof operations> = NonNullable<operations[Operation]["parameters"]["query"]>;
 /** A listing of sessions' filters, its `label=key:value` ones as one object, all to match. */
 type SessionFilters<Operation extends "list_sessions" | "list_app_sessions"> = Omit<
@@ -71,7 +103,8 @@ type SessionFilters<Operation extends "list_sessions" | "list_app_sessions"> = O
 /** An iterator's options: its listing's, but the page token. */
 type AllPages<Options> = Omit<Options, "pageToken">;
 
-const SESSIONS = "/apps/{app_name}/users/{user_id}/sessions";
+const USER = "/apps/{app_name}/users/{user_id}";
+const SESSIONS = `${USER}/sessions` as const;
 const SESSION = `${SESSIONS}/{session_id}` as const;
 // The events after which nothing more can happen to a session: its stream ends.
 const FINAL: ReadonlySet<string> = new Set(["closed", "deleted"]);
@@ -84,6 +117,20 @@ const APPEND_OUTCOMES: Readonly<Record<number, Appended["outcome"]>> = {
 
 function at(appName: string, userId: string, sessionId: string) {
   return { app_name: appName, user_id: userId, session_id: sessionId };
+}
+
+/** The route of an artifact operation of a session or, with `sessionId` null, its user's twin
+ * (`…_user_artifact…`). The two take and answer the same, so the session's types serve both. */
+function artifactRoute<Route extends string>(
+  sessionId: string | null,
+  route: Route,
+): `${typeof SESSION}${Route}` {
+  return `${sessionId === null ? USER : SESSION}${route}` as `${typeof SESSION}${Route}`;
+}
+
+/** The ids of an artifact route (a user's has no `{session_id}`: it goes unused there). */
+function artifactAt(appName: string, userId: string, sessionId: string | null, name?: string) {
+  return { app_name: appName, user_id: userId, session_id: sessionId ?? "", name: name ?? "" };
 }
 
 /** A write's parameters: the session's path and, when a version is given, its If-Match. */
@@ -135,9 +182,9 @@ export class Sessionary {
   }
 
   /** What openapi-fetch takes of a call's options: its signal, its headers, and a fetch that
-   * resends as its timeout and maxRetries say. */
-  #call({ signal, headers, timeout, maxRetries }: CallOptions) {
-    return { signal, headers, fetch: this.#fetchFor({ timeout, maxRetries }) };
+   * resends as its timeout and maxRetries say (and sends an upload's body as it is). */
+  #call({ signal, headers, timeout, maxRetries }: CallOptions, upload?: Upload) {
+    return { signal, headers, fetch: this.#fetchFor({ timeout, maxRetries, upload }) };
   }
 
   /** One session's methods without its app, user and id: `chat.appendEvent(event)`. */
@@ -350,6 +397,18 @@ export class Sessionary {
       (pageToken) => this.listEvents(appName, userId, sessionId, { ...options, pageToken }),
       (page) => page.events,
     );
+  }
+
+  /** How many events the session holds, and the seqs of its oldest and newest, without
+   * reading them. */
+  async countEvents(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: CallOptions = {},
+  ): Promise<EventCount> {
+    const params = { path: at(appName, userId, sessionId) };
+    return ok(this.raw.GET(`${SESSION}/events:count`, { params, ...this.#call(options) }));
   }
 
   /** Removes an event, and the events answering its function calls. */
@@ -733,6 +792,191 @@ export class Sessionary {
     );
   }
 
+  // --- Artifacts ------------------------------------------------------------------------------
+  // Each serves a session's names and its user's `user:` names, or, with `sessionId` null, the
+  // user's alone (the `…_user_artifact…` operations). A name's `/`s separate its segments, as a
+  // folder's do.
+
+  /** One page of the newest version of each artifact name, by name; with `untilSeq`, as the
+   * session was at that seq. */
+  async listArtifacts(
+    appName: string,
+    userId: string,
+    sessionId: string | null,
+    options: Query<"list_artifacts"> & CallOptions = {},
+  ): Promise<ArtifactPage> {
+    const query = fields(options);
+    return ok(
+      this.raw.GET(artifactRoute(sessionId, "/artifacts"), {
+        params: { path: artifactAt(appName, userId, sessionId), query },
+        ...this.#call(options),
+      }),
+    );
+  }
+
+  /** The newest version of every artifact name, fetching pages as the iteration reaches them. */
+  artifacts(
+    appName: string,
+    userId: string,
+    sessionId: string | null,
+    options: AllPages<Query<"list_artifacts">> & CallOptions = {},
+  ): AsyncGenerator<ArtifactVersion, void, undefined> {
+    return paginate(
+      (pageToken) => this.listArtifacts(appName, userId, sessionId, { ...options, pageToken }),
+      (page) => page.artifacts,
+    );
+  }
+
+  /** Saves the next version of `name` from ADK's `Part`: `inlineData` (base64), `text`, or
+   * `fileData` (a reference by URI, no bytes). Read whole by the server, within its body limit:
+   * upload large files instead. The version's record. */
+  async saveArtifact(
+    appName: string,
+    userId: string,
+    sessionId: string | null,
+    name: string,
+    artifact: ArtifactPart,
+    options: { customMetadata?: Record<string, unknown> } & CallOptions = {},
+  ): Promise<ArtifactVersion> {
+    const body = { filename: name, artifact, customMetadata: options.customMetadata };
+    return ok(
+      this.raw.POST(artifactRoute(sessionId, "/artifacts"), {
+        params: { path: artifactAt(appName, userId, sessionId) },
+        body,
+        ...this.#call(options),
+      }),
+    );
+  }
+
+  /**
+   * Saves the next version of `name` from `data`, streamed: bytes (`Uint8Array`, `Blob`, a
+   * string as UTF-8) or a stream (`ReadableStream`, any async iterable of `Uint8Array`s), up to
+   * the server's limit (512 MiB by default). Bytes are sent again if the connection was refused;
+   * a stream, read as it is sent, is sent once. The timeout counts from the last byte sent. The
+   * version's record.
+   */
+  async uploadArtifact(
+    appName: string,
+    userId: string,
+    sessionId: string | null,
+    name: string,
+    data: ArtifactData,
+    options: UploadOptions = {},
+  ): Promise<ArtifactVersion> {
+    const { mimeType, customMetadata, displayName } = options;
+    const headers: Record<string, string> = { ...options.headers, "Content-Type": mimeType ?? mediaTypeOf(data) };
+    if (customMetadata) headers["Artifact-Metadata"] = metadataHeader(customMetadata);
+    return ok(
+      this.raw.POST(artifactRoute(sessionId, "/artifacts/{name}"), {
+        params: { path: artifactAt(appName, userId, sessionId, name), query: { displayName } },
+        // Sent as it is by the call's fetch (`uploadOf`): not as JSON, never read into a string.
+        body: "",
+        bodySerializer: () => undefined,
+        ...this.#call({ ...options, headers }, uploadOf(data)),
+      }),
+    );
+  }
+
+  /** A version's content (the newest, or `version`), or the bytes of it `range` names, read
+   * whole, with its media type, version and SHA-256; for a reference, its URI. `openArtifact`
+   * streams it instead. */
+  async downloadArtifact(
+    appName: string,
+    userId: string,
+    sessionId: string | null,
+    name: string,
+    options: DownloadOptions = {},
+  ): Promise<ArtifactContent> {
+    return contentOf(await this.openArtifact(appName, userId, sessionId, name, options));
+  }
+
+  /** The answer to a download, its body not read yet: `response.body` streams the content (200,
+   * or 206 for a `range`), with its `Content-Type`, `ETag` (its SHA-256) and `Artifact-Version`;
+   * a reference answers 303, its URI the `Location`. Resent as any read until it begins. */
+  async openArtifact(
+    appName: string,
+    userId: string,
+    sessionId: string | null,
+    name: string,
+    options: DownloadOptions = {},
+  ): Promise<Response> {
+    const { version, range } = options;
+    const { response } = await this.raw.GET(artifactRoute(sessionId, "/artifacts/{name}"), {
+      params: {
+        path: artifactAt(appName, userId, sessionId, name),
+        query: { version },
+        header: range === undefined ? undefined : { Range: rangeHeader(range) },
+      },
+      parseAs: "stream",
+      redirect: "manual", // a reference's URI is for the caller to follow, or not
+      ...this.#call(options),
+    });
+    return response;
+  }
+
+  /** One page of the versions of `name`, oldest first, each with its record. */
+  async listArtifactVersions(
+    appName: string,
+    userId: string,
+    sessionId: string | null,
+    name: string,
+    options: Query<"list_artifact_versions"> & CallOptions = {},
+  ): Promise<ArtifactVersionPage> {
+    const query = fields(options);
+    return ok(
+      this.raw.GET(artifactRoute(sessionId, "/artifacts/{name}/versions"), {
+        params: { path: artifactAt(appName, userId, sessionId, name), query },
+        ...this.#call(options),
+      }),
+    );
+  }
+
+  /** Every version of `name`, oldest first. */
+  artifactVersions(
+    appName: string,
+    userId: string,
+    sessionId: string | null,
+    name: string,
+    options: AllPages<Query<"list_artifact_versions">> & CallOptions = {},
+  ): AsyncGenerator<ArtifactVersion, void, undefined> {
+    return paginate(
+      (pageToken) => this.listArtifactVersions(appName, userId, sessionId, name, { ...options, pageToken }),
+      (page) => page.versions,
+    );
+  }
+
+  /** The record of a version of `name` (the newest, or `version`), not its content. */
+  async getArtifactVersion(
+    appName: string,
+    userId: string,
+    sessionId: string | null,
+    name: string,
+    options: { version?: number | "latest" } & CallOptions = {},
+  ): Promise<ArtifactVersion> {
+    const path = { ...artifactAt(appName, userId, sessionId, name), version: String(options.version ?? "latest") };
+    return ok(
+      this.raw.GET(artifactRoute(sessionId, "/artifacts/{name}/versions/{version}"), {
+        params: { path },
+        ...this.#call(options),
+      }),
+    );
+  }
+
+  /** Deletes every version of `name`; a later save starts again at version 0. Sent once: again,
+   * it would be an `ArtifactNotFoundError`. */
+  async deleteArtifact(
+    appName: string,
+    userId: string,
+    sessionId: string | null,
+    name: string,
+    options: CallOptions = {},
+  ): Promise<void> {
+    await this.raw.DELETE(artifactRoute(sessionId, "/artifacts/{name}"), {
+      params: { path: artifactAt(appName, userId, sessionId, name) },
+      ...this.#call(options),
+    });
+  }
+
   // --- Search, usage, browsing ----------------------------------------------------------------
 
   /** One page of the app's events matching `q` (web-search syntax: `refund order`, `"full
@@ -856,6 +1100,11 @@ export class Sessionary {
 
   // --- Operations -----------------------------------------------------------------------------
 
+  /** What the client's API key may reach (`/auth/key`): its app and user, whether it may write. */
+  async keyScope(options: CallOptions = {}): Promise<KeyScope> {
+    return ok(this.raw.GET("/auth/key", { ...this.#call(options) }));
+  }
+
   /** The process answers (`/healthz`); says nothing of the database. */
   async health(options: CallOptions = {}): Promise<Health> {
     return ok(this.raw.GET("/healthz", { ...this.#call(options) }));
@@ -864,6 +1113,11 @@ export class Sessionary {
   /** The database answers, at the expected schema (`/readyz`); else `ServiceUnavailableError`. */
   async readiness(options: CallOptions = {}): Promise<Readiness> {
     return ok(this.raw.GET("/readyz", { ...this.#call(options) }));
+  }
+
+  /** The Prometheus metrics of the worker that answered (`/metrics`), as text. */
+  async metrics(options: CallOptions = {}): Promise<string> {
+    return ok(this.raw.GET("/metrics", { parseAs: "text", ...this.#call(options) }));
   }
 }
 
@@ -878,6 +1132,7 @@ const BOUND = {
   appendEvents: "appendEvents",
   listEvents: "listEvents",
   events: "events",
+  countEvents: "countEvents",
   removeEvent: "removeEvent",
   rewriteEvent: "rewriteEvent",
   streamEvents: "streamEvents",
@@ -899,6 +1154,16 @@ const BOUND = {
   clearPending: "clearPending",
   promotePending: "promotePending",
   export: "export",
+  listArtifacts: "listArtifacts",
+  artifacts: "artifacts",
+  saveArtifact: "saveArtifact",
+  uploadArtifact: "uploadArtifact",
+  downloadArtifact: "downloadArtifact",
+  openArtifact: "openArtifact",
+  listArtifactVersions: "listArtifactVersions",
+  artifactVersions: "artifactVersions",
+  getArtifactVersion: "getArtifactVersion",
+  deleteArtifact: "deleteArtifact",
 } as const satisfies Record<string, keyof Sessionary>;
 
 /** A method of the client, without its first three arguments: app, user and session id. */

@@ -13,7 +13,8 @@
  *         │   └── CrossOriginRefusedError      403 cross_origin_refused
  *         ├── NotFoundError                    404 not_found
  *         │   ├── SessionNotFoundError         404 session_not_found
- *         │   └── EventNotFoundError           404 event_not_found
+ *         │   ├── EventNotFoundError           404 event_not_found
+ *         │   └── ArtifactNotFoundError        404 artifact_not_found
  *         ├── MethodNotAllowedError            405 method_not_allowed
  *         ├── ConflictError                    409 conflict
  *         │   ├── SessionAlreadyExistsError    409 session_already_exists
@@ -25,6 +26,7 @@
  *         ├── StaleSessionError                412 stale_session (`currentVersion`)
  *         ├── PayloadTooLargeError             413 payload_too_large
  *         ├── UnsupportedMediaTypeError        415 unsupported_media_type
+ *         ├── RangeNotSatisfiableError         416 range_not_satisfiable (`size`)
  *         ├── InvalidRequestError              422 validation_error (`errors`)
  *         ├── HeadersTooLargeError             431 headers_too_large
  *         ├── InternalError                    500 internal_error
@@ -110,6 +112,9 @@ export class NotFoundError extends APIError {}
 export class SessionNotFoundError extends NotFoundError {}
 /** The session holds no event with that id. */
 export class EventNotFoundError extends NotFoundError {}
+/** No artifact of that name, or no such version of it (a version ADK's rewind marked removed
+ * downloads so too). */
+export class ArtifactNotFoundError extends NotFoundError {}
 export class MethodNotAllowedError extends APIError {}
 export class ConflictError extends APIError {}
 export class SessionAlreadyExistsError extends ConflictError {}
@@ -139,6 +144,14 @@ export class StaleSessionError extends APIError {
 export class PayloadTooLargeError extends APIError {}
 /** The body is not JSON. */
 export class UnsupportedMediaTypeError extends APIError {}
+/** The download's `range` selects no byte of the content. */
+export class RangeNotSatisfiableError extends APIError {
+  /** The content's length in bytes, as the answer's `Content-Range` gives it. */
+  get size(): number | undefined {
+    const size = /^bytes \*\/(\d+)$/.exec(this.headers.get("Content-Range") ?? "")?.[1];
+    return size === undefined ? undefined : Number(size);
+  }
+}
 export class InvalidRequestError extends APIError {
   get errors(): NonNullable<Problem["errors"]> {
     return this.problem.errors ?? [];
@@ -180,6 +193,7 @@ const BY_STATUS: Record<number, ErrorClass> = {
   409: ConflictError,
   412: StaleSessionError,
   413: PayloadTooLargeError,
+  416: RangeNotSatisfiableError,
   422: InvalidRequestError,
   503: ServiceUnavailableError,
 };

@@ -2,7 +2,14 @@
  * A typed client for Sessionary. `Sessionary` has a method per operation; `sessionary.raw` (or
  * `createSessionaryClient()`) is the low-level openapi-fetch client typed by the spec.
  */
-export { Sessionary, type SessionHandle, type WriteOptions } from "./client.js";
+export type { ArtifactContent, ArtifactData, ByteRange } from "./artifacts.js";
+export {
+  Sessionary,
+  type DownloadOptions,
+  type SessionHandle,
+  type UploadOptions,
+  type WriteOptions,
+} from "./client.js";
 export * from "./errors.js";
 export {
   DEFAULT_URL,

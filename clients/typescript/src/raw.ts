@@ -82,9 +82,23 @@ export function createSessionaryClient(options: SessionaryOptions = {}): Session
   return connect(options).client;
 }
 
-/** The fetch of one call: the client's, resending as the call's `timeout` and `maxRetries` say
- * (undefined when it says nothing: the client's own). */
-export type FetchFor = (call: Pick<CallOptions, "timeout" | "maxRetries">) => Fetch | undefined;
+/** The fetch of one call: the client's, resending as the call's `timeout` and `maxRetries` say,
+ * sending an `upload`'s body as it is (undefined when it says nothing: the client's own). */
+export type FetchFor = (
+  call: Pick<CallOptions, "timeout" | "maxRetries"> & { upload?: Upload },
+) => Fetch | undefined;
+
+/**
+ * A body sent as the caller gave it rather than read into a string first (an artifact's
+ * bytes, which may be large, or a stream). Bytes can be sent again by each attempt; a stream
+ * can be read once, so a request with one is sent once.
+ */
+export interface Upload {
+  readonly replayable: boolean;
+  /** One attempt's body. `sent` settles once fetch has read the last byte of it;
+   * `failure()` is the error of the caller's own source, if reading it failed. */
+  open(): { body: BodyInit; sent: Promise<void>; failure: () => unknown };
+}
 
 /** A low-level client, and the fetch of a call with a timeout or retries of its own. */
 export function connect(options: SessionaryOptions): { client: SessionaryClient; fetchFor: FetchFor } {
@@ -107,14 +121,15 @@ export function connect(options: SessionaryOptions): { client: SessionaryClient;
     },
   });
   client.use(throwProblems, readYourWrites(routeOf));
-  const fetchFor: FetchFor = ({ timeout, maxRetries }) =>
-    timeout === undefined && maxRetries === undefined
+  const fetchFor: FetchFor = ({ timeout, maxRetries, upload }) =>
+    timeout === undefined && maxRetries === undefined && upload === undefined
       ? undefined
-      : resending(send, routeOf, {
-          ...policy,
-          timeout: timeout ?? policy.timeout,
-          retries: maxRetries ?? policy.retries,
-        });
+      : resending(
+          send,
+          routeOf,
+          { ...policy, timeout: timeout ?? policy.timeout, retries: maxRetries ?? policy.retries },
+          upload,
+        );
   return { client, fetchFor };
 }
 
@@ -130,17 +145,25 @@ function userAgent(): Record<string, string> {
  * or spaces. An id `.` or `..` is refused here, as the server refuses it (422): URLs resolve dot
  * segments, encoded ones (`%2E%2E`) too, so it would reach another route (removing event `..`
  * would delete its session). So is an id with a lone surrogate, which UTF-8 cannot encode.
+ *
+ * An artifact's name (the slot `{name}`) keeps its `/`s, which separate its segments as a
+ * folder's do (`reports/q1.pdf`); each segment is checked and encoded as an id is.
  */
 export function pathWithIds(pathname: string, ids: Record<string, unknown>): string {
   return pathname.replace(/\{(\w+)\}/g, (slot, name: string) => {
     const id = ids[name];
     if (id === undefined || id === null) return slot;
-    if (id === "." || id === "..") {
-      throw refused("an id must not be `.` or `..`, which URLs resolve away", "path", name);
-    }
-    if (LONE_SURROGATE.test(String(id))) throw refused("an id must be valid UTF-8", "path", name);
-    return encodeURIComponent(String(id));
+    const segments = name === "name" ? String(id).split("/") : [String(id)];
+    return segments.map((segment) => pathSegment(segment, name)).join("/");
   });
+}
+
+function pathSegment(id: string, name: string): string {
+  if (id === "." || id === "..") {
+    throw refused("an id must not be `.` or `..`, which URLs resolve away", "path", name);
+  }
+  if (LONE_SURROGATE.test(id)) throw refused("an id must be valid UTF-8", "path", name);
+  return encodeURIComponent(id);
 }
 
 // A lone surrogate (with `u`, a surrogate pair is one code point): fetch would send U+FFFD in
@@ -153,8 +176,13 @@ const ESCAPED_LONE_SURROGATE = /(?:^|[^\\])(?:\\\\)*\\ud[89a-f]/;
 /** A request's JSON body; one with a lone surrogate in a string, which the server would refuse,
  * is refused here. */
 function jsonBody(body: unknown): string {
-  const json = JSON.stringify(body);
-  if (ESCAPED_LONE_SURROGATE.test(json)) throw refused("strings must be valid UTF-8", "body");
+  return jsonText(body, "body");
+}
+
+/** A value as JSON, refused (`loc` saying where it goes) if a string in it has a lone surrogate. */
+export function jsonText(value: unknown, ...loc: string[]): string {
+  const json = JSON.stringify(value);
+  if (ESCAPED_LONE_SURROGATE.test(json)) throw refused("strings must be valid UTF-8", ...loc);
   return json;
 }
 
@@ -190,8 +218,10 @@ export async function ok<R extends { data?: unknown; response: Response }>(
 }
 
 const throwProblems: Middleware = {
-  async onResponse({ response }) {
-    if (!response.ok) throw await errorFor(response);
+  async onResponse({ request, response }) {
+    // A call that takes redirects itself (a download: a reference answers 303) gets them.
+    const redirect = response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400);
+    if (!response.ok && !(redirect && request.redirect === "manual")) throw await errorFor(response);
     return undefined;
   },
 };
@@ -285,29 +315,42 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * as it was reused; or the timeout) or a 429 or 502-504, after the wait its `Retry-After` asks
  * if it has one. When the resends run out, a request without an answer is an
  * `APIConnectionError`. An abort of the caller's signal is never resent.
+ *
+ * An `upload`'s body is sent as it is, each attempt's from its source: bytes again, a stream
+ * once (so never resent). Its timeout counts from when its last byte was read, as its answer
+ * can only begin then.
  */
 function resending(
   send: Fetch,
   routeOf: (url: string) => string,
   policy: RetryPolicy & { timeout: number },
+  upload?: Upload,
 ): Fetch {
   return async (request, init) => {
     const route = routeOf(request.url);
     const safe = idempotent(request, route);
-    let body = request.body === null ? undefined : await request.text();
+    let body = upload || request.body === null ? undefined : await request.text();
     if (body && request.method === "POST" && WITH_EVENTS.test(route)) {
       body = withIds(body, route.endsWith(":batch"));
     }
+    const retries = upload && !upload.replayable ? 0 : policy.retries;
     for (let attempt = 0; ; attempt++) {
-      const retry = attempt < policy.retries;
+      const retry = attempt < retries;
+      const outgoing = upload?.open();
       let wait: number | undefined;
       try {
-        const response = await within(policy.timeout, send, new Request(request, { body }), init);
+        // `duplex`, which fetch needs for a stream, is not in TypeScript's RequestInit yet.
+        const sending = outgoing
+          ? new Request(request, { body: outgoing.body, duplex: "half" } as RequestInit)
+          : new Request(request, { body });
+        const response = await within(policy.timeout, send, sending, init, outgoing?.sent);
         if (!(safe && retry && (await transient(response)))) return response;
         await response.body?.cancel();
         wait = retryAfter(response.headers.get("Retry-After"));
       } catch (error) {
         if (request.signal.aborted) throw error;
+        const failure = outgoing?.failure();
+        if (failure !== undefined) throw failure; // the caller's own stream failed: its error
         if (!(error instanceof TypeError || error instanceof APITimeoutError)) throw error;
         if (!(retry && (safe || neverSent(error)))) throw connectionError(request, error);
       }
@@ -316,11 +359,24 @@ function resending(
   };
 }
 
-/** `send(request)`, rejected with an `APITimeoutError` if no answer began within `timeout` ms. */
-async function within(timeout: number, send: Fetch, request: Request, init?: RequestInit): Promise<Response> {
+/** `send(request)`, rejected with an `APITimeoutError` if no answer began within `timeout` ms
+ * (of `sent` settling, when given: an upload's answer begins once its body is sent). */
+async function within(
+  timeout: number,
+  send: Fetch,
+  request: Request,
+  init?: RequestInit,
+  sent?: Promise<void>,
+): Promise<Response> {
   if (!Number.isFinite(timeout)) return send(request, init);
   const timer = new AbortController();
-  const clock = setTimeout(() => timer.abort(), timeout);
+  let answered = false;
+  let clock: ReturnType<typeof setTimeout> | undefined;
+  const start = () => {
+    if (!answered) clock = setTimeout(() => timer.abort(), timeout);
+  };
+  if (sent) void sent.then(start);
+  else start();
   try {
     return await send(
       new Request(request, { signal: AbortSignal.any([request.signal, timer.signal]) }),
@@ -333,6 +389,7 @@ async function within(timeout: number, send: Fetch, request: Request, init?: Req
       requestId: request.headers.get("X-Request-ID") ?? undefined,
     });
   } finally {
+    answered = true;
     clearTimeout(clock);
   }
 }

@@ -32,8 +32,16 @@ export type AppSummary = Schemas["AppSummary"];
 export type UserPage = Schemas["UserPage"];
 export type UserSummary = Schemas["UserSummary"];
 export type AppUsage = Schemas["AppUsage"];
+export type EventCount = Schemas["EventCount"];
+export type KeyScope = Schemas["KeyScope"];
 export type Health = Schemas["Health"];
 export type Readiness = Schemas["Readiness"];
+export type ArtifactVersion = Schemas["ArtifactVersion"];
+export type ArtifactPage = Schemas["ArtifactPage"];
+export type ArtifactVersionPage = Schemas["ArtifactVersionPage"];
+/** An artifact as ADK's `saveArtifact` takes it: a `Part` with one of `inlineData` (base64),
+ * `text` or `fileData` (a reference by URI). */
+export type ArtifactPart = Schemas["ArtifactPart"];
 
 /**
  * What an append did with its event (`appendEventOutcome`), as the Python client's `Appended`

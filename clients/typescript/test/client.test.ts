@@ -356,6 +356,26 @@ test("search, usage, apps, users, app and user state, health", async () => {
   assert.equal((await client.readiness()).status, "ready");
 });
 
+test("events are counted; the key's scope and the metrics are read", async () => {
+  const app = freshApp();
+  const chat = client.session(app, "ada", (await client.createSession(app, "ada")).id);
+  assert.deepEqual(await chat.countEvents(), { count: 0, firstSeq: null, lastSeq: null });
+  await chat.appendEvents([{ author: "user" }, { author: "agent" }, { author: "user" }]);
+  await chat.trim(2);
+  assert.deepEqual(await client.countEvents(app, "ada", chat.sessionId), { count: 2, firstSeq: 2, lastSeq: 3 });
+
+  // The test server checks no keys: every request reaches everything.
+  assert.deepEqual(await client.keyScope(), {
+    authEnabled: false,
+    keyId: null,
+    appName: null,
+    userId: null,
+    readOnly: false,
+    writesAppState: true,
+  });
+  assert.match(await client.metrics(), /^# (HELP|TYPE) /m);
+});
+
 test("error answers are thrown as the class their code names", async () => {
   const app = freshApp();
   await client.createSession(app, "ada", { sessionId: "s" });
