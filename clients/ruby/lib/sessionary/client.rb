@@ -36,6 +36,8 @@ module Sessionary
     ID_NAMES = {
       "apps" => "app_name", "users" => "user_id", "sessions" => "session_id", "events" => "event_id"
     }.freeze
+    # What an append's status says it did.
+    APPEND_OUTCOMES = {201 => :stored, 200 => :replayed, 202 => :acknowledged}.freeze
 
     def initialize(base_url: nil, api_key: nil, headers: {}, timeout: 10, retries: 2,
                    backoff: 0.25, pool_size: 16)
@@ -137,12 +139,23 @@ module Sessionary
 
     # Stores `event` (an ADK event, a Hash), given an `id` if it has none; the event as
     # stored, with `seq`. With `if_match`, only if the session is still at that version. A
-    # `partial` event is echoed back, not stored.
+    # `partial` event is echoed back, not stored. append_event_outcome says, besides, which
+    # of these happened.
     def append_event(app_name, user_id, session_id, event, if_match: nil, request_options: nil)
+      append_event_outcome(app_name, user_id, session_id, event, if_match: if_match,
+                           request_options: request_options).event
+    end
+
+    # As append_event, and what it did: an Appended, whose `outcome` is `:stored` (written
+    # now), `:replayed` (stored before: a resend, nothing written) or `:acknowledged` (a
+    # partial event, not stored).
+    def append_event_outcome(app_name, user_id, session_id, event, if_match: nil, request_options: nil)
       # Safe to resend because the event carries its id: the server answers a resend of a
       # stored event with that event, even when If-Match has moved on since.
-      json("POST", sessions_path(app_name, user_id, session_id, "events"),
-           body: with_id(event), if_match: if_match, idempotent: true, request_options: request_options)
+      response = send_request("POST", sessions_path(app_name, user_id, session_id, "events"),
+                              body: with_id(event), if_match: if_match, idempotent: true,
+                              request_options: request_options)
+      Appended.new(event: Record.wrap(JSON.parse(response.body)), outcome: APPEND_OUTCOMES.fetch(response.code.to_i))
     end
 
     # Stores `events` at consecutive seqs, all or none (partial ones skipped); as stored.
@@ -360,6 +373,92 @@ module Sessionary
            request_options: request_options)
     end
 
+    # --- Artifacts --------------------------------------------------------------------------
+    # Each serves a session's names and its user's `user:` names, or, with `session_id` nil,
+    # the user's alone (the `…_user_artifact…` operations). A name's `/`s separate its
+    # segments, as a folder's do.
+
+    # One page of the newest version of each artifact name, by name: `page.artifacts`; with
+    # `until_seq`, as the session was at that seq.
+    def list_artifacts(app_name, user_id, session_id, until_seq: nil, page_size: nil, page_token: nil,
+                       request_options: nil)
+      json("GET", artifact_path(app_name, user_id, session_id),
+           query: present(untilSeq: until_seq, pageSize: page_size, pageToken: page_token),
+           request_options: request_options)
+    end
+
+    # The newest version of every artifact name (the filters of list_artifacts), pages
+    # fetched as they are reached.
+    def artifacts(app_name, user_id, session_id, **filters)
+      pages("artifacts") { |token| list_artifacts(app_name, user_id, session_id, page_token: token, **filters) }
+    end
+
+    # Saves the next version of `name` from ADK's Part (a Hash): `inlineData` (`data` in
+    # base64), `text`, or `fileData` (a reference by URI, no bytes). Read whole by the server:
+    # upload large files instead. The version's record. Sent once: again, it would save
+    # another version.
+    def save_artifact(app_name, user_id, session_id, name, artifact, custom_metadata: nil, request_options: nil)
+      body = present(filename: name, artifact: artifact, customMetadata: custom_metadata)
+      json("POST", artifact_path(app_name, user_id, session_id), body: body, request_options: request_options)
+    end
+
+    # Saves the next version of `name` from `data`, streamed: a String (its bytes) or an IO (a
+    # File, a pipe…, read from where it is), up to the server's limit (512 MiB by default).
+    # `mime_type` is what it is served as (application/octet-stream by default),
+    # `custom_metadata` any JSON object. A String, or an IO that can seek, is sent again if the
+    # connection was refused; another IO, once. The version's record.
+    def upload_artifact(app_name, user_id, session_id, name, data, mime_type: nil, custom_metadata: nil,
+                        display_name: nil, request_options: nil)
+      headers = {"Content-Type" => mime_type || "application/octet-stream"}
+      headers["Artifact-Metadata"] = metadata_header(custom_metadata) unless custom_metadata.nil?
+      json("POST", artifact_path(app_name, user_id, session_id, name), query: present(displayName: display_name),
+           upload: Transport::Upload.new(data), headers: headers, request_options: request_options)
+    end
+
+    # A version's content (the newest, or `version`), or the bytes of it `range` names (a
+    # Range: `0..99`, `100..`, `-100..` for the last 100), as an ArtifactContent: its `data` a
+    # String, or, with `to:` (anything that answers `write`) or a block, written there or
+    # yielded in chunks as they arrive, never held whole. A download cut short is an
+    # APIConnectionError.
+    def download_artifact(app_name, user_id, session_id, name, version: nil, range: nil, to: nil,
+                          request_options: nil, &block)
+      data = String.new(encoding: Encoding::BINARY) unless block || to
+      sink = block || (to && ->(chunk) { to.write(chunk) }) || ->(chunk) { data << chunk }
+      headers = {"Accept" => "*/*", "Accept-Encoding" => "identity"} # the bytes as they are: what `range` counts
+      headers["Range"] = byte_range(range) unless range.nil?
+      response = send_request("GET", artifact_path(app_name, user_id, session_id, name),
+                              query: present(version: version), headers: headers, redirects: true,
+                              request_options: request_options, &sink)
+      content_of(response, data)
+    end
+
+    # One page of the versions of `name`, oldest first, each with its record: `page.versions`.
+    def list_artifact_versions(app_name, user_id, session_id, name, page_size: nil, page_token: nil,
+                               request_options: nil)
+      json("GET", artifact_path(app_name, user_id, session_id, name, "versions"),
+           query: present(pageSize: page_size, pageToken: page_token), request_options: request_options)
+    end
+
+    # Every version of `name`, oldest first, pages fetched as they are reached.
+    def artifact_versions(app_name, user_id, session_id, name, **filters)
+      pages("versions") do |token|
+        list_artifact_versions(app_name, user_id, session_id, name, page_token: token, **filters)
+      end
+    end
+
+    # The record of a version of `name` (the newest, or `version`), not its content.
+    def artifact_version(app_name, user_id, session_id, name, version: nil, request_options: nil)
+      json("GET", artifact_path(app_name, user_id, session_id, name, "versions", version || "latest"),
+           request_options: request_options)
+    end
+
+    # Deletes every version of `name`; a later save starts again at version 0. Not resent after
+    # a lost answer: the resend would be an ArtifactNotFoundError.
+    def delete_artifact(app_name, user_id, session_id, name, request_options: nil)
+      send_request("DELETE", artifact_path(app_name, user_id, session_id, name), request_options: request_options)
+      nil
+    end
+
     # --- Search, usage, browsing ------------------------------------------------------------
 
     # One page of the app's events matching `q` (web-search syntax: `refund order`, `"full
@@ -452,12 +551,13 @@ module Sessionary
     # A variable of the environment, unless it is unset or empty.
     def environment(name) = ENV.fetch(name, "").then { |value| value.empty? ? nil : value }
 
-    def send_request(method, target, query: nil, body: nil, headers: {}, if_match: nil, idempotent: false,
-                     request_options: nil)
+    def send_request(method, target, query: nil, body: nil, upload: nil, headers: {}, if_match: nil,
+                     idempotent: false, redirects: false, request_options: nil, &sink)
       headers = headers.merge("If-Match" => Client.if_match_header(if_match)) unless if_match.nil?
       idempotent ||= method == "GET"
-      response = @transport.request(method, target, query: query, body: body, headers: headers,
-                                               idempotent: idempotent, options: call_options(request_options))
+      response = @transport.request(method, target, query: query, body: body, upload: upload, headers: headers,
+                                    idempotent: idempotent, redirects: redirects,
+                                    options: call_options(request_options), &sink)
       remember(target, response) unless method == "GET"
       response
     end
@@ -528,19 +628,70 @@ module Sessionary
 
     def sessions_path(app_name, user_id, *rest) = path("apps", app_name, "users", user_id, "sessions", *rest)
 
-    # `/a/b/…`, each segment percent-encoded: ids may hold `/`, `?`, `#` or spaces. A dot
+    # The path of a session's artifacts or, with `session_id` nil, its user's; of `name` in
+    # them, its `/`s kept (they separate its segments as a folder's do), each segment encoded
+    # as an id is; then `rest`.
+    def artifact_path(app_name, user_id, session_id, name = nil, *rest)
+      artifacts = session_id.nil? ? path("apps", app_name, "users", user_id) : sessions_path(app_name, user_id, session_id)
+      return "#{artifacts}/artifacts" if name.nil?
+
+      named = name.to_s.split("/", -1).map { |part| segment(part, "name") }.join("/")
+      ["#{artifacts}/artifacts/#{named}", *rest.map { |part| segment(part, "version") }].join("/")
+    end
+
+    # `/a/b/…`, each segment percent-encoded.
+    def path(*segments)
+      "/" + segments.each_with_index.map { |id, n| segment(id, ID_NAMES.fetch(segments[n - 1], "id")) }.join("/")
+    end
+
+    # An id as a path segment, percent-encoded: ids may hold `/`, `?`, `#` or spaces. A dot
     # segment is encoded too, so that it reaches the server as an id, which refuses it,
     # rather than being resolved by something in between (removing event `..` would delete
-    # the session). An id that is not UTF-8 is refused here, as the server would refuse it.
-    def path(*segments)
-      "/" + segments.each_with_index.map do |segment, n|
-        bytes = segment.to_s.b
-        unless Sessionary.utf8?(bytes)
-          raise Sessionary.refused("an id must be valid UTF-8", "path", ID_NAMES.fetch(segments[n - 1], "id"))
-        end
-        encoded = bytes.gsub(/[^A-Za-z0-9\-._~]/) { |byte| format("%%%02X", byte.ord) }
-        %w[. ..].include?(encoded) ? encoded.gsub(".", "%2E") : encoded
-      end.join("/")
+    # the session). An id that is not UTF-8 is refused here, as the server would refuse it;
+    # `what` names it there.
+    def segment(id, what)
+      bytes = id.to_s.b
+      raise Sessionary.refused("an id must be valid UTF-8", "path", what) unless Sessionary.utf8?(bytes)
+
+      encoded = bytes.gsub(/[^A-Za-z0-9\-._~]/) { |byte| format("%%%02X", byte.ord) }
+      %w[. ..].include?(encoded) ? encoded.gsub(".", "%2E") : encoded
+    end
+
+    # Custom metadata as the Artifact-Metadata header carries it: JSON, ASCII alone (a
+    # header's bytes are not UTF-8), every other character as a `\u` escape.
+    def metadata_header(metadata)
+      raise Sessionary.refused("strings must be valid UTF-8", "header", "Artifact-Metadata") unless Sessionary.utf8?(metadata)
+
+      JSON.generate(metadata, ascii_only: true).gsub("\x7F", "\\u007f")
+    end
+
+    # The Range header of a Range of bytes: `0..99`, `0...100`, `100..` (to the end), `-100..`
+    # (the last 100).
+    def byte_range(range)
+      first = range.begin if range.is_a?(Range)
+      last = range.end if range.is_a?(Range)
+      unless first.is_a?(Integer) && (last.nil? || (first >= 0 && last.is_a?(Integer)))
+        raise ArgumentError, "range: takes a Range of bytes (0..99, 100.., -100..), not #{range.inspect}"
+      end
+      return "bytes=#{first}" if first.negative?
+
+      "bytes=#{first}-#{last && (range.exclude_end? ? last - 1 : last)}"
+    end
+
+    # What a download's answer carries: its content (in `data`, unless it went elsewhere) and
+    # what its headers say of it; a reference's 303, its Location.
+    def content_of(response, data)
+      version = response["artifact-version"]&.to_i
+      return ArtifactContent.new(version: version, file_uri: response["location"]) if response.is_a?(Net::HTTPRedirection)
+
+      mime_type = response["content-type"]
+      data&.force_encoding(Encoding::UTF_8) if mime_type.to_s.match?(/;\s*charset="?utf-8"?/i)
+      part = response["content-range"].to_s.match(%r{\Abytes (\d+)-(\d+)/(\d+)\z})
+      ArtifactContent.new(
+        data: data, mime_type: mime_type, version: version, sha256: response["etag"]&.delete('"'),
+        range: part && (part[1].to_i..part[2].to_i), size: part ? part[3].to_i : response.content_length,
+        file_uri: nil
+      )
     end
 
     class << self

@@ -18,7 +18,8 @@ module Sessionary
   #         │   └── CrossOriginRefusedError      403 cross_origin_refused
   #         ├── NotFoundError                    404 not_found
   #         │   ├── SessionNotFoundError         404 session_not_found
-  #         │   └── EventNotFoundError           404 event_not_found
+  #         │   ├── EventNotFoundError           404 event_not_found
+  #         │   └── ArtifactNotFoundError        404 artifact_not_found
   #         ├── MethodNotAllowedError            405 method_not_allowed
   #         ├── ConflictError                    409 conflict
   #         │   ├── SessionAlreadyExistsError    409 session_already_exists
@@ -30,6 +31,7 @@ module Sessionary
   #         ├── StaleSessionError                412 stale_session (#current_version)
   #         ├── PayloadTooLargeError             413 payload_too_large
   #         ├── UnsupportedMediaTypeError        415 unsupported_media_type
+  #         ├── RangeNotSatisfiableError         416 range_not_satisfiable (#size)
   #         ├── InvalidRequestError              422 validation_error (#errors)
   #         ├── HeadersTooLargeError             431 headers_too_large
   #         ├── InternalError                    500 internal_error
@@ -96,6 +98,9 @@ module Sessionary
   class SessionNotFoundError < NotFoundError; end
   # The session holds no event with that id.
   class EventNotFoundError < NotFoundError; end
+  # No artifact of that name, or no such version of it (a version ADK's rewind marked removed
+  # downloads so too).
+  class ArtifactNotFoundError < NotFoundError; end
   class MethodNotAllowedError < APIError; end
   class ConflictError < APIError; end
   class SessionAlreadyExistsError < ConflictError; end
@@ -122,6 +127,12 @@ module Sessionary
   class PayloadTooLargeError < APIError; end
   # The body is not JSON.
   class UnsupportedMediaTypeError < APIError; end
+
+  # The download's `range:` selects no byte of the content.
+  class RangeNotSatisfiableError < APIError
+    # The content's length in bytes, as the answer's Content-Range gives it.
+    def size = headers["content-range"].to_s[%r{\Abytes \*/(\d+)\z}, 1]&.to_i
+  end
 
   class InvalidRequestError < APIError
     def errors = Array(problem["errors"])
@@ -157,6 +168,7 @@ module Sessionary
     409 => ConflictError,
     412 => StaleSessionError,
     413 => PayloadTooLargeError,
+    416 => RangeNotSatisfiableError,
     422 => InvalidRequestError,
     503 => ServiceUnavailableError
   }.freeze

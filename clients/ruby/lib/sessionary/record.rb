@@ -61,4 +61,26 @@ module Sessionary
   # One server-sent event of a stream: its `event:` name (`appended`, `closed`…), its `id:`
   # (the position it carries, for a session's stream the seq) and its `data:` as a Record.
   StreamEvent = Struct.new(:event, :id, :data, keyword_init: true)
+
+  # What an append did with its event (Client#append_event_outcome), as the Python and
+  # TypeScript clients say it: `:stored` it now (201, with its `seq`); found it `:replayed`
+  # (200: this id was stored before with the same content, by an earlier call or a resend of
+  # this one after a lost answer; nothing was written); or `:acknowledged` a `partial` one
+  # (202: echoed, never stored). `event` is the event as the server answered it.
+  Appended = Struct.new(:event, :outcome, keyword_init: true) do
+    def stored? = outcome == :stored
+    def replayed? = outcome == :replayed
+    def acknowledged? = outcome == :acknowledged
+  end
+
+  # A download (Client#download_artifact): `data`, the content (or the part `range:` asked
+  # for) as a String, its encoding UTF-8 for text and binary else, nil when it went to `to:`
+  # or a block; its `mime_type`, the `version` served, its `sha256` (hex: its ETag), the
+  # `range` of bytes these are (for a partial download) and `size`, the whole content's
+  # length. A reference (saved with a URI other than `artifact://`) has its `file_uri`, where
+  # the content is, and nothing else.
+  ArtifactContent = Struct.new(:data, :mime_type, :version, :sha256, :range, :size, :file_uri,
+                               keyword_init: true) do
+    def reference? = !file_uri.nil?
+  end
 end

@@ -7,14 +7,19 @@ module Sessionary
   class SessionHandle
     METHODS = {
       get: :get_session, update: :update_session, update_state: :update_state,
-      delete: :delete_session, append_event: :append_event, append_events: :append_events,
+      delete: :delete_session, append_event: :append_event, append_event_outcome: :append_event_outcome,
+      append_events: :append_events,
       list_events: :list_events, events: :events, count_events: :count_events,
       remove_event: :remove_event, rewrite_event: :rewrite_event, stream_events: :stream_events,
       fork: :fork_session, create_child: :create_child_session, list_children: :list_children,
       children: :children, lineage: :lineage, close: :close_session, rewind: :rewind_session,
       trim: :trim_session, reset: :reset_session, context: :context, compact: :compact_session,
       tool_calls: :tool_calls, heal: :heal_session, queue_event: :queue_event, pending: :pending,
-      clear_pending: :clear_pending, promote_pending: :promote_pending, export: :export_session
+      clear_pending: :clear_pending, promote_pending: :promote_pending, export: :export_session,
+      list_artifacts: :list_artifacts, artifacts: :artifacts, save_artifact: :save_artifact,
+      upload_artifact: :upload_artifact, download_artifact: :download_artifact,
+      list_artifact_versions: :list_artifact_versions, artifact_versions: :artifact_versions,
+      artifact_version: :artifact_version, delete_artifact: :delete_artifact
     }.freeze
 
     attr_reader :client, :app_name, :user_id, :session_id

@@ -53,25 +53,95 @@ module Sessionary
     # The successful answer (a Net::HTTPResponse), after the resends allowed; an error answer
     # is raised as its APIError, no answer as an APIConnectionError. `idempotent`: sending the
     # request twice has the effect of sending it once, so it is resent after a lost answer
-    # too, not only when it never left. `options`: the call's (REQUEST_OPTIONS).
-    def request(method, path, query: nil, body: nil, headers: {}, idempotent: false, options: {})
+    # too, not only when it never left. `upload`: a body sent as it is (an Upload), not as
+    # JSON. `redirects`: a redirection is an answer too (a download's reference), not an
+    # error. With a block, a successful answer's body is yielded in chunks as they arrive, not
+    # read whole; once one was, the request is not resent. `options`: the call's
+    # (REQUEST_OPTIONS).
+    def request(method, path, query: nil, body: nil, upload: nil, headers: {}, idempotent: false,
+                redirects: false, options: {}, &sink)
       target = @prefix + path + (query.nil? || query.empty? ? "" : "?#{URI.encode_www_form(query)}")
       body = Transport.encode(body) unless body.nil?
       timeout = options.fetch(:timeout, @timeout)
+      retries = upload.nil? || upload.replayable? ? options.fetch(:max_retries, @retries) : 0
       attempt = 0
       loop do
+        given = false # a chunk went to the block: the answer cannot be asked for again
+        own = nil # an error the block raised, raised as it is
         outcome = begin
           request = build(method, target, body, headers, options)
-          response = with_connection(timeout) { |http| http.request(request) }
-          response.is_a?(Net::HTTPSuccess) ? response : Sessionary.error_for(response)
+          upload&.attach(request)
+          response = with_connection(timeout) do |http|
+            http.request(request) do |answer|
+              next unless sink && answer.is_a?(Net::HTTPSuccess)
+
+              received = 0
+              answer.read_body do |chunk|
+                given = true
+                received += chunk.bytesize
+                begin
+                  sink.call(chunk)
+                rescue Exception => e # the caller's, whatever it is
+                  own = e
+                  raise
+                end
+              end
+              # Net::HTTP takes an answer that ends early for a whole one: this one is not.
+              length = answer.content_length
+              raise EOFError, "the answer ended after #{received} of its #{length} bytes" if length && received < length
+            end
+          end
+          answered = response.is_a?(Net::HTTPSuccess) || (redirects && response.is_a?(Net::HTTPRedirection))
+          answered ? response : Sessionary.error_for(response)
         rescue *LOST => e
+          raise if e.equal?(own)
+          return answer(e, request_id(options)) if given
+
           e
         end
-        wait = delay(idempotent, attempt, outcome, options.fetch(:max_retries, @retries))
+        wait = delay(idempotent, attempt, outcome, retries)
         return answer(outcome, request_id(options)) if wait.nil?
 
         sleep(wait)
         attempt += 1
+      end
+    end
+
+    # A body sent as it is rather than as JSON, an artifact's: a String (its bytes, sent again
+    # by a resend), or an IO streamed from where it is (rewound there for a resend if it can
+    # seek, else sent once), with its length when it knows it, else chunked.
+    class Upload
+      def initialize(data)
+        @data = data
+        @start = data.is_a?(String) ? nil : Upload.position(data)
+      end
+
+      def replayable? = @data.is_a?(String) || !@start.nil?
+
+      def attach(request)
+        if @data.is_a?(String)
+          request.body = @data
+          return
+        end
+
+        @data.seek(@start) unless @start.nil?
+        request.body_stream = @data
+        length = Upload.remaining(@data, @start)
+        length.nil? ? request["Transfer-Encoding"] = "chunked" : request.content_length = length
+      end
+
+      # Where an IO is, if it can seek back there (a file, a StringIO; not a pipe or socket).
+      def self.position(io)
+        io.pos if io.respond_to?(:seek)
+      rescue IOError, SystemCallError
+        nil
+      end
+
+      # The bytes left from `start`, when the IO knows its size.
+      def self.remaining(io, start)
+        io.size - start if !start.nil? && io.respond_to?(:size)
+      rescue IOError, SystemCallError
+        nil
       end
     end
 
@@ -161,17 +231,18 @@ module Sessionary
     end
 
     # A pooled connection for the block, waiting `timeout` seconds for each read and write;
-    # one that failed is closed, not given back.
+    # one left another way (an error, an interrupt, a `break` out of a download's block: it may
+    # be mid-answer) is closed, not given back.
     def with_connection(timeout)
       http = @lock.synchronize { @idle.pop } || connect(timeout)
       http.read_timeout = http.write_timeout = timeout # the call's, on a connection of another's
       result = yield http
       kept = @lock.synchronize { @idle.size < @pool_size && @idle.push(http) }
       http.finish unless kept
+      http = nil
       result
-    rescue Exception # any way out, an interrupt too: the connection may be mid-answer
+    ensure
       http.finish if http&.started?
-      raise
     end
 
     def connect(timeout, read_timeout: timeout)

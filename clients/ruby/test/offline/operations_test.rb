@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "digest"
 require "test_helper"
 
 # Every method of the client against the stub of the API: the request it sends (method, path,
@@ -95,6 +96,11 @@ class OperationsTest < Minitest::Test
   operation :append_event, "POST", "#{SESSION}/events", status: 201, answer: AN_EVENT,
             body: {"id" => "e1", "author" => "user"} do |c|
     c.append_event("app", "ada", "s1", {id: "e1", author: "user"})
+  end
+  # A resend of a stored event: the server's 200, nothing written.
+  operation :append_event_outcome, "POST", "#{SESSION}/events", answer: AN_EVENT,
+            body: {"id" => "e1", "author" => "user"}, result: {event: AN_EVENT, outcome: :replayed} do |c|
+    c.append_event_outcome("app", "ada", "s1", {id: "e1", author: "user"})
   end
   operation :append_events, "POST", "#{SESSION}/events:batch", status: 201, answer: {"events" => [AN_EVENT]},
             body: {"events" => [{"id" => "e1", "author" => "user"}]}, result: [AN_EVENT] do |c|
@@ -226,6 +232,64 @@ class OperationsTest < Minitest::Test
     c.import_session("app", "ada", EXPORT)
   end
 
+  # --- Artifacts: a session's, or (with a nil session id) its user's own ------------------
+
+  ARTIFACTS = "#{SESSION}/artifacts"
+  USER_ARTIFACTS = "/apps/app/users/ada/artifacts"
+  CSV = "city,rain\nBergen,9\n"
+  CSV_SHA256 = Digest::SHA256.hexdigest(CSV)
+  # A version's record as the API answers it.
+  def self.artifact(name, version = 0, session: "s1", **fields)
+    scope = name.start_with?("user:") ? "" : "/sessions/#{session}"
+    {"name" => name, "version" => version, "canonicalUri" => "artifact://apps/app/users/ada#{scope}/artifacts/#{name}/versions/#{version}",
+     "customMetadata" => {}, "createTime" => TIME, "mimeType" => "text/csv", "kind" => "bytes", "size" => CSV.bytesize,
+     "sha256" => CSV_SHA256, "displayName" => nil, "fileUri" => nil}.merge(fields.transform_keys(&:to_s))
+  end
+  REPORT = artifact("reports/q1.csv", displayName: "Q1", customMetadata: {"rows" => 1})
+  AVATAR = artifact("user:avatar.png", mimeType: "image/png", size: 4, sha256: Digest::SHA256.hexdigest("\x89PNG"))
+
+  operation :list_artifacts, "GET", ARTIFACTS, query: {"untilSeq" => "3", "pageSize" => "2"},
+            answer: {"artifacts" => [REPORT, AVATAR], "nextPageToken" => nil} do |c|
+    c.list_artifacts("app", "ada", "s1", until_seq: 3, page_size: 2)
+  end
+  operation :artifacts, "GET", USER_ARTIFACTS, query: {"pageSize" => "1"},
+            answer: {"artifacts" => [AVATAR], "nextPageToken" => nil}, result: [AVATAR] do |c|
+    c.artifacts("app", "ada", nil, page_size: 1)
+  end
+  operation :save_artifact, "POST", USER_ARTIFACTS, status: 201, answer: AVATAR,
+            body: {"filename" => "user:avatar.png", "artifact" => {"inlineData" => {"data" => "iVBORw==", "mimeType" => "image/png"}},
+                   "customMetadata" => {"by" => "ada"}} do |c|
+    c.save_artifact("app", "ada", nil, "user:avatar.png", {inlineData: {data: "iVBORw==", mimeType: "image/png"}},
+                    custom_metadata: {"by" => "ada"})
+  end
+  # Its name's `/` kept; its bytes sent as they are, not as JSON.
+  operation :upload_artifact, "POST", "#{ARTIFACTS}/reports/q1.csv", query: {"displayName" => "Q1"}, body: CSV,
+            status: 201, answer: REPORT do |c|
+    c.upload_artifact("app", "ada", "s1", "reports/q1.csv", CSV, mime_type: "text/csv", display_name: "Q1",
+                      custom_metadata: {"rows" => 1})
+  end
+  operation :download_artifact, "GET", "#{ARTIFACTS}/reports/q1.csv", query: {"version" => "0"}, answer: CSV,
+            headers: {"Content-Type" => "text/csv", "ETag" => %("#{CSV_SHA256}"), "Artifact-Version" => "0"},
+            result: {data: CSV, mime_type: "text/csv", version: 0, sha256: CSV_SHA256, range: nil, size: CSV.bytesize,
+                     file_uri: nil} do |c|
+    c.download_artifact("app", "ada", "s1", "reports/q1.csv", version: 0)
+  end
+  operation :list_artifact_versions, "GET", "#{USER_ARTIFACTS}/user%3Aavatar.png/versions", query: {"pageSize" => "1"},
+            answer: {"versions" => [AVATAR], "nextPageToken" => nil} do |c|
+    c.list_artifact_versions("app", "ada", nil, "user:avatar.png", page_size: 1)
+  end
+  operation :artifact_versions, "GET", "#{ARTIFACTS}/reports/q1.csv/versions",
+            answer: {"versions" => [REPORT, artifact("reports/q1.csv", 1)], "nextPageToken" => nil},
+            result: [REPORT, artifact("reports/q1.csv", 1)] do |c|
+    c.artifact_versions("app", "ada", "s1", "reports/q1.csv")
+  end
+  operation :artifact_version, "GET", "#{ARTIFACTS}/reports/q1.csv/versions/latest", answer: REPORT do |c|
+    c.artifact_version("app", "ada", "s1", "reports/q1.csv")
+  end
+  operation :delete_artifact, "DELETE", "#{USER_ARTIFACTS}/user%3Aavatar.png", status: 204, answer: nil do |c|
+    c.delete_artifact("app", "ada", nil, "user:avatar.png")
+  end
+
   # --- Search, usage, browsing ------------------------------------------------------------
 
   operation :search, "GET", "/apps/app/search", query: {"q" => "refund order", "userId" => "ada", "pageSize" => "5"},
@@ -288,7 +352,7 @@ class OperationsTest < Minitest::Test
   def plain(value)
     case value
     when Sessionary::Record then value.to_h
-    when Sessionary::StreamEvent then value.to_h.transform_values { |field| plain(field) }
+    when Struct then value.to_h.transform_values { |field| plain(field) } # a stream event, a download…
     when Array, Enumerator then value.map { |item| plain(item) }
     else value
     end

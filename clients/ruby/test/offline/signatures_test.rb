@@ -6,12 +6,13 @@ require "stringio"
 require "test_helper"
 
 # The RBS signatures in sig/ (the rbs gem comes with Ruby): valid, as `rbs validate` says, and
-# true to the gem: each public method of the client, a session's handle, a record and a stream
-# event has its signature and each signature its method; a handle's is its client method's
-# without the app, user and session; each error declared is the gem's, of the same parent.
+# true to the gem: each public method of the client, a session's handle, a record, a stream
+# event, an append's outcome and a download has its signature and each signature its method; a
+# handle's is its client method's without the app, user and session; each error of the gem is
+# declared, and each error declared is the gem's, of the same parent.
 class SignaturesTest < Minitest::Test
   SIG = File.expand_path("../../sig", __dir__)
-  CHECKED = %w[Client SessionHandle Record StreamEvent].freeze
+  CHECKED = %w[Client SessionHandle Record StreamEvent Appended ArtifactContent].freeze
 
   # Core's signatures and the gem's, loaded once: it takes seconds.
   def self.environment
@@ -55,7 +56,10 @@ class SignaturesTest < Minitest::Test
 
   def test_each_error_declared_is_the_gems_of_the_same_parent
     errors = @env.class_decls.keys.select { |name| name.to_s.start_with?("::Sessionary::") && name.name.end_with?("Error") }
-    refute_empty errors
+    gems = Sessionary.constants.map { |name| Sessionary.const_get(name) }.select do |value|
+      value.is_a?(Class) && value <= Sessionary::Error
+    end
+    assert_equal gems.map { |error| "::#{error.name}" }.sort, errors.map(&:to_s).sort
     errors.each do |name|
       ruby = Object.const_get(name.to_s)
       parent = @builder.build_instance(name).ancestors.ancestors[1].name.to_s.delete_prefix("::")
