@@ -87,6 +87,17 @@ def endpoints(user: str) -> dict[str, tuple[Request, bool, set[str]]]:
 
         return call
 
+    def on_artifact(method: str, tail: str = "", **kw: Any) -> Request:
+        """On `a.txt` of a fresh session, which an admin key saved."""
+
+        def call(http: httpx.Client, admin: str, key: str | None) -> httpx.Response:
+            url = f"{base}/sessions/{fresh_session(http, admin, user)}/artifacts/a.txt"
+            saved = http.post(url, content=b"a", headers=bearer(admin))
+            assert saved.status_code == 201, saved.text
+            return http.request(method, url + tail, headers=bearer(key), **kw)
+
+        return call
+
     def plain(method: str, url: str, **kw: Any) -> Request:
         return lambda http, admin, key: http.request(method, url, headers=bearer(key), **kw)
 
@@ -114,6 +125,23 @@ def endpoints(user: str) -> dict[str, tuple[Request, bool, set[str]]]:
             own,
         ),
         "list events": (on_session("GET", "/events"), False, own),
+        "upload artifact": (on_session("POST", "/artifacts/a.txt", content=b"a"), True, own),
+        "save artifact": (
+            on_session("POST", "/artifacts", json={"filename": "b", "artifact": {"text": "b"}}),
+            True,
+            own,
+        ),
+        "list artifacts": (on_session("GET", "/artifacts"), False, own),
+        "download artifact": (on_artifact("GET"), False, own),
+        "artifact versions": (on_artifact("GET", "/versions"), False, own),
+        "artifact version": (on_artifact("GET", "/versions/latest"), False, own),
+        "delete artifact": (on_artifact("DELETE"), True, own),
+        "upload user artifact": (
+            plain("POST", f"{base}/artifacts/user:{uuid.uuid4().hex}", content=b"u"),
+            True,
+            own,
+        ),
+        "list user artifacts": (plain("GET", f"{base}/artifacts"), False, own),
         "get app state": (plain("GET", f"/apps/{APP}/state"), False, shared),
         "patch app state": (
             plain("PATCH", f"/apps/{APP}/state", json={"stateDelta": {"a": 1}}),
