@@ -149,6 +149,19 @@ async def test_sweep_deletes_expired_sessions_with_their_events(app, client, dat
         assert await connection.fetchval("SELECT count(*) FROM events") == 0
 
 
+async def test_sweep_deletes_an_expired_sessions_artifacts_not_its_users(app, client):
+    await create_session(client, sessionId="e")
+    for name, data in (("own.txt", b"the session's"), ("user:kept.txt", b"the user's")):
+        saved = await client.post(f"{session_url('e')}/artifacts/{name}", content=data)
+        assert saved.status_code == 201, saved.text
+    await expire(app, "e")
+    assert await app.state.services.retention.sweep() == 1
+    async with app.state.pool.connection() as connection:
+        names = await connection.fetch("SELECT name FROM artifact_versions")
+        chunks = await connection.fetchval("SELECT count(*) FROM artifact_chunks")
+    assert [row["name"] for row in names] == ["user:kept.txt"] and chunks == 1
+
+
 async def test_one_sweeper_at_a_time(app, client, database_url):
     ids = [f"e{number}" for number in range(300)]
     for session_id in ids:
