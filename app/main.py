@@ -70,8 +70,21 @@ CORS_REQUEST_HEADERS = [
     "If-Match",
     "Last-Event-ID",
     "X-Request-ID",
+    # An artifact's upload and its partial and conditional downloads.
+    "Artifact-Metadata",
+    "Range",
+    "If-Range",
+    "If-None-Match",
 ]
-CORS_EXPOSED_HEADERS = ["ETag", "X-Request-ID", "Retry-After", "WWW-Authenticate"]
+CORS_EXPOSED_HEADERS = [
+    "ETag",
+    "X-Request-ID",
+    "Retry-After",
+    "WWW-Authenticate",
+    "Artifact-Version",
+    "Content-Range",
+    "Content-Disposition",
+]
 
 # The order the docs show them in; the routes are matched in another (see create_app).
 TAGS = [

@@ -42,6 +42,7 @@ async def test_preflight_is_answered_without_a_key(cors_client: httpx.AsyncClien
     assert preflight.headers["access-control-allow-origin"] == PAGE
     allowed = preflight.headers["access-control-allow-headers"].lower()
     assert {"authorization", "content-type", "if-match"} <= set(allowed.split(", "))
+    assert {"artifact-metadata", "range", "if-range", "if-none-match"} <= set(allowed.split(", "))
     assert "POST" in preflight.headers["access-control-allow-methods"]
 
 
@@ -51,6 +52,8 @@ async def test_answers_expose_etag_and_request_id(cors_client: httpx.AsyncClient
     assert answer.headers["access-control-allow-origin"] == PAGE
     exposed = answer.headers["access-control-expose-headers"].lower().split(", ")
     assert {"etag", "x-request-id"} <= set(exposed)
+    # What an artifact's download says besides its bytes: which version, which part.
+    assert {"artifact-version", "content-range", "content-disposition"} <= set(exposed)
 
 
 async def test_other_origins_are_not_allowed(cors_client: httpx.AsyncClient) -> None:
