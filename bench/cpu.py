@@ -151,3 +151,14 @@ def measure(server_pids: Sequence[int]) -> Iterator[Meter]:
     meter.generator = _children() - generator
     meter.host_busy = busy_after - busy
     meter.host_all = total_after - total
+
+
+def process_seconds(pid: int) -> float:
+    """CPU seconds so far of one process; 0 once it is gone."""
+    fields = _stat_fields(pid)
+    return 0.0 if fields is None else _seconds(fields)
+
+
+def host_seconds() -> tuple[float, float]:
+    """Busy and all CPU seconds of the host since boot, over every core."""
+    return _host()

@@ -4,6 +4,7 @@ import math
 from dataclasses import dataclass, field
 
 from bench import mixed
+from bench.artifacts import S18
 from bench.clients import S17
 from bench.cpu import CpuSplit
 from bench.mixed import Mixed
@@ -115,6 +116,7 @@ class Results:
     s6_scans: dict[str, tuple[int, int]] = field(default_factory=dict)
     mixed: Mixed | None = None
     clients: S17 | None = None
+    artifacts: S18 | None = None
     notes: list[str] = field(default_factory=list)
 
     def put(self, key: str, system: str, value: float) -> None:
@@ -333,6 +335,8 @@ def targets(results: Results) -> list[Target]:
         )
     if results.clients is not None:
         checks += [Target(*target) for target in results.clients.targets()]
+    if results.artifacts is not None:
+        checks += [Target(*target) for target in results.artifacts.targets()]
     top_rate = max(r("s1_eps"), r("s6_s1_eps"))
     checks.append(
         Target(
@@ -374,7 +378,9 @@ def cpu_split(splits: dict[str, CpuSplit], cores: int) -> str:
 
 def render(results: Results, header: str, scenario: str | None = None) -> str:
     """The report; of `scenario`'s targets alone when it is given (a scenario run alone)."""
-    lines = [header, "", table(results, scenario), ""]
+    lines = [header, ""]
+    if scenario is None or any(row.scenario.startswith(scenario) for row in ROWS):
+        lines += [table(results, scenario), ""]
     if results.s1_cpu:
         lines += [cpu_split(results.s1_cpu, results.cores), ""]
     if results.sustained:
@@ -383,6 +389,8 @@ def render(results: Results, header: str, scenario: str | None = None) -> str:
         lines += [mixed.report(results.mixed), ""]
     if results.clients is not None:
         lines += [*results.clients.lines(), ""]
+    if results.artifacts is not None:
+        lines += [*results.artifacts.lines(), ""]
     if not math.isnan(results.ceiling_rps):
         lines.append(
             f"Load generator: {results.generator}; its ceiling (GET /healthz, same clients): "

@@ -22,6 +22,7 @@ if __package__ in (None, ""):  # run as `python bench/run.py`: make `bench` impo
 
 from app.config import Settings
 from bench import (
+    artifacts,
     citus,
     clients,
     cpu,
@@ -74,6 +75,14 @@ QUICK = Sizes(
     context_events=500,
     live_appends=20,
     search_events=20_000,
+    artifact_tasks=4,
+    artifact_rounds=2,
+    artifact_large_mib=8,
+    artifact_large_tasks=2,
+    artifact_large_rounds=1,
+    artifact_memory_transfers=2,
+    artifact_memory_mib=16,
+    artifact_names=50,
 )
 LIST_USERS = 100
 
@@ -92,7 +101,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skip-clients", action="store_true", help="no S17")
     parser.add_argument("--output", type=Path, help="also write the report to this file")
     parser.add_argument(
-        "--only", choices=["s15"], help="this scenario alone (S15 needs no DATABASE_URL)"
+        "--only",
+        choices=["s15", "s18"],
+        help="this scenario alone (S15 needs no DATABASE_URL; S18 does, as the others)",
     )
     for sizing in dataclasses.fields(Sizes):
         parser.add_argument(
@@ -301,6 +312,10 @@ async def bench(args: argparse.Namespace) -> str:
     if not database_url:
         raise SystemExit("Set DATABASE_URL to a PostgreSQL server (see bench/README.md).")
     sizes = sizes_from(args)
+    if args.only == "s18":
+        results = Results(cores=os.cpu_count() or 1)
+        await run_artifacts(database_url, args.db_prefix, sizes, results)
+        return render(results, header(), "S18")
     dbs = Databases.on(database_url, args.db_prefix)
     results = Results(cores=os.cpu_count() or 1)
     started = time.monotonic()
@@ -388,6 +403,7 @@ async def bench(args: argparse.Namespace) -> str:
             log("S17: through the clients (Python, ADK, OpenAI Agents, TypeScript)")
             appends = 10 if args.quick else 60
             results.clients = await clients.run(database_url, args.db_prefix, appends, 1000)
+        await run_artifacts(database_url, args.db_prefix, sizes, results)
 
         if not args.skip_growth:
             log(f"S6: loading {sizes.growth_events:,} events into each database")
@@ -631,6 +647,19 @@ async def run_sharded(
         f"PostgreSQL CPU per append {cost:.2f}x one node's ungrouped, the coordinator "
         f"{coordinator:.0%} of it."
     )
+
+
+async def run_artifacts(database_url: str, prefix: str, sizes: Sizes, results: Results) -> None:
+    """S18: artifacts saved and loaded through a server of its own, on databases of its own,
+    next to ADK's FileArtifactService and the copy floor; memory; listing."""
+    log(
+        f"S18: artifacts, {sizes.artifact_tasks} tasks saving then loading 1 KiB and 1 MiB, "
+        f"{sizes.artifact_large_tasks} {sizes.artifact_large_mib} MiB; memory; listing "
+        f"{sizes.artifact_names:,} names"
+    )
+    started = time.monotonic()
+    results.artifacts = await artifacts.run(database_url, prefix, sizes)
+    results.artifacts.notes.append(f"S18 took {(time.monotonic() - started) / 60:.1f} min.")
 
 
 async def run_adoption(dbs: Databases, results: Results) -> None:

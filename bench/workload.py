@@ -65,6 +65,17 @@ class Sizes:
     # S16: a mixed load of `clients` over this many sessions (bench/mixed.py).
     mixed_minutes: int = 8
     mixed_sessions: int = 64
+    # S18 (bench/artifacts.py): tasks saving then loading at once, and rounds, of 1 KiB and
+    # 1 MiB; the large size, its tasks (fewer: 1 GiB a burst on two cores is minutes a round)
+    # and rounds; large transfers at once for memory; names listed.
+    artifact_tasks: int = 16
+    artifact_rounds: int = 8
+    artifact_large_mib: int = 64
+    artifact_large_tasks: int = 8
+    artifact_large_rounds: int = 3
+    artifact_memory_transfers: int = 8
+    artifact_memory_mib: int = 256
+    artifact_names: int = 1000
 
     @property
     def append_events(self) -> int:
