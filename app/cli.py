@@ -348,7 +348,9 @@ async def _portability(connector: db.Connector) -> AsyncIterator[PortabilityServ
         settings = Settings()
         contents = Contents(pool, settings)
         try:
-            yield PortabilityService(pool, settings, ArtifactService(pool, settings, contents))
+            # No stream listens to a command: nothing to tell of what it saves.
+            artifacts = ArtifactService(pool, settings, contents, lambda change: None)
+            yield PortabilityService(pool, settings, artifacts)
         finally:
             await contents.close()
     finally:

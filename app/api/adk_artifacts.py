@@ -118,7 +118,7 @@ async def _inline_part(head: dict[str, Any], content: AsyncIterator[bytes]) -> A
     yield base64.urlsafe_b64encode(rest) + b'"}}'
 
 
-@router.get("/{name:artifact}/versions/{version_id}/metadata")
+@router.get("/{name:artifact_name}/versions/{version_id}/metadata")
 async def adk_get_artifact_version(
     scope: SessionScope,
     name: ArtifactName,
@@ -132,7 +132,7 @@ async def adk_get_artifact_version(
     return _json(_record(found, scope))
 
 
-@router.get("/{name:artifact}/versions/metadata")
+@router.get("/{name:artifact_name}/versions/metadata")
 async def adk_list_artifact_versions_metadata(
     scope: SessionScope,
     name: ArtifactName,
@@ -154,7 +154,7 @@ async def adk_save_artifact(
     return _json(_record(saved, scope))
 
 
-@router.get("/{name:artifact}/versions/{version_id}")
+@router.get("/{name:artifact_name}/versions/{version_id}")
 async def adk_load_artifact_version(
     scope: SessionScope,
     name: ArtifactName,
@@ -176,7 +176,7 @@ async def adk_list_artifact_names(scope: SessionScope, artifacts: Artifacts) -> 
         page = PageRequest(ALL, listed.next_page_token)
 
 
-@router.get("/{name:artifact}/versions")
+@router.get("/{name:artifact_name}/versions")
 async def adk_list_artifact_versions(
     scope: SessionScope,
     name: ArtifactName,

@@ -185,7 +185,7 @@ def _router(prefix: str, scope_of: Callable[..., Any], suffix: str, where: str) 
         return _version(await saved_part(artifacts, scope, body), scope, status.HTTP_201_CREATED)
 
     @router.get(
-        "/{name:artifact}/versions/{version}",
+        "/{name:artifact_name}/versions/{version}",
         name=f"get_{suffix}_version",
         response_model=ArtifactVersion,
         responses=problem_responses(422, 503) | NOT_FOUND,
@@ -204,7 +204,7 @@ def _router(prefix: str, scope_of: Callable[..., Any], suffix: str, where: str) 
         return _version(found, scope)
 
     @router.get(
-        "/{name:artifact}/versions",
+        "/{name:artifact_name}/versions",
         name=f"list_{suffix}_versions",
         response_model=ArtifactVersionPage,
         responses=problem_responses(422, 503) | NOT_FOUND,

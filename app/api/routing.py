@@ -49,8 +49,9 @@ register_url_convertor("session", SessionIdConvertor())
 
 
 class ArtifactNameConvertor(Convertor[str]):
-    """An artifact's name in a path: the rest of the path (a name may hold `/`), whatever its
-    characters, so that the name's own rules judge a bad one (422), not the router (404)."""
+    """An artifact's name in a path, followed by `/versions…`: the rest of the path up to it
+    (a name may hold `/`), whatever its characters, so that the name's own rules judge a bad
+    one (422), not the router (404)."""
 
     regex = "(?s:.+)"
 
@@ -61,7 +62,16 @@ class ArtifactNameConvertor(Convertor[str]):
         return value
 
 
-register_url_convertor("artifact", ArtifactNameConvertor())
+class LastArtifactNameConvertor(ArtifactNameConvertor):
+    """An artifact's name that ends the path: never one that ends in `/versions` or
+    `/versions/{v}` (names ADK refuses), which are the versions' own paths, so that a `POST`
+    there is a 405 rather than a save under that name."""
+
+    regex = r"(?s:(?!.*/versions(?:/[^/]*)?$).+)"
+
+
+register_url_convertor("artifact_name", ArtifactNameConvertor())
+register_url_convertor("artifact", LastArtifactNameConvertor())
 # The path of one session, for the routes' paths: `{session_id}` with its convertor.
 SESSION_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id:session}"
 

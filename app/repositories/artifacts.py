@@ -7,6 +7,7 @@ import asyncpg
 from sqlalchemy import (
     ARRAY,
     BigInteger,
+    Integer,
     LargeBinary,
     String,
     and_,
@@ -25,7 +26,7 @@ from sqlalchemy.dialects.postgresql import UUID, distinct_on
 from sqlalchemy.dialects.postgresql import insert as upsert
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.db import execute, fetch, fetchrow, fetchval
+from app.db import DriverStatement, execute, fetch, fetchrow, fetchval
 from app.domain import NewArtifact, SessionKey, StoredArtifact
 from app.models import (
     USER_SCOPE,
@@ -55,15 +56,51 @@ def _owned(table: Any, owner: Owner) -> ColumnElement[bool]:
 # --- bytes -----------------------------------------------------------------------------------
 
 
+# The statements of every save and every read, compiled once: building one anew costs a
+# small save or read more than PostgreSQL's part (bench/README.md, S18).
+_APP, _USER = bindparam("app_name", type_=String), bindparam("user_id", type_=String)
+_BLOB = bindparam("blob_id", type_=UUID(as_uuid=False))
+_N = bindparam("n", type_=Integer)
+WRITE_CHUNK = DriverStatement.compile(
+    insert(StorageArtifactChunk).values(
+        app_name=_APP, user_id=_USER, blob_id=_BLOB, n=_N, data=bindparam("data", type_=LargeBinary)
+    )
+)
+READ_CHUNK = DriverStatement.compile(
+    select(StorageArtifactChunk.data).where(
+        StorageArtifactChunk.app_name == _APP,
+        StorageArtifactChunk.user_id == _USER,
+        StorageArtifactChunk.blob_id == _BLOB,
+        StorageArtifactChunk.n == _N,
+    )
+)
+
+
 async def write_chunk(
     connection: asyncpg.Connection, owner: Owner, blob_id: str, n: int, data: bytes
 ) -> None:
-    await execute(
-        connection,
-        insert(StorageArtifactChunk).values(
-            app_name=owner[0], user_id=owner[1], blob_id=blob_id, n=n, data=data
-        ),
+    values = {"app_name": owner[0], "user_id": owner[1], "blob_id": blob_id, "n": n, "data": data}
+    await connection.execute(WRITE_CHUNK.sql, *WRITE_CHUNK.arguments(values))
+
+
+ADOPT_BLOB = DriverStatement.compile(
+    upsert(StorageArtifactBlob)
+    .values(
+        app_name=_APP,
+        user_id=_USER,
+        content_hash=bindparam("content_hash", type_=LargeBinary),
+        blob_id=_BLOB,
+        size=bindparam("size", type_=BigInteger),
+        chunk_size=bindparam("chunk_size", type_=Integer),
+        refs=bindparam("refs", type_=BigInteger),
+        store=bindparam("store", type_=String),
     )
+    .on_conflict_do_update(
+        index_elements=["app_name", "user_id", "content_hash"],
+        set_={"refs": StorageArtifactBlob.refs + bindparam("refs", type_=BigInteger)},
+    )
+    .returning(StorageArtifactBlob.blob_id)
+)
 
 
 async def adopt_blob(
@@ -80,25 +117,17 @@ async def adopt_blob(
     """Count `refs` more versions pointing at the bytes with this hash: those just written
     under `blob_id`, or those stored before (their row then held until the transaction ends,
     so that no delete takes them meanwhile). Returns the id the bytes are stored under."""
-    statement = (
-        upsert(StorageArtifactBlob)
-        .values(
-            app_name=owner[0],
-            user_id=owner[1],
-            content_hash=content_hash,
-            blob_id=blob_id,
-            size=size,
-            chunk_size=chunk_size,
-            refs=refs,
-            store=store,
-        )
-        .on_conflict_do_update(
-            index_elements=["app_name", "user_id", "content_hash"],
-            set_={"refs": StorageArtifactBlob.refs + refs},
-        )
-        .returning(StorageArtifactBlob.blob_id)
-    )
-    stored: str = await fetchval(connection, statement)
+    values = {
+        "app_name": owner[0],
+        "user_id": owner[1],
+        "content_hash": content_hash,
+        "blob_id": blob_id,
+        "size": size,
+        "chunk_size": chunk_size,
+        "refs": refs,
+        "store": store,
+    }
+    stored = await connection.fetchval(ADOPT_BLOB.sql, *ADOPT_BLOB.arguments(values))
     return str(stored)
 
 
@@ -113,12 +142,8 @@ async def drop_chunks(connection: asyncpg.Connection, owner: Owner, blob_id: str
 
 async def chunk(connection: asyncpg.Connection, owner: Owner, blob_id: str, n: int) -> bytes | None:
     """The `n`th chunk of a blob; None once the blob is gone (deleted while it was read)."""
-    statement = select(StorageArtifactChunk.data).where(
-        _owned(StorageArtifactChunk, owner),
-        StorageArtifactChunk.blob_id == blob_id,
-        StorageArtifactChunk.n == n,
-    )
-    data: bytes | None = await fetchval(connection, statement)
+    values = {"app_name": owner[0], "user_id": owner[1], "blob_id": blob_id, "n": n}
+    data: bytes | None = await connection.fetchval(READ_CHUNK.sql, *READ_CHUNK.arguments(values))
     return data
 
 
@@ -156,25 +181,47 @@ async def _count(
     connection: asyncpg.Connection, owner: Owner, hashes: list[bytes], sign: int
 ) -> ColumnElement[bool] | None:
     """Add `sign` to the count of each hash's blob, once per time it is listed; the blobs'
-    filter, None when none is listed. One statement, whatever the number of hashes."""
+    filter, None when none is listed. One statement, whatever the number of hashes: they are
+    counted first, then joined, a blob to its count."""
     if not hashes:
         return None
     listed = bindparam("hashes", hashes, type_=ARRAY(LargeBinary))
+    hash_ = literal_column("h", LargeBinary)
     times = (
-        select(func.count())
+        select(hash_.label("h"), func.count().label("n"))
         .select_from(func.unnest(listed).table_valued("h").render_derived())
-        .where(literal_column("h") == StorageArtifactBlob.content_hash)
-        .scalar_subquery()
+        .group_by(hash_)
+        .subquery("times")
     )
-    where = and_(
-        _owned(StorageArtifactBlob, owner), StorageArtifactBlob.content_hash == func.any(listed)
+    where = _owned(StorageArtifactBlob, owner)
+    step = times.c.n if sign > 0 else -times.c.n
+    await execute(
+        connection,
+        update(StorageArtifactBlob)
+        .where(where, StorageArtifactBlob.content_hash == times.c.h)
+        .values(refs=StorageArtifactBlob.refs + step),
     )
-    refs = StorageArtifactBlob.refs + times if sign > 0 else StorageArtifactBlob.refs - times
-    await execute(connection, update(StorageArtifactBlob).where(where).values(refs=refs))
-    return where
+    return and_(where, StorageArtifactBlob.content_hash == func.any(listed))
 
 
 # --- names and versions ----------------------------------------------------------------------
+
+
+NEXT_VERSION = DriverStatement.compile(
+    upsert(StorageArtifact)
+    .values(
+        app_name=_APP,
+        user_id=_USER,
+        session_id=bindparam("session_id", type_=String),
+        name=bindparam("name", type_=String),
+        last_version=literal_column("0"),
+    )
+    .on_conflict_do_update(
+        index_elements=["app_name", "user_id", "session_id", "name"],
+        set_={"last_version": StorageArtifact.last_version + literal_column("1")},
+    )
+    .returning(StorageArtifact.last_version)
+)
 
 
 async def next_version(
@@ -182,18 +229,8 @@ async def next_version(
 ) -> int:
     """The version a save of `name` takes: 0 for a new name, else one past the last given
     out. Its row stays locked until the transaction ends: saves of one name take turns."""
-    statement = (
-        upsert(StorageArtifact)
-        .values(
-            app_name=app_name, user_id=user_id, session_id=session_id, name=name, last_version=0
-        )
-        .on_conflict_do_update(
-            index_elements=["app_name", "user_id", "session_id", "name"],
-            set_={"last_version": StorageArtifact.last_version + 1},
-        )
-        .returning(StorageArtifact.last_version)
-    )
-    version: int = await fetchval(connection, statement)
+    values = {"app_name": app_name, "user_id": user_id, "session_id": session_id, "name": name}
+    version: int = await connection.fetchval(NEXT_VERSION.sql, *NEXT_VERSION.arguments(values))
     return version
 
 
@@ -364,6 +401,25 @@ async def session_versions(connection: asyncpg.Connection, key: SessionKey) -> l
     return [stored_artifact(row) for row in await fetch(connection, statement)]
 
 
+_NAMED = (
+    StorageArtifactVersion.app_name == _APP,
+    StorageArtifactVersion.user_id == _USER,
+    StorageArtifactVersion.session_id == bindparam("session_id", type_=String),
+    StorageArtifactVersion.name == bindparam("name", type_=String),
+)
+FIND_NEWEST = DriverStatement.compile(
+    _with_blobs()
+    .where(*_NAMED)
+    .order_by(StorageArtifactVersion.version.desc())
+    .limit(literal_column("1"))
+)
+FIND_VERSION = DriverStatement.compile(
+    _with_blobs().where(
+        *_NAMED, StorageArtifactVersion.version == bindparam("version", type_=BigInteger)
+    )
+)
+
+
 async def find_version(
     connection: asyncpg.Connection,
     app_name: str,
@@ -373,15 +429,11 @@ async def find_version(
     version: int | None,
 ) -> StoredArtifact | None:
     """One version (the newest when `version` is None), with where its bytes are."""
-    statement = (
-        _with_blobs()
-        .where(_named(StorageArtifactVersion, app_name, user_id, session_id, name))
-        .order_by(StorageArtifactVersion.version.desc())
-        .limit(1)
+    values = {"app_name": app_name, "user_id": user_id, "session_id": session_id, "name": name}
+    statement = FIND_NEWEST if version is None else FIND_VERSION
+    row = await connection.fetchrow(
+        statement.sql, *statement.arguments({**values, "version": version})
     )
-    if version is not None:
-        statement = statement.where(StorageArtifactVersion.version == version)
-    row = await fetchrow(connection, statement)
     return None if row is None else stored_artifact(row)
 
 

@@ -582,12 +582,25 @@ async def get_version(connection: asyncpg.Connection, key: SessionKey) -> tuple[
     return None if row is None else (row["version"], row["status"] == "open")
 
 
+HOLD_VERSION = DriverStatement.compile(
+    select(StorageSession.version)
+    .where(
+        StorageSession.app_name == _KEY["app_name"],
+        StorageSession.user_id == _KEY["user_id"],
+        StorageSession.id == _KEY["session_id"],
+        live(),
+    )
+    .with_for_update(read=True)
+)
+
+
 async def hold_version(connection: asyncpg.Connection, key: SessionKey) -> int | None:
     """The session's version, its row held (`FOR SHARE`) until the transaction ends: no
     write takes a version, and no delete passes, before the caller's write that records it
     (an artifact's save) commits. None if there is no such session."""
-    statement = select(StorageSession.version).where(key_filter(key)).with_for_update(read=True)
-    version: int | None = await fetchval(connection, statement)
+    version: int | None = await connection.fetchval(
+        HOLD_VERSION.sql, *HOLD_VERSION.arguments(key.columns())
+    )
     return version
 
 

@@ -8,7 +8,7 @@ are dropped and the version points at the old ones.
 """
 
 import hashlib
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from datetime import UTC, datetime
 
 import asyncpg
@@ -29,7 +29,6 @@ from app.errors import ArtifactNotFound, InvalidInput, SessionNotFound
 from app.models import USER_SCOPE
 from app.repositories import artifacts as rows
 from app.repositories import sessions as session_rows
-from app.repositories.live import announce
 from app.rules.artifacts import (
     ByteRange,
     check_name,
@@ -53,10 +52,20 @@ MAX_REFERENCE_DEPTH = 5
 class ArtifactService:
     """Each public method is one unit of work, committed before it returns."""
 
-    def __init__(self, pool: DriverPool, settings: Settings, contents: Contents) -> None:
+    def __init__(
+        self,
+        pool: DriverPool,
+        settings: Settings,
+        contents: Contents,
+        announce_later: Callable[[Change], None],
+    ) -> None:
         self.pool = pool
         self.settings = settings
         self.contents = contents
+        # Streams hear of a save or a delete once it has committed: a transaction that
+        # notifies commits alone (PostgreSQL's notification lock), so saves would not share a
+        # disk flush if each notified.
+        self.announce_later = announce_later
 
     async def save(
         self, scope: ArtifactScope, name: str, content: AsyncIterable[bytes], new: NewArtifact
@@ -94,9 +103,9 @@ class ArtifactService:
                 size=size,
                 saved_at=saved_at,
             )
-            if key is not None:
-                detail = {"name": name, "version": version}
-                await announce(connection, Change("artifact", key, 0, detail=detail))
+        if key is not None:
+            detail = {"name": name, "version": version}
+            self.announce_later(Change("artifact", key, 0, detail=detail))
         return stored
 
     async def _store(
@@ -334,9 +343,8 @@ class ArtifactService:
             )
             if released is None:
                 raise ArtifactNotFound(name)
-            if key is not None:
-                detail = {"name": name, "deleted": True}
-                await announce(connection, Change("artifact", key, 0, detail=detail))
+        if key is not None:
+            self.announce_later(Change("artifact", key, 0, detail={"name": name, "deleted": True}))
         await self.contents.forget(released)
 
 

@@ -62,8 +62,7 @@ class Writer:
             return
         self.pending += piece
         while len(self.pending) >= self.piece_size:
-            await self._send(bytes(self.pending[: self.piece_size]))
-            del self.pending[: self.piece_size]
+            await self._send(_taken(self.pending, self.piece_size))
 
     @property
     def piece_size(self) -> int:
@@ -115,8 +114,7 @@ class ChunkWriter(Writer):
 
     async def _finish(self) -> str:
         if self.pending:
-            await self._send(bytes(self.pending))
-            self.pending.clear()
+            await self._send(_taken(self.pending, len(self.pending)))
         return POSTGRES
 
     async def _drop(self) -> None:
@@ -150,13 +148,12 @@ class ObjectWriter(Writer):
 
     async def _finish(self) -> str:
         if self.upload_id is None:
-            await self.objects.put(self.key, bytes(self.pending))
+            await self.objects.put(self.key, _taken(self.pending, len(self.pending)))
         else:
             if self.pending:
-                await self._send(bytes(self.pending))
+                await self._send(_taken(self.pending, len(self.pending)))
             await self.objects.complete_upload(self.key, self.upload_id, self.etags)
             self.upload_id = None
-        self.pending.clear()
         self.stored = True
         return S3
 
@@ -251,10 +248,12 @@ class Contents:
         lines."""
         pending = bytearray()
         async for data in self.read(owner, found, None, connection):
+            if not pending and len(data) == found.chunk_size:
+                yield data  # a chunk row as it is: no copy
+                continue
             pending += data
             while len(pending) >= found.chunk_size:
-                yield bytes(pending[: found.chunk_size])
-                del pending[: found.chunk_size]
+                yield _taken(pending, found.chunk_size)
         if pending:
             yield bytes(pending)
 
@@ -301,3 +300,11 @@ def _blob_id(name: str) -> str | None:
         return str(uuid.UUID(name)) if len(name) == 36 else None
     except ValueError:
         return None
+
+
+def _taken(pending: bytearray, size: int) -> bytes:
+    """The first `size` bytes of `pending`, copied once, and removed from it."""
+    with memoryview(pending) as view:
+        taken = bytes(view[:size])
+    del pending[:size]
+    return taken

@@ -74,7 +74,7 @@ class Services:
             GroupCommit(pool, settings, lanes, routed=routed, workers=workers),
         )
         sessions = SessionService(pool, settings, events)
-        artifacts = ArtifactService(pool, settings, Contents(pool, settings))
+        artifacts = ArtifactService(pool, settings, Contents(pool, settings), live.announce_later)
         return cls(
             auth=AuthService(pool, GrantCache(settings.auth_cache_seconds)),
             artifacts=artifacts,
