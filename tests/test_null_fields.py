@@ -32,6 +32,19 @@ CALLS: dict[str, tuple[str, str, dict[str, Any], int]] = {
         201,
     ),
     "heal_session": ("POST", session_url("base") + ":heal", {}, 200),
+    # A Part's other kinds null too, as a generated SDK sends a `Part` it was given one of.
+    "save_artifact": (
+        "POST",
+        session_url("base") + "/artifacts",
+        {"filename": "a", "artifact": {"text": "t", "inlineData": None, "fileData": None}},
+        201,
+    ),
+    "save_user_artifact": (
+        "POST",
+        SESSIONS.removesuffix("/sessions") + "/artifacts",
+        {"filename": "user:a", "artifact": {"text": "t", "inlineData": None, "fileData": None}},
+        201,
+    ),
 }
 
 
