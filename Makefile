@@ -59,10 +59,11 @@ test: $(DEV) lint test-tools
 ## examples each time; HISTORY_EXAMPLES sets how many).
 HISTORY_EXAMPLES ?= 500
 test-history: $(DEV)
-	SESSIONARY_HISTORY_EXAMPLES=$(HISTORY_EXAMPLES) $(BIN)/pytest -q -s tests/test_history_model.py
+	SESSIONARY_HISTORY_EXAMPLES=$(HISTORY_EXAMPLES) $(BIN)/pytest -q -s tests/test_history_model.py \
+		tests/test_artifacts_model.py
 
-## Debian's PgBouncer, Chromium, Ruby and PostgreSQL 15, and Citus, which some tests start or
-## run: installed when missing, as root; otherwise one line says how (those tests are skipped).
+## Debian's PgBouncer, Chromium, Ruby, Java and Maven, and PostgreSQL 15 with Citus, which
+## some tests start or run: installed when missing, as root; otherwise one line says how (those tests are skipped).
 test-tools:
 	@VENV=$(VENV) bash .ci/test-tools
 

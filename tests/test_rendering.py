@@ -15,7 +15,17 @@ import jsonschema
 
 SPEC = json.loads((Path(__file__).parent.parent / "openapi" / "openapi.json").read_text())
 APP, USER, SESSION = "render-app", "ada", "s1"
-PATHS = {"app_name": APP, "user_id": USER, "session_id": SESSION, "event_id": "e1"}
+PATHS = {
+    "app_name": APP,
+    "user_id": USER,
+    "session_id": SESSION,
+    "event_id": "e1",
+    "name": "user:notes.txt",
+    "version": "0",
+}
+S_ARTIFACTS = "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts"
+U_ARTIFACTS = "/apps/{app_name}/users/{user_id}/artifacts"
+SAVED = {"json": {"filename": "user:notes.txt", "artifact": {"text": "hi"}, "customMetadata": {}}}
 
 EVENT = {
     "id": "e1",
@@ -170,6 +180,17 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
         {"json": {"keepLast": 2}},
         200,
     ),
+    # Artifacts: a `user:` name, which both the session's paths and the user's reach.
+    ("POST", S_ARTIFACTS, SAVED, 201),
+    ("POST", U_ARTIFACTS, SAVED, 201),
+    ("POST", S_ARTIFACTS + "/{name}", {"content": b"bytes"}, 201),
+    ("POST", U_ARTIFACTS + "/{name}", {"content": b"bytes"}, 201),
+    ("GET", S_ARTIFACTS, {}, 200),
+    ("GET", U_ARTIFACTS, {}, 200),
+    ("GET", S_ARTIFACTS + "/{name}/versions", {}, 200),
+    ("GET", U_ARTIFACTS + "/{name}/versions", {}, 200),
+    ("GET", S_ARTIFACTS + "/{name}/versions/{version}", {}, 200),
+    ("GET", U_ARTIFACTS + "/{name}/versions/{version}", {}, 200),
     ("GET", "/apps/{app_name}/users/{user_id}/sessions", {}, 200),
     ("GET", "/apps", {"params": {"pageSize": 1}}, 200),
     ("GET", "/apps/{app_name}/users", {}, 200),
