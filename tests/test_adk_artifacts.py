@@ -144,3 +144,11 @@ async def test_a_large_part_streams_as_one_base64_string(client):
     assert uploaded.status_code == 201
     part = (await client.get(f"/adk{A}/big.bin")).json()
     assert base64.urlsafe_b64decode(part["inlineData"]["data"]) == data
+
+
+async def test_a_version_that_is_not_ascii_digits_is_a_422_not_a_500(client):
+    assert (await client.post(f"/adk{SESSIONS}", json={"sessionId": "s1"})).status_code == 200
+    for version_id in ("²", "\uff11", "-1", "9" * 20):  # superscript, fullwidth: digits to isdigit
+        answer = await client.get(f"/adk{A}/a.txt/versions/{version_id}/metadata")
+        assert answer.status_code == 422, (version_id, answer.text)
+        assert answer.json() == {"detail": "Invalid version ID"}

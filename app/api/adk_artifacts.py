@@ -9,6 +9,7 @@ ADK's server writes it): a large artifact costs no more memory here than a downl
 """
 
 import base64
+import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -60,7 +61,8 @@ def _record(found: StoredArtifact, scope: ArtifactScope) -> dict[str, Any]:
 def _version(version_id: str) -> int | None:
     if version_id == "latest":
         return None
-    if not version_id.isdigit() or int(version_id) > INT64_MAX:
+    # `str.isdigit` takes "²" too, which `int` refuses: ASCII digits only.
+    if not re.fullmatch(r"[0-9]{1,19}", version_id) or int(version_id) > INT64_MAX:
         raise InvalidInput("Invalid version ID")
     return int(version_id)
 
