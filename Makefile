@@ -48,7 +48,7 @@ run: $(SERVE)
 NOT_ON_CLUSTER := test_setup.py test_docs.py test_openapi.py test_explorer.py \
 	test_typescript_client.py test_ruby_client.py test_go_client.py test_replicas.py \
 	test_failover.py test_strict_json.py test_rendering.py test_group_commit.py test_examples.py \
-	test_mcp.py test_mcp_text.py test_packaging.py test_generated_sdks.py rules
+	test_mcp.py test_mcp_text.py test_packaging.py test_generated_sdks.py test_embeddings.py rules
 
 ## Lint, type-check and run every test (embedded PostgreSQL unless (TEST_)DATABASE_URL is set),
 ## then the cluster suite on a Citus cluster of its own.

@@ -4,7 +4,7 @@ import importlib
 import re
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, PostgresDsn, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -260,6 +260,49 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds a search may run in PostgreSQL before it is stopped (503 "
         "`search_timeout`, which says how to narrow it).",
+    )
+    embeddings: Literal["wordllama", "openai", "none"] = Field(
+        default="wordllama",
+        description="Who embeds memories for recall by meaning, off the request path: "
+        "`wordllama`, the model that ships with the `wordllama` package (256 dimensions, on "
+        "the server's CPU, no key, no download); `openai`, any OpenAI-compatible "
+        "`/v1/embeddings` endpoint (`SESSIONARY_EMBEDDINGS_URL`, `_MODEL`, `_KEY`); `none`, "
+        "only the vectors clients send. Each vector records its model: a change of model "
+        "re-embeds every memory in the background, and recall compares like with like.",
+    )
+    embeddings_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="The OpenAI-compatible endpoint's base URL, the part before `/embeddings` "
+        "(`https://api.openai.com/v1`, `http://localhost:11434/v1` for Ollama).",
+    )
+    embeddings_model: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The endpoint's model (`text-embedding-3-small`, `nomic-embed-text`).",
+    )
+    embeddings_key: str = Field(
+        default="", repr=False, description="The endpoint's API key (a bearer token), if any."
+    )
+    embeddings_dimensions: int | None = Field(
+        default=None,
+        ge=1,
+        le=16_000,
+        description="Dimensions to ask the endpoint for, where its model can shorten its "
+        "vectors (OpenAI's `text-embedding-3-*`); unset, the model's own.",
+    )
+    embeddings_batch: int = Field(
+        default=64,
+        ge=1,
+        le=2048,
+        description="Texts embedded per call to the model.",
+    )
+    memory_from: Literal["user", "all"] = Field(
+        default="user",
+        description="What a session adds to memory (`add_session_to_memory`): `user`, the "
+        "text of the events the user wrote; `all`, the text of every event. The users' own "
+        "statements are recalled better (docs/memory.md: S19).",
     )
     token_estimator: str = Field(
         default="app.rules.context:estimate_tokens",

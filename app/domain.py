@@ -427,3 +427,106 @@ class ArtifactBytes:
 
 # A line of an export: a header, an event (its JSON), an artifact's version or bytes.
 ExportItem = SessionHeader | SharedState | bytes | StoredArtifact | ArtifactBytes
+
+
+@dataclass(frozen=True)
+class MemoryOwner:
+    """Whose memories: a user's of an app, or the app's own (`user_id` None), facts every
+    user of the app shares."""
+
+    app_name: str
+    user_id: str | None
+
+    @property
+    def stored_user(self) -> str:
+        """The `user_id` column: '' for the app's, which no user id can be."""
+        return self.user_id or ""
+
+
+@dataclass(frozen=True)
+class MemoryDraft:
+    """What a create, an update or a rollback writes as a memory's new revision."""
+
+    text: str | None
+    content: dict[str, Any] | None
+    author: str | None
+    metadata: dict[str, Any]
+    topics: list[str]
+    expire_time: float | None
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """A memory as the API answers it; a remembered event's text, content and author are the
+    event's as it is now."""
+
+    id: str
+    user_id: str | None  # None: the app's
+    kind: str  # "text" | "event"
+    revision: int
+    text: str | None
+    content: dict[str, Any] | None
+    author: str | None
+    metadata: dict[str, Any]
+    topics: list[str]
+    expire_time: datetime | None
+    session_id: str | None
+    event_ids: list[str]
+    seq: int | None
+    create_time: datetime
+    update_time: datetime
+    timestamp: float | None  # a remembered event's own time
+    embedded: bool  # has a vector of the server's model for this revision
+
+
+@dataclass(frozen=True)
+class MemoryRevision:
+    revision: int
+    draft: MemoryDraft
+    create_time: datetime
+
+
+@dataclass(frozen=True)
+class MemoryQuery:
+    """A listing's filters."""
+
+    topic: str | None
+    session_id: str | None
+    kind: str | None
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    """A recall: by words (`text`) and by meaning (`text` embedded by the server, or a
+    `vector` the client sent of its `model`), among the owner's memories (and the app's, with
+    `with_app`)."""
+
+    text: str | None
+    vector: list[float] | None
+    model: str | None
+    limit: int
+    min_score: float
+    min_similarity: float
+    topics: list[str]
+    after: float | None
+    before: float | None
+    with_app: bool
+    mode: str  # "hybrid" | "words" | "meaning"
+
+
+@dataclass(frozen=True)
+class Recalled:
+    memory: StoredMemory
+    score: float
+    similarity: float | None
+    word_score: float | None
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What a recall found, and how: `by` is "meaning+words", "meaning" or "words"; `note`
+    says why meaning was left out, when it was asked for."""
+
+    memories: list[Recalled]
+    by: str
+    note: str | None

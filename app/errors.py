@@ -171,6 +171,19 @@ class ArtifactNotFound(NotFound):
         super().__init__(f"{subject} does not exist here{why}.")
 
 
+class MemoryNotFound(NotFound):
+    code = "memory_not_found"
+    title = "Memory not found"
+
+    def __init__(self, memory_id: str, revision: int | None = None) -> None:
+        subject = (
+            f"Memory {memory_id!r}"
+            if revision is None
+            else (f"Revision {revision} of memory {memory_id!r}")
+        )
+        super().__init__(f"{subject} does not exist here (or has expired).")
+
+
 class Conflict(SessionaryError):
     status = 409
     code = "conflict"
@@ -244,6 +257,30 @@ class StaleSession(SessionaryError):
             f"If-Match expected version {expected} but the session is at version {actual}; "
             "reload the session and retry.",
             currentVersion=actual,
+        )
+
+
+class MemoryAlreadyExists(Conflict):
+    code = "memory_already_exists"
+    title = "Memory already exists"
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(
+            f"Memory {memory_id!r} already exists; update it (PATCH), or create one with "
+            "another id."
+        )
+
+
+class StaleMemory(SessionaryError):
+    status = 412
+    code = "stale_memory"
+    title = "Memory changed since it was read"
+
+    def __init__(self, expected: int, actual: int) -> None:
+        super().__init__(
+            f"If-Match expected revision {expected} but the memory is at revision {actual}; "
+            "read it again and retry.",
+            currentRevision=actual,
         )
 
 

@@ -17,7 +17,17 @@ MAX_VERSION = 2**53 - 1
 MIN_TIMESTAMP, MAX_TIMESTAMP = -62135596800.0, 253402300799.0
 # The `:verb` suffixes of session paths (Google AIP-136), matched before an id: a session id
 # ending in one (`x:fork`) could not be told from the verb on its path, so create refuses it.
-SESSION_VERBS = ("fork", "close", "rewind", "trim", "reset", "compact", "heal", "export")
+SESSION_VERBS = (
+    "fork",
+    "close",
+    "rewind",
+    "trim",
+    "reset",
+    "compact",
+    "heal",
+    "export",
+    "remember",
+)
 DISPLAY_NAME_LENGTH = 1024
 # Labels: a few short tags to filter sessions by (`label=key:value`), so a key holds no `:`.
 MAX_LABELS = 64

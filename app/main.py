@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from app import db, sharding
+from app import db, sharding, vectors
 from app.api import (
     adk_artifacts,
     adk_server,
@@ -26,6 +26,7 @@ from app.api import (
     keys,
     lineage,
     live,
+    memories,
     portability,
     search,
     sessions,
@@ -45,8 +46,10 @@ from app.api.problems import install_error_handlers
 from app.api.responses import problem_responses
 from app.api.routing import unguarded_routes
 from app.config import Settings, get_settings
+from app.embeddings import embedder_from
 from app.observability import RequestObserver, pool_gauges
 from app.services.health import check_ready
+from app.services.memories import RecallStatus
 from app.services.registry import Services
 
 logger = logging.getLogger("sessionary")
@@ -114,6 +117,11 @@ TAGS = [
         "by name within a session (or, for `user:` names, a user), streamed in and out, the "
         "same bytes stored once.",
     },
+    {
+        "name": "memory",
+        "description": "What agents should recall: memories of a user (or an app) and events "
+        "of sessions added to memory, revised, expiring, recalled by meaning and by words.",
+    },
     {"name": "state", "description": "App and user state, shared by their sessions."},
     {"name": "keys", "description": "What the API key of a request may do."},
     {"name": "operations", "description": "Health, readiness and metrics probes."},
@@ -164,8 +172,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             stack.callback(follower.cancel)
         on_workers = workers.pools.values() if workers is not None else ()
         await stack.enter_async_context(pool_gauges(lambda: [pool, *on_workers]))
+        async with pool.connection() as connection:
+            recall = RecallStatus(
+                await connection.fetchval(vectors.VERSION), embedder_from(settings)
+            )
+        if recall.embedder is not None:
+            stack.push_async_callback(recall.embedder.close)
         services = Services.create(
-            pool, settings, replica, sharded=sharded, routed=routed, workers=workers
+            pool, settings, replica, sharded=sharded, routed=routed, workers=workers, recall=recall
         )
         app.state.services = services
         stack.push_async_callback(services.artifacts.contents.close)
@@ -173,6 +187,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.push_async_callback(services.live.close)
         sweeper = asyncio.create_task(services.retention.sweep_forever())
         stack.callback(sweeper.cancel)
+        if services.memories.worker is not None and recall.vectors is not None:
+            embedding = asyncio.create_task(services.memories.worker.run_forever())
+            stack.callback(embedding.cancel)
         # What is alive now (modules, the app, its routes) lives as long as the process.
         # Frozen, it is no longer walked by every full collection, whose pauses under load were
         # the appends' p99 (bench/README.md).
@@ -245,6 +262,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         search,
         portability,
         artifacts,
+        memories,
         live,
         shared_state,
         directory,
@@ -256,6 +274,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         adk_artifacts,
     ):
         app.include_router(module.router)
+    app.include_router(memories.status_router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

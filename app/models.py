@@ -20,7 +20,7 @@ from sqlalchemy import (
     or_,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP, TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import JSONB, REAL, TIMESTAMP, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -386,3 +386,93 @@ class StorageArtifactChunk(Base):
     blob_id: Mapped[Any] = mapped_column(UUID(as_uuid=False), primary_key=True)
     n: Mapped[int] = mapped_column(Integer, primary_key=True)
     data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+
+
+class _MemoryFields:
+    """What each revision of a memory holds (a mixin: each table gets its own columns)."""
+
+    text_: Mapped[str | None] = mapped_column("text", Text)
+    content: Mapped[Json | None] = mapped_column(JSONB)
+    author: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    metadata_: Mapped[Json] = mapped_column(
+        "metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")
+    )
+    topics: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default="{}")
+    expire_time: Mapped[datetime | None] = mapped_column(Timestamp)
+
+
+class StorageMemory(_MemoryFields, Base):
+    """A memory as it is now: a text of its own (`kind` text), or an event of a session added
+    to memory (`kind` event: `session_id` and `seq` name it), which keeps no copy of the
+    event's text, only the index of its words and its vectors. `user_id` '' is the app's."""
+
+    __tablename__ = "memories"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    id: Mapped[str] = _id()
+    kind: Mapped[str] = mapped_column(String(8), nullable=False)
+    revision: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    session_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    seq: Mapped[int | None] = mapped_column(BigInteger)
+    event_ids: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default="{}")
+    create_time: Mapped[datetime] = _now()
+    update_time: Mapped[datetime] = _now()
+    search: Mapped[str | None] = mapped_column(TSVECTOR)
+    # The model the server embedded this revision with; NULL, the embedding worker's queue.
+    embedded_model: Mapped[str | None] = mapped_column(String(256))
+
+    __table_args__ = (
+        Index("ix_memories_listing", "app_name", "user_id", "update_time", "id"),
+        Index(
+            "uq_memories_event",
+            "app_name",
+            "user_id",
+            "session_id",
+            "seq",
+            unique=True,
+            postgresql_where=text("seq IS NOT NULL"),
+        ),
+        Index(
+            "ix_memories_unembedded",
+            "update_time",
+            postgresql_where=text("embedded_model IS NULL"),
+        ),
+        Index("ix_memories_search", "search", postgresql_using="gin"),
+        Index("ix_memories_topics", "topics", postgresql_using="gin"),
+        Index(
+            "ix_memories_expire_time",
+            "expire_time",
+            postgresql_where=text("expire_time IS NOT NULL"),
+        ),
+        CheckConstraint("kind IN ('text', 'event')", name="kind"),
+        CheckConstraint(
+            "(kind = 'event') = (seq IS NOT NULL AND session_id IS NOT NULL)", name="event"
+        ),
+    )
+
+
+class StorageMemoryRevision(_MemoryFields, Base):
+    """Every revision of a memory, the current one included: what a rollback restores."""
+
+    __tablename__ = "memory_revisions"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    memory_id: Mapped[str] = _id()
+    revision: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    create_time: Mapped[datetime] = _now()
+
+
+class StorageMemoryVector(Base):
+    """A memory's embedding by one model, unit length. `real[]`, not pgvector's type: the
+    table is the same on a server without pgvector, whose HNSW indexes (`app.vectors`) cast
+    it."""
+
+    __tablename__ = "memory_vectors"
+
+    app_name: Mapped[str] = _id()
+    user_id: Mapped[str] = _id()
+    memory_id: Mapped[str] = _id()
+    model: Mapped[str] = mapped_column(String(256), primary_key=True)
+    embedding: Mapped[list[float]] = mapped_column(ARRAY(REAL), nullable=False)

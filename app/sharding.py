@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 SHARD_KEY = "user_id"
 # Distributed by the shard key and co-located: a session, its events and its pending events,
-# its user's state and artifacts share a shard, so the statements joining them run on one
+# its user's state, artifacts and memories share a shard, so the statements joining them run on one
 # worker. The first is the one the others are co-located with.
 CO_LOCATED = (
     "sessions",
@@ -40,6 +40,9 @@ CO_LOCATED = (
     "artifact_versions",
     "artifact_blobs",
     "artifact_chunks",
+    "memories",
+    "memory_revisions",
+    "memory_vectors",
 )
 # Small and read by everyone: a copy on every node.
 REFERENCE = ("app_states", "api_keys")

@@ -9,15 +9,20 @@ from app.config import Settings
 from app.db import connector, migration_engine
 from app.models import Base
 from app.sharding import distribute
+from app.vectors import enable as enable_vectors
+from app.vectors import in_the_models
 
 target_metadata = Base.metadata
 
 
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata)
+    context.configure(
+        connection=connection, target_metadata=target_metadata, include_object=in_the_models
+    )
     with context.begin_transaction():
         context.run_migrations()
         if context.config.attributes.get("shard"):  # an upgrade by `app.db.upgrade`
+            context.config.attributes["vectors"] = enable_vectors(connection)
             context.config.attributes["distributed"] = distribute(connection)
 
 

@@ -101,6 +101,17 @@ def endpoints(user: str) -> dict[str, tuple[Request, bool, set[str]]]:
     def plain(method: str, url: str, **kw: Any) -> Request:
         return lambda http, admin, key: http.request(method, url, headers=bearer(key), **kw)
 
+    def on_memory(memories: str, method: str, tail: str = "", **kw: Any) -> Request:
+        """On a fresh memory of `memories` (a user's or the app's), which an admin key made."""
+
+        def call(http: httpx.Client, admin: str, key: str | None) -> httpx.Response:
+            made = http.post(memories, json={"text": "a fact"}, headers=bearer(admin))
+            assert made.status_code == 201, made.text
+            url = f"{memories}/{made.json()['id']}{tail}"
+            return http.request(method, url, headers=bearer(key), **kw)
+
+        return call
+
     def create(**body: Any) -> Request:
         def call(http: httpx.Client, admin: str, key: str | None) -> httpx.Response:
             body_with_id = {"sessionId": uuid.uuid4().hex, **body}
@@ -142,6 +153,45 @@ def endpoints(user: str) -> dict[str, tuple[Request, bool, set[str]]]:
             own,
         ),
         "list user artifacts": (plain("GET", f"{base}/artifacts"), False, own),
+        "remember session": (on_session("POST", ":remember"), True, own),
+        "create memory": (plain("POST", f"{base}/memories", json={"text": "t"}), True, own),
+        "list memories": (plain("GET", f"{base}/memories"), False, own),
+        "recall memories": (
+            plain("POST", f"{base}/memories:recall", json={"query": "fact"}),
+            False,
+            own,
+        ),
+        "get memory": (on_memory(f"{base}/memories", "GET"), False, own),
+        "update memory": (
+            on_memory(f"{base}/memories", "PATCH", json={"topics": ["t"]}),
+            True,
+            own,
+        ),
+        "memory revisions": (on_memory(f"{base}/memories", "GET", "/revisions"), False, own),
+        "roll back memory": (
+            on_memory(f"{base}/memories", "POST", ":rollback", json={"revision": 1}),
+            True,
+            own,
+        ),
+        "delete memory": (on_memory(f"{base}/memories", "DELETE"), True, own),
+        "create app memory": (
+            plain("POST", f"/apps/{APP}/memories", json={"text": "t"}),
+            True,
+            app_state,
+        ),
+        "list app memories": (plain("GET", f"/apps/{APP}/memories"), False, shared),
+        "recall app memories": (
+            plain("POST", f"/apps/{APP}/memories:recall", json={"query": "fact"}),
+            False,
+            shared,
+        ),
+        "get app memory": (on_memory(f"/apps/{APP}/memories", "GET"), False, shared),
+        "update app memory": (
+            on_memory(f"/apps/{APP}/memories", "PATCH", json={"topics": ["t"]}),
+            True,
+            app_state,
+        ),
+        "delete app memory": (on_memory(f"/apps/{APP}/memories", "DELETE"), True, app_state),
         "get app state": (plain("GET", f"/apps/{APP}/state"), False, shared),
         "patch app state": (
             plain("PATCH", f"/apps/{APP}/state", json={"stateDelta": {"a": 1}}),
@@ -370,11 +420,13 @@ def test_every_api_route_declares_the_keys_that_may_call_it(app):
         if isinstance(context.original_route, APIRoute)
     ]
     public = {route.path for route in routes if not declared_needs(route.dependant)}
-    # The probes, and the explorer's and the docs' pages and assets, which hold no data.
+    # The probes (the embedding worker's too), and the explorer's and the docs' pages and
+    # assets, which hold no data.
     assert public == {
         "/healthz",
         "/readyz",
         "/metrics",
+        "/embeddings",
         "/",
         "/ui",
         "/ui/",

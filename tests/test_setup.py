@@ -28,7 +28,7 @@ def planned(target: str) -> str:
 
 def test_make_run_installs_the_service_alone() -> None:
     plan = planned("run")
-    assert "-c requirements.lock -e '.[embedded]'" in plan
+    assert "-c requirements.lock -e '.[embedded,embeddings]'" in plan
     for extra in ("dev", "bench", "clients/python"):
         assert extra not in plan
 
@@ -44,7 +44,7 @@ def test_make_test_and_bench_add_their_own(
     target: str, wanted: tuple[str, ...], unwanted: tuple[str, ...]
 ) -> None:
     plan = planned(target)
-    assert "-c requirements.lock -e '.[embedded]'" in plan  # what `make run` has, first
+    assert "-c requirements.lock -e '.[embedded,embeddings]'" in plan  # what `make run` has, first
     assert all(extra in plan for extra in wanted) and not any(x in plan for x in unwanted)
 
 
@@ -70,12 +70,15 @@ def fake_apt(folder: Path, *present: str) -> Path:
     return folder
 
 
-def postgresql_15(folder: Path, *, citus: bool) -> Path:
-    """A PostgreSQL 15 installation's bin folder (do-nothing programs), with Citus or not."""
+def postgresql_15(folder: Path, *, citus: bool, pgvector: bool | None = None) -> Path:
+    """A PostgreSQL 15 installation's bin folder (do-nothing programs), with Citus or not, and
+    pgvector or not (as Citus, unless told)."""
     folder.mkdir()
     (folder / "lib").mkdir()
     if citus:
         (folder / "lib" / "citus.so").touch()
+    if citus if pgvector is None else pgvector:
+        (folder / "lib" / "vector.so").touch()
     (folder / "postgres").write_text("#!/bin/sh\n")
     (folder / "pg_config").write_text(f"#!/bin/sh\necho {folder / 'lib'}\n")
     for program in folder.iterdir():
@@ -84,13 +87,18 @@ def postgresql_15(folder: Path, *, citus: bool) -> Path:
 
 
 def tools(
-    path: Path, pg_bin: Path | None = None, citus_dir: Path | None = None
+    path: Path,
+    pg_bin: Path | None = None,
+    citus_dir: Path | None = None,
+    pgvector_dir: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     environment = {"PATH": str(path), "VENV": str(path.parent / "venv")}
     if pg_bin is not None:
         environment["SESSIONARY_CITUS_PG_BIN"] = str(pg_bin)
     if citus_dir is not None:
         environment["SESSIONARY_CITUS_DIR"] = str(citus_dir)
+    if pgvector_dir is not None:
+        environment["SESSIONARY_PGVECTOR_DIR"] = str(pgvector_dir)
     return subprocess.run(
         ["/bin/bash", str(TOOLS)],
         env={**os.environ, **environment},
@@ -140,6 +148,17 @@ def test_citus_is_installed_from_the_build_beside_the_checkout(tmp_path: Path) -
     (citus_dir / "install.sh").write_text(f'#!/bin/sh\necho "$PG_CONFIG" > {tmp_path}/asked\n')
     (citus_dir / "install.sh").chmod(0o755)
     tools(path, pg_bin, citus_dir)
+    assert (tmp_path / "asked").read_text().strip() == str(pg_bin / "pg_config")
+
+
+def test_pgvector_is_installed_from_the_build_beside_the_checkout(tmp_path: Path) -> None:
+    path = fake_apt(tmp_path / "bin", *INSTALLS)
+    pg_bin = postgresql_15(tmp_path / "pg", citus=True, pgvector=False)
+    pgvector_dir = tmp_path / "pgvector"
+    pgvector_dir.mkdir()
+    (pgvector_dir / "install.sh").write_text(f'#!/bin/sh\necho "$PG_CONFIG" > {tmp_path}/asked\n')
+    (pgvector_dir / "install.sh").chmod(0o755)
+    tools(path, pg_bin, pgvector_dir=pgvector_dir)
     assert (tmp_path / "asked").read_text().strip() == str(pg_bin / "pg_config")
 
 

@@ -236,16 +236,18 @@ class Authorized:
     dependency enforces it itself, later but never less.
     """
 
-    def __init__(self, need: Need) -> None:
+    def __init__(self, need: Need, *, reads: bool = False) -> None:
         self.need = need
+        self.reads = reads  # only reads, whatever the method: read-only keys may call it
 
     async def __call__(self, request: Request, credentials: Credentials) -> None:
         if self.need not in getattr(request.state, "judged_needs", ()):
-            await authorize(request, (self.need,))
+            await authorize(request, (self.need,), reads=self.reads)
 
 
-def authorized(need: Need) -> Any:
-    return Depends(Authorized(need))
+def authorized(need: Need, *, reads: bool = False) -> Any:
+    """The route's access rule; `reads`, for a POST that changes nothing (a recall)."""
+    return Depends(Authorized(need, reads=reads))
 
 
 class Public:
@@ -259,7 +261,7 @@ class Public:
 PUBLIC = Depends(Public())
 
 
-async def authorize(request: Request, needs: Iterable[Need]) -> None:
+async def authorize(request: Request, needs: Iterable[Need], *, reads: bool = False) -> None:
     """401 without a valid key, 403 for a key whose scope misses what the route touches.
 
     Leaves on the request which needs it judged (so that `Authorized` does not judge them
@@ -273,7 +275,7 @@ async def authorize(request: Request, needs: Iterable[Need]) -> None:
     grant = await services(request).auth.authenticate(
         key.strip() if scheme.lower() == "bearer" else None
     )
-    write = request.method not in ("GET", "HEAD")
+    write = not reads and request.method not in ("GET", "HEAD")
     params = request.path_params
     for need in needs:
         grant.authorize(need, params.get("app_name"), params.get("user_id"), write)

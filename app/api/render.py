@@ -20,11 +20,14 @@ from app.domain import (
     ContextRead,
     EventSpan,
     ExportItem,
+    MemoryRevision,
     Page,
+    Recall,
     SearchHit,
     SessionHeader,
     SessionRead,
     StoredArtifact,
+    StoredMemory,
     StoredSession,
     Tally,
     Usage,
@@ -32,7 +35,7 @@ from app.domain import (
 from app.rules import portability
 from app.rules.artifacts import canonical_uri
 from app.rules.scopes import merged_state
-from app.rules.search import as_html
+from app.rules.search import as_html, event_text
 from app.rules.tool_calls import ToolCall
 
 
@@ -328,3 +331,82 @@ def artifact_page(page: Page[StoredArtifact], field: str, app_name: str, user_id
     """An `ArtifactPage` (`field` "artifacts") or `ArtifactVersionPage` ("versions")."""
     found = [artifact_version(stored, app_name, user_id) for stored in page.items]
     return dumps({field: found, "nextPageToken": page.next_page_token})
+
+
+def content_text(content: dict[str, Any]) -> str | None:
+    """The words of a `Content`, as a memory of it is indexed and embedded."""
+    return event_text({"content": content})
+
+
+def memory(stored: StoredMemory) -> dict[str, Any]:
+    """A `Memory`."""
+    content = stored.content
+    if content is None:
+        content = {"role": "user", "parts": [{"text": stored.text or ""}]}
+    source = None
+    if stored.session_id is not None:
+        source = {"sessionId": stored.session_id, "eventIds": stored.event_ids}
+    created = stored.create_time.timestamp()
+    return {
+        "id": stored.id,
+        "scope": "app" if stored.user_id is None else "user",
+        "userId": stored.user_id,
+        "kind": stored.kind,
+        "revision": stored.revision,
+        "text": stored.text,
+        "content": content,
+        "author": stored.author,
+        "metadata": stored.metadata,
+        "topics": stored.topics,
+        "expireTime": None if stored.expire_time is None else stored.expire_time.timestamp(),
+        "source": source,
+        "timestamp": created if stored.timestamp is None else stored.timestamp,
+        "createTime": created,
+        "updateTime": stored.update_time.timestamp(),
+        "embedded": stored.embedded,
+    }
+
+
+def memory_page(page: Page[StoredMemory]) -> bytes:
+    return dumps(
+        {"memories": [memory(m) for m in page.items], "nextPageToken": page.next_page_token}
+    )
+
+
+def memory_revision_page(page: Page[MemoryRevision]) -> bytes:
+    return dumps(
+        {
+            "revisions": [
+                {
+                    "revision": found.revision,
+                    "text": found.draft.text,
+                    "content": found.draft.content,
+                    "author": found.draft.author,
+                    "metadata": found.draft.metadata,
+                    "topics": found.draft.topics,
+                    "expireTime": found.draft.expire_time,
+                    "createTime": found.create_time.timestamp(),
+                }
+                for found in page.items
+            ],
+            "nextPageToken": page.next_page_token,
+        }
+    )
+
+
+def recall(found: Recall) -> bytes:
+    return dumps(
+        {
+            "memories": [
+                {
+                    "memory": memory(hit.memory),
+                    "score": hit.score,
+                    "similarity": hit.similarity,
+                    "wordScore": hit.word_score,
+                }
+                for hit in found.memories
+            ],
+            "recalledBy": found.by,
+            "note": found.note,
+        }
+    )

@@ -115,6 +115,13 @@ def declared_needs(dependant: DependencyTree) -> tuple[Need, ...]:
     return own + tuple(need for sub in dependant.dependencies for need in declared_needs(sub))
 
 
+def declares_reading(dependant: DependencyTree) -> bool:
+    """Whether the route only reads, whatever its method (a POST whose body is a question)."""
+    return (isinstance(dependant.call, Authorized) and dependant.call.reads) or any(
+        declares_reading(sub) for sub in dependant.dependencies
+    )
+
+
 def declares_public(dependant: DependencyTree) -> bool:
     return isinstance(dependant.call, Public) or any(
         declares_public(sub) for sub in dependant.dependencies
@@ -200,6 +207,7 @@ class StrictRoute(APIRoute):
         self.binds_plainly = plain is not None
         handler = plain or super().get_route_handler()
         needs = declared_needs(self.dependant)
+        reads = declares_reading(self.dependant)
         # A body the route would ignore is a mistake (options it does not have): refused.
         takes_body = self.body_field is not None or "requestBody" in (self.openapi_extra or {})
         known_query = query_names(self.dependant)
@@ -210,7 +218,7 @@ class StrictRoute(APIRoute):
             if "authorization" in repeated:
                 raise _sent_twice("authorization")
             if needs:
-                await authorize(request, needs)
+                await authorize(request, needs, reads=reads)
             if repeated:
                 raise _sent_twice(repeated[0])
             if request.scope["query_string"]:

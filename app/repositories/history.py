@@ -25,6 +25,7 @@ from app.db import execute, fetch, fetchrow, fetchval
 from app.domain import NO_USAGE, Facts, SessionKey, Usage
 from app.models import StorageEvent, StorageSession
 from app.repositories.events import USAGE_COLUMNS, event_filter, search_vector
+from app.repositories.memories import forget_events, reindex_event
 from app.repositories.sessions import (
     EMPTY_LIST,
     EMPTY_STATE,
@@ -153,6 +154,8 @@ async def remove_events(
         changes.update(removed_deltas=_deltas_after(more, StorageSession.base_seq))
     if changes:
         await execute(connection, update(StorageSession).where(key_filter(key)).values(**changes))
+    if rows:
+        await forget_events(connection, key, [row["seq"] for row in rows])
     return [row["id"] for row in rows]
 
 
@@ -238,4 +241,6 @@ async def rewrite_content(
         )
         .returning(StorageEvent.event)
     )
-    return dict(await fetchval(connection, statement))
+    stored = dict(await fetchval(connection, statement))
+    await reindex_event(connection, key, seq)
+    return stored

@@ -61,6 +61,7 @@ from app.models import (
     live,
 )
 from app.repositories.artifacts import delete_session_artifacts
+from app.repositories.memories import delete_session_memories
 from app.repositories.shared_state import checked_state, is_state_too_large, state_too_large
 from app.rules.scopes import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
@@ -285,6 +286,7 @@ async def delete_logs(connection: asyncpg.Connection, key: SessionKey) -> None:
             ),
         )
     await delete_session_artifacts(connection, key)
+    await delete_session_memories(connection, key)
 
 
 def epoch_time(seconds: float | None) -> ColumnElement[Any]:

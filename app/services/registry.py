@@ -18,6 +18,7 @@ from app.services.group_commit import GroupCommit
 from app.services.history import HistoryService
 from app.services.lineage import LineageService
 from app.services.live import Broker
+from app.services.memories import MemoryService, RecallStatus
 from app.services.pending import PendingService
 from app.services.portability import PortabilityService
 from app.services.reads import Reads
@@ -45,6 +46,7 @@ class Services:
     usage: UsageService
     retention: RetentionService
     live: Broker
+    memories: MemoryService
     search: SearchService
     shared_state: SharedStateService
 
@@ -58,12 +60,14 @@ class Services:
         sharded: bool = False,
         routed: bool = False,
         workers: WorkerPools | None = None,
+        recall: RecallStatus | None = None,
     ) -> Self:
         """`pool`: the one pool every unit of work takes its connection from; `replica`: the
         read replica's pool (DATABASE_READ_URL), if there is one; `sharded`: the database is
         a Citus cluster, where appends to several sessions cannot share a statement;
         `routed`: there, each append goes whole to its user's worker (`sharding`), over
-        `workers`' connections when given."""
+        `workers`' connections when given; `recall`: pgvector's version and the embedding model,
+        when memories may be recalled by meaning."""
         live = Broker(pool, settings)
         lanes = None if sharded or not settings.append_lanes else settings.append_lanes
         events = EventService(
@@ -90,5 +94,6 @@ class Services:
             retention=RetentionService(pool, settings, artifacts.contents),
             search=SearchService(pool, settings, sharded=sharded),
             live=live,
+            memories=MemoryService(pool, settings, recall or RecallStatus(None, None)),
             shared_state=SharedStateService(pool, settings),
         )

@@ -9,6 +9,7 @@ from app.config import Settings
 from app.db import DriverPool
 from app.domain import Change
 from app.observability import SESSIONS_SWEPT
+from app.repositories import memories as memory_rows
 from app.repositories import retention as retention_rows
 from app.repositories.live import announce
 from app.services.contents import Contents
@@ -33,6 +34,7 @@ class RetentionService:
                 if not await retention_rows.take_sweeper_lock(lock):
                     return None
                 swept = await self._sweep_batches()
+                await self._sweep_memories()
                 await self.contents.sweep()
                 return swept
         finally:
@@ -51,6 +53,14 @@ class RetentionService:
             SESSIONS_SWEPT.inc(len(deleted))
             if len(deleted) < self.settings.sweep_batch:
                 return swept
+
+    async def _sweep_memories(self) -> None:
+        """Expired memories, which read as absent already, deleted with what they hold."""
+        while True:
+            async with self.pool.transaction() as connection:
+                deleted = await memory_rows.delete_expired(connection, self.settings.sweep_batch)
+            if deleted < self.settings.sweep_batch:
+                return
 
     async def sweep_forever(self) -> None:
         """A worker's sweeper: a sweep every `sweep_interval` seconds; a failed sweep is

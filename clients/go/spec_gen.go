@@ -17,6 +17,8 @@ var (
 	ErrHostNotAllowed       error = &errorKind{code: "host_not_allowed"}
 	ErrHTTP                 error = &errorKind{code: "http_error"}
 	ErrInternal             error = &errorKind{code: "internal_error"}
+	ErrMemoryAlreadyExists  error = &errorKind{code: "memory_already_exists"}
+	ErrMemoryNotFound       error = &errorKind{code: "memory_not_found"}
 	ErrMethodNotAllowed     error = &errorKind{code: "method_not_allowed"}
 	ErrNotFound             error = &errorKind{code: "not_found"}
 	ErrPayloadTooLarge      error = &errorKind{code: "payload_too_large"}
@@ -27,6 +29,7 @@ var (
 	ErrSessionAlreadyExists error = &errorKind{code: "session_already_exists"}
 	ErrSessionClosed        error = &errorKind{code: "session_closed"}
 	ErrSessionNotFound      error = &errorKind{code: "session_not_found"}
+	ErrStaleMemory          error = &errorKind{code: "stale_memory"}
 	ErrStaleSession         error = &errorKind{code: "stale_session"}
 	ErrTooManyStreams       error = &errorKind{code: "too_many_streams"}
 	ErrToolCallsPending     error = &errorKind{code: "tool_calls_pending"}
@@ -52,6 +55,8 @@ var problemKinds = map[string]error{
 	"host_not_allowed":       ErrHostNotAllowed,
 	"http_error":             ErrHTTP,
 	"internal_error":         ErrInternal,
+	"memory_already_exists":  ErrMemoryAlreadyExists,
+	"memory_not_found":       ErrMemoryNotFound,
 	"method_not_allowed":     ErrMethodNotAllowed,
 	"not_found":              ErrNotFound,
 	"payload_too_large":      ErrPayloadTooLarge,
@@ -62,6 +67,7 @@ var problemKinds = map[string]error{
 	"session_already_exists": ErrSessionAlreadyExists,
 	"session_closed":         ErrSessionClosed,
 	"session_not_found":      ErrSessionNotFound,
+	"stale_memory":           ErrStaleMemory,
 	"stale_session":          ErrStaleSession,
 	"too_many_streams":       ErrTooManyStreams,
 	"tool_calls_pending":     ErrToolCallsPending,
@@ -120,6 +126,23 @@ var specOperations = []struct{ id, method, path string }{
 	{"upload_user_artifact", "POST", "/apps/{app_name}/users/{user_id}/artifacts/{name}"},
 	{"download_user_artifact", "GET", "/apps/{app_name}/users/{user_id}/artifacts/{name}"},
 	{"delete_user_artifact", "DELETE", "/apps/{app_name}/users/{user_id}/artifacts/{name}"},
+	{"create_memory", "POST", "/apps/{app_name}/users/{user_id}/memories"},
+	{"list_memories", "GET", "/apps/{app_name}/users/{user_id}/memories"},
+	{"recall_memories", "POST", "/apps/{app_name}/users/{user_id}/memories:recall"},
+	{"get_memory", "GET", "/apps/{app_name}/users/{user_id}/memories/{memory_id}"},
+	{"update_memory", "PATCH", "/apps/{app_name}/users/{user_id}/memories/{memory_id}"},
+	{"delete_memory", "DELETE", "/apps/{app_name}/users/{user_id}/memories/{memory_id}"},
+	{"list_memory_revisions", "GET", "/apps/{app_name}/users/{user_id}/memories/{memory_id}/revisions"},
+	{"roll_back_memory", "POST", "/apps/{app_name}/users/{user_id}/memories/{memory_id}:rollback"},
+	{"create_app_memory", "POST", "/apps/{app_name}/memories"},
+	{"list_app_memories", "GET", "/apps/{app_name}/memories"},
+	{"recall_app_memories", "POST", "/apps/{app_name}/memories:recall"},
+	{"get_app_memory", "GET", "/apps/{app_name}/memories/{memory_id}"},
+	{"update_app_memory", "PATCH", "/apps/{app_name}/memories/{memory_id}"},
+	{"delete_app_memory", "DELETE", "/apps/{app_name}/memories/{memory_id}"},
+	{"list_app_memory_revisions", "GET", "/apps/{app_name}/memories/{memory_id}/revisions"},
+	{"roll_back_app_memory", "POST", "/apps/{app_name}/memories/{memory_id}:rollback"},
+	{"remember_session", "POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}:remember"},
 	{"stream_events", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events:stream"},
 	{"stream_user_sessions", "GET", "/apps/{app_name}/users/{user_id}/sessions:stream"},
 	{"stream_app_sessions", "GET", "/apps/{app_name}/sessions:stream"},
@@ -133,4 +156,5 @@ var specOperations = []struct{ id, method, path string }{
 	{"healthz", "GET", "/healthz"},
 	{"readyz", "GET", "/readyz"},
 	{"metrics", "GET", "/metrics"},
+	{"embeddings_status", "GET", "/embeddings"},
 }

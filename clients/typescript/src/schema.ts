@@ -808,6 +808,256 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/apps/{app_name}/users/{user_id}/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Memories
+         * @description The memories of the user, newest change first.
+         */
+        get: operations["list_memories"];
+        put?: never;
+        /**
+         * Create Memory
+         * @description Remember something, of the user: a text or ADK `Content`, with metadata, topics and an expiry. Embedded by the server in the background; recalled by words at once.
+         */
+        post: operations["create_memory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/memories:recall": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recall Memories
+         * @description The memories of the user that best answer a question: by meaning (the server embeds `query`, or the client sends `embedding`) and by words, fused into one ranking (reciprocal rank fusion), best first. Without pgvector or with the model down, by words alone, and `note` says so.
+         */
+        post: operations["recall_memories"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/memories/{memory_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Memory
+         * @description A memory as it is now.
+         */
+        get: operations["get_memory"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Memory
+         * @description Forget a memory: it, its revisions and its vectors.
+         */
+        delete: operations["delete_memory"];
+        options?: never;
+        head?: never;
+        /**
+         * Update Memory
+         * @description Change a memory: the fields sent, the others kept. Each change is a new revision
+         *     (listed, and restored by `:rollback`); a new text is embedded again.
+         */
+        patch: operations["update_memory"];
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/memories/{memory_id}/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Memory Revisions
+         * @description Every revision of a memory, newest first (the current one first of all).
+         */
+        get: operations["list_memory_revisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/memories/{memory_id}:rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll Back Memory
+         * @description Restore an earlier revision, as a new revision (nothing is lost).
+         */
+        post: operations["roll_back_memory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List App Memories
+         * @description The memories of the app (every user's agents recall them), newest change first.
+         */
+        get: operations["list_app_memories"];
+        put?: never;
+        /**
+         * Create App Memory
+         * @description Remember something, of the app (every user's agents recall them): a text or ADK `Content`, with metadata, topics and an expiry. Embedded by the server in the background; recalled by words at once.
+         */
+        post: operations["create_app_memory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/memories:recall": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recall App Memories
+         * @description The memories of the app (every user's agents recall them) that best answer a question: by meaning (the server embeds `query`, or the client sends `embedding`) and by words, fused into one ranking (reciprocal rank fusion), best first. Without pgvector or with the model down, by words alone, and `note` says so.
+         */
+        post: operations["recall_app_memories"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/memories/{memory_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get App Memory
+         * @description A memory as it is now.
+         */
+        get: operations["get_app_memory"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete App Memory
+         * @description Forget a memory: it, its revisions and its vectors.
+         */
+        delete: operations["delete_app_memory"];
+        options?: never;
+        head?: never;
+        /**
+         * Update App Memory
+         * @description Change a memory: the fields sent, the others kept. Each change is a new revision
+         *     (listed, and restored by `:rollback`); a new text is embedded again.
+         */
+        patch: operations["update_app_memory"];
+        trace?: never;
+    };
+    "/apps/{app_name}/memories/{memory_id}/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List App Memory Revisions
+         * @description Every revision of a memory, newest first (the current one first of all).
+         */
+        get: operations["list_app_memory_revisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/memories/{memory_id}:rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll Back App Memory
+         * @description Restore an earlier revision, as a new revision (nothing is lost).
+         */
+        post: operations["roll_back_app_memory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}:remember": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remember Session
+         * @description Add a session's events to its user's memory (ADK's `add_session_to_memory` and
+         *     `add_events_to_memory`): each becomes a memory of kind `event` that keeps no copy of the
+         *     event's text, and is forgotten with the session. Without `eventIds`, every event with
+         *     text that `SESSIONARY_MEMORY_FROM` takes (by default, what the user said); again later,
+         *     only what is new.
+         */
+        post: operations["remember_session"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events:stream": {
         parameters: {
             query?: never;
@@ -1052,6 +1302,27 @@ export interface paths {
          *     database pool use, events appended.
          */
         get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/embeddings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Embeddings Status
+         * @description How memories are recalled now (by meaning and words, or by words alone, and why), the
+         *     model that embeds them, and how many wait to be embedded (a backfill's progress).
+         */
+        get: operations["embeddings_status"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1336,6 +1607,60 @@ export interface components {
              * @description Even the newest event with the calls it answers does not fit the budget: they are shown anyway.
              */
             overBudget: boolean;
+        };
+        /**
+         * Embedding
+         * @description A vector the client computed, by a model of its own: recall by meaning compares it only
+         *     with vectors of the same `model`.
+         */
+        Embedding: {
+            /**
+             * Model
+             * @description The model's name, as the client calls it.
+             */
+            model: string;
+            /** Vector */
+            vector: number[];
+        };
+        /** EmbeddingsStatus */
+        EmbeddingsStatus: {
+            /**
+             * Recall
+             * @description How memories are recalled now.
+             * @enum {string}
+             */
+            recall: "meaning+words" | "words";
+            /**
+             * Note
+             * @description Why by words alone, when so.
+             */
+            note: string | null;
+            /**
+             * Pgvector
+             * @description pgvector's version; null without it.
+             */
+            pgvector: string | null;
+            /**
+             * Provider
+             * @enum {string}
+             */
+            provider: "wordllama" | "openai" | "none";
+            /**
+             * Model
+             * @description The model each vector the server makes records.
+             */
+            model: string | null;
+            /**
+             * Pending
+             * Format: int64
+             * @description Memories its model has not embedded yet (new, changed, or older).
+             */
+            pending: number;
+            /**
+             * Rate
+             * @description Memories embedded per second lately, by the worker of this process.
+             */
+            rate: number | null;
         };
         /**
          * Event
@@ -1772,6 +2097,239 @@ export interface components {
         /** @description A field's name, or an item's index in an array. */
         LocationPart: string | number;
         /**
+         * Memory
+         * @description A memory: a text of its own (`kind` text), or an event of a session added to memory
+         *     (`kind` event), whose text, content, author and timestamp are the event's.
+         */
+        Memory: {
+            /** Id */
+            id: string;
+            /**
+             * Scope
+             * @description The user's, or the whole app's.
+             * @enum {string}
+             */
+            scope: "user" | "app";
+            /**
+             * Userid
+             * @description Whose; null for the app's.
+             */
+            userId: string | null;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "text" | "event";
+            /**
+             * Revision
+             * Format: int64
+             * @description Its revision: 1 when made, +1 per change.
+             */
+            revision: number;
+            /**
+             * Text
+             * @description What is recalled: its text parts, joined.
+             */
+            text: string | null;
+            /** @description ADK's `Content` of it. */
+            content: components["schemas"]["JsonObject"];
+            /** Author */
+            author: string | null;
+            metadata: components["schemas"]["JsonObject"];
+            /** Topics */
+            topics: string[];
+            /**
+             * Expiretime
+             * @description When it is forgotten (epoch seconds).
+             */
+            expireTime: number | null;
+            /** @description Where it was learnt. */
+            source: components["schemas"]["MemorySource"] | null;
+            /**
+             * Timestamp
+             * Format: double
+             * @description When it was said: an event's timestamp, else when the memory was made.
+             */
+            timestamp: number;
+            /**
+             * Createtime
+             * Format: double
+             */
+            createTime: number;
+            /**
+             * Updatetime
+             * Format: double
+             */
+            updateTime: number;
+            /**
+             * Embedded
+             * @description Whether the server's model has embedded its current revision: until then it is recalled by words (and by a client's vector).
+             */
+            embedded: boolean;
+        };
+        /**
+         * MemoryCreate
+         * @description A memory of its own: a `text`, or ADK's `content` (whose text parts are what is
+         *     recalled).
+         */
+        MemoryCreate: {
+            /**
+             * Expiretime
+             * @description When it is forgotten (epoch seconds): past it, it reads as absent and is never recalled. Null: never.
+             */
+            expireTime?: number | null;
+            /**
+             * Ttl
+             * @description Seconds from now until it is forgotten; instead of `expireTime`.
+             */
+            ttl?: number | null;
+            /**
+             * Id
+             * @description Its id; generated when absent.
+             */
+            id?: string | null;
+            /**
+             * Text
+             * @description What to remember.
+             */
+            text?: string | null;
+            /** @description What to remember as ADK's (google-genai's) `Content`, as a `MemoryEntry` holds it; its text parts are indexed and embedded. */
+            content?: components["schemas"]["JsonObject"] | null;
+            /**
+             * Author
+             * @description Who said it (ADK's `MemoryEntry.author`).
+             */
+            author?: string | null;
+            /**
+             * @description Anything to keep with it.
+             * @default {}
+             */
+            metadata?: components["schemas"]["JsonObject"];
+            /**
+             * Topics
+             * @description Up to 50 topic labels.
+             * @default []
+             */
+            topics?: string[];
+            /** @description Where it was learnt. */
+            source?: components["schemas"]["MemorySource"] | null;
+            /** @description Its vector by a model of the client's, besides the server's. */
+            embedding?: components["schemas"]["Embedding"] | null;
+        };
+        /** MemoryPage */
+        MemoryPage: {
+            /**
+             * Memories
+             * @description Newest change first.
+             */
+            memories: components["schemas"]["Memory"][];
+            /**
+             * Nextpagetoken
+             * @description Pass as `pageToken` for the next page.
+             */
+            nextPageToken: string | null;
+        };
+        /** MemoryRevisionEntry */
+        MemoryRevisionEntry: {
+            /**
+             * Revision
+             * Format: int64
+             */
+            revision: number;
+            /** Text */
+            text: string | null;
+            content: components["schemas"]["JsonObject"] | null;
+            /** Author */
+            author: string | null;
+            metadata: components["schemas"]["JsonObject"];
+            /** Topics */
+            topics: string[];
+            /** Expiretime */
+            expireTime: number | null;
+            /**
+             * Createtime
+             * Format: double
+             * @description When the revision was made (epoch seconds).
+             */
+            createTime: number;
+        };
+        /** MemoryRevisionPage */
+        MemoryRevisionPage: {
+            /**
+             * Revisions
+             * @description Newest first.
+             */
+            revisions: components["schemas"]["MemoryRevisionEntry"][];
+            /**
+             * Nextpagetoken
+             * @description Pass as `pageToken` for the next page.
+             */
+            nextPageToken: string | null;
+        };
+        /** MemoryRollback */
+        MemoryRollback: {
+            /**
+             * Revision
+             * Format: int64
+             * @description The revision to restore.
+             */
+            revision: number;
+        };
+        /**
+         * MemorySource
+         * @description Where a memory came from.
+         */
+        MemorySource: {
+            /**
+             * Sessionid
+             * @description The session it was learnt in.
+             */
+            sessionId: string;
+            /**
+             * Eventids
+             * @description The events it was learnt from.
+             * @default []
+             */
+            eventIds?: string[];
+        };
+        /**
+         * MemoryUpdate
+         * @description The fields to change; those left out stay as they are. Each update is a new revision.
+         */
+        MemoryUpdate: {
+            /**
+             * Expiretime
+             * @description When it is forgotten (epoch seconds): past it, it reads as absent and is never recalled. Null: never.
+             */
+            expireTime?: number | null;
+            /**
+             * Ttl
+             * @description Seconds from now until it is forgotten; instead of `expireTime`.
+             */
+            ttl?: number | null;
+            /**
+             * Text
+             * @description Its new text.
+             */
+            text?: string | null;
+            /** @description Its new `Content`. */
+            content?: components["schemas"]["JsonObject"] | null;
+            /**
+             * Author
+             * @description Who said it.
+             */
+            author?: string | null;
+            /** @description Its metadata, whole. */
+            metadata?: components["schemas"]["JsonObject"] | null;
+            /**
+             * Topics
+             * @description Its topics, all of them.
+             */
+            topics?: string[] | null;
+            /** @description Its new vector (client's). */
+            embedding?: components["schemas"]["Embedding"] | null;
+        };
+        /**
          * Order
          * @description `asc`: oldest first; `desc`: newest first.
          * @enum {string}
@@ -1915,7 +2473,7 @@ export interface components {
              * @description Stable, machine-readable: what went wrong, for code to act on.
              * @enum {string}
              */
-            code: "artifact_not_found" | "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "method_not_allowed" | "not_found" | "payload_too_large" | "range_not_satisfiable" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error" | "version_exhausted";
+            code: "artifact_not_found" | "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "memory_already_exists" | "memory_not_found" | "method_not_allowed" | "not_found" | "payload_too_large" | "range_not_satisfiable" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_memory" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error" | "version_exhausted";
             /**
              * Instance
              * @description The request path; absent when the request was refused before its path was read (`headers_too_large`, `bad_request`).
@@ -1984,6 +2542,128 @@ export interface components {
              * @description The Alembic revision the database is at.
              */
             schemaRevision: string;
+        };
+        /**
+         * RecallRequest
+         * @description What to recall: a question in words, or a vector of the client's, or both.
+         */
+        RecallRequest: {
+            /**
+             * Query
+             * @description The question or topic, in natural language: embedded by the server for recall by meaning, and its words matched for recall by words.
+             */
+            query?: string | null;
+            /** @description The question's vector by a model of the client's: compared with the memories' vectors of that model (instead of the server's embedding of `query`). */
+            embedding?: components["schemas"]["Embedding"] | null;
+            /**
+             * Limit
+             * Format: int64
+             * @description The most memories to answer.
+             * @default 10
+             */
+            limit?: number;
+            /**
+             * Minscore
+             * Format: double
+             * @description Leave out memories that score below it.
+             * @default 0
+             */
+            minScore?: number;
+            /**
+             * Minsimilarity
+             * Format: double
+             * @description Found by meaning only at or above this cosine similarity to the query (0: no memory whose vector points away from the query's). What is close depends on the model: measure yours (`similarity` of each answer) before raising it.
+             * @default 0
+             */
+            minSimilarity?: number;
+            /**
+             * Topics
+             * @description Only memories with one of these topics.
+             * @default []
+             */
+            topics?: string[];
+            /**
+             * Aftertimestamp
+             * @description Only memories changed at or after it (epoch seconds).
+             */
+            afterTimestamp?: number | null;
+            /**
+             * Beforetimestamp
+             * @description Only memories changed before it (epoch seconds).
+             */
+            beforeTimestamp?: number | null;
+            /**
+             * Includeapp
+             * @description Recall the app's memories too, besides the user's.
+             * @default true
+             */
+            includeApp?: boolean;
+            /**
+             * Mode
+             * @description `hybrid`: by meaning and by words, fused; `meaning` or `words`: one.
+             * @default hybrid
+             * @enum {string}
+             */
+            mode?: "hybrid" | "meaning" | "words";
+        };
+        /** RecallResult */
+        RecallResult: {
+            /**
+             * Memories
+             * @description Best first.
+             */
+            memories: components["schemas"]["RecalledMemory"][];
+            /**
+             * Recalledby
+             * @description How they were found.
+             * @enum {string}
+             */
+            recalledBy: "meaning+words" | "meaning" | "words";
+            /**
+             * Note
+             * @description Why recall by meaning was left out, when it was.
+             */
+            note: string | null;
+        };
+        /** RecalledMemory */
+        RecalledMemory: {
+            memory: components["schemas"]["Memory"];
+            /**
+             * Score
+             * Format: double
+             * @description Reciprocal rank fusion of its ranks by meaning and by words, over its best possible value: 1 is first in every way recall looked.
+             */
+            score: number;
+            /**
+             * Similarity
+             * @description Cosine similarity of its vector to the query's; null when not found by meaning.
+             */
+            similarity: number | null;
+            /**
+             * Wordscore
+             * @description How well its words match (PostgreSQL's `ts_rank_cd`, in [0, 1)); null when no word matched.
+             */
+            wordScore: number | null;
+        };
+        /**
+         * Remember
+         * @description Which of the session's events to add to memory.
+         */
+        Remember: {
+            /**
+             * Eventids
+             * @description These events (any author); absent, every event with text that `SESSIONARY_MEMORY_FROM` takes (by default, the user's).
+             */
+            eventIds?: string[] | null;
+        };
+        /** Remembered */
+        Remembered: {
+            /**
+             * Remembered
+             * Format: int64
+             * @description Events added to memory now (not before).
+             */
+            remembered: number;
         };
         /**
          * RemovedDelta
@@ -7250,6 +7930,1507 @@ export interface operations {
             };
         };
     };
+    list_memories: {
+        parameters: {
+            query?: {
+                /** @description Only memories with this topic. */
+                topic?: string;
+                /** @description Only memories learnt in this session. */
+                sessionId?: string;
+                /** @description Only memories of this kind. */
+                kind?: "text" | "event";
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_memory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    /** @description The memory's revision, quoted (`"3"`): send it back as `If-Match` to change it only if nothing changed it since. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Memory"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too large (`payload_too_large`): body, event, batch or resulting state. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    recall_memories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecallRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecallResult"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_memory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The memory. */
+                memory_id: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description The memory's revision, quoted (`"3"`): send it back as `If-Match` to change it only if nothing changed it since. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Memory"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory (`memory_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_memory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description The memory. */
+                memory_id: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory (`memory_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    update_memory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description The memory. */
+                memory_id: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description The memory's revision, quoted (`"3"`): send it back as `If-Match` to change it only if nothing changed it since. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Memory"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory (`memory_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too large (`payload_too_large`): body, event, batch or resulting state. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_memory_revisions: {
+        parameters: {
+            query?: {
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The memory. */
+                memory_id: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryRevisionPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory (`memory_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    roll_back_memory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description The memory. */
+                memory_id: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryRollback"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description The memory's revision, quoted (`"3"`): send it back as `If-Match` to change it only if nothing changed it since. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Memory"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory (`memory_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_app_memories: {
+        parameters: {
+            query?: {
+                /** @description Only memories with this topic. */
+                topic?: string;
+                /** @description Only memories learnt in this session. */
+                sessionId?: string;
+                /** @description Only memories of this kind. */
+                kind?: "text" | "event";
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_app_memory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    /** @description The memory's revision, quoted (`"3"`): send it back as `If-Match` to change it only if nothing changed it since. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Memory"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too large (`payload_too_large`): body, event, batch or resulting state. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    recall_app_memories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecallRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecallResult"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_app_memory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The memory. */
+                memory_id: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description The memory's revision, quoted (`"3"`): send it back as `If-Match` to change it only if nothing changed it since. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Memory"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory (`memory_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_app_memory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description The memory. */
+                memory_id: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory (`memory_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    update_app_memory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description The memory. */
+                memory_id: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description The memory's revision, quoted (`"3"`): send it back as `If-Match` to change it only if nothing changed it since. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Memory"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory (`memory_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too large (`payload_too_large`): body, event, batch or resulting state. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_app_memory_revisions: {
+        parameters: {
+            query?: {
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The memory. */
+                memory_id: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryRevisionPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory (`memory_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    roll_back_app_memory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description The memory. */
+                memory_id: string;
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryRollback"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description The memory's revision, quoted (`"3"`): send it back as `If-Match` to change it only if nothing changed it since. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Memory"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such memory (`memory_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    remember_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+                /** @description The session. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["Remember"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Remembered"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The session does not exist (`session_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     stream_events: {
         parameters: {
             query?: {
@@ -8077,6 +10258,35 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    embeddings_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmbeddingsStatus"];
                 };
             };
             /** @description The request line or a header is too long (`headers_too_large`). */
