@@ -9,6 +9,7 @@ import httpx
 
 from app import db
 from app.config import Settings
+from tests.embedding_server import EmbeddingServer, serve_embeddings
 from tests.fixtures import client_of
 from tests.helpers import APP, USER, append, assert_problem, create_session, session_url
 
@@ -345,3 +346,65 @@ async def test_with_embeddings_off_the_server_embeds_nothing_but_takes_client_ve
             f"{M}:recall", json={"embedding": {"model": "mine", "vector": [1.0, 0.1]}}
         )
         assert mine.json()["recalledBy"] == "meaning" and texts(mine.json()) == ["north"]
+
+
+async def fresh_database(new_database) -> str:
+    url: str = await asyncio.to_thread(new_database)
+    await asyncio.to_thread(db.upgrade, url)
+    return url
+
+
+def over_endpoint(url: str, server: EmbeddingServer, **settings: Any) -> Settings:
+    return Settings(
+        database_url=url,
+        auth=False,
+        sweep_interval=86_400,
+        embeddings="openai",
+        embeddings_url=server.url,
+        embeddings_model=server.model,
+        **settings,
+    )
+
+
+async def test_an_openai_compatible_endpoint_embeds_and_a_new_model_re_embeds_everything(
+    new_database,
+):
+    url = await fresh_database(new_database)
+    async with client_of(Settings(database_url=url, auth=False, sweep_interval=86_400)) as client:
+        for text in ("I'm vegetarian.", "My dog is called Rex.", "I work night shifts."):
+            await remember(client, text=text)
+        await embedded(client)
+    with serve_embeddings() as server:
+        async with client_of(over_endpoint(url, server, embeddings_dimensions=128)) as client:
+            await embedded(client)  # the backfill: every memory, by the endpoint's model
+            status = (await client.get("/embeddings")).json()
+            assert status["model"] == "wordllama@128" and status["provider"] == "openai"
+            assert sum(r["inputs"] for r in server.requests()) >= 3
+            assert {r["dimensions"] for r in server.requests()} == {128}
+            found = await recall(client, "what food do I like?", limit=1)
+            assert found["recalledBy"] == "meaning+words" and texts(found) == ["I'm vegetarian."]
+    connection = await asyncpg.connect(url)
+    try:
+        models = await connection.fetch(
+            "SELECT model, count(*), min(cardinality(embedding)) FROM memory_vectors GROUP BY 1 ORDER BY 1"
+        )
+    finally:
+        await connection.close()
+    assert [tuple(row) for row in models] == [
+        ("wordllama/l2_supercat_256", 3, 256),
+        ("wordllama@128", 3, 128),
+    ]
+
+
+async def test_while_the_endpoint_is_down_recall_is_by_words_and_memories_wait(new_database):
+    url = await fresh_database(new_database)
+    with serve_embeddings() as server:
+        async with client_of(over_endpoint(url, server)) as client:
+            server.stop()
+            created = await remember(client, text="The spare key is under the blue pot.")
+            assert created["embedded"] is False
+            found = await recall(client, "spare key")
+            assert texts(found) == ["The spare key is under the blue pot."]
+            assert found["recalledBy"] == "words" and "unavailable" in found["note"]
+            status = (await client.get("/embeddings")).json()
+            assert status["pending"] == 1 and status["recall"] == "words"
