@@ -31,7 +31,7 @@ _UNEXPIRED = "(m.expire_time IS NULL OR m.expire_time > now())"
 # A remembered event reads only while its session is live.
 _SESSION_LIVE = LIVE_SQL.replace("expire_time", "s.expire_time")
 _EVENT_LIVE = (
-    "(m.kind = 'text' OR EXISTS (SELECT FROM sessions s WHERE s.app_name = m.app_name "
+    "(m.kind = 'text' OR EXISTS (SELECT 1 FROM sessions s WHERE s.app_name = m.app_name "
     f"AND s.user_id = m.user_id AND s.id = m.session_id AND {_SESSION_LIVE}))"
 )
 _COLUMNS = (
@@ -142,20 +142,21 @@ async def read_many(
     connection: asyncpg.Connection, app_name: str, keys: list[tuple[str, str]], model: str | None
 ) -> dict[tuple[str, str], StoredMemory]:
     """Memories by (stored user id, id), those still there."""
+    # By their users and ids, then the pairs asked for: a recall names one or two users.
     rows = await connection.fetch(
         f"""SELECT {_COLUMNS}, m.user_id AS stored_user FROM {_WITH_EVENT}
-            JOIN unnest($2::text[], $3::text[]) AS k(user_id, id)
-              ON m.user_id = k.user_id AND m.id = k.id
-            WHERE m.app_name = $1 AND {_UNEXPIRED} AND {_EVENT_LIVE}""",
+            WHERE m.app_name = $1 AND m.user_id = ANY($2) AND m.id = ANY($3)
+              AND {_UNEXPIRED} AND {_EVENT_LIVE}""",
         app_name,
-        [user for user, _ in keys],
-        [memory_id for _, memory_id in keys],
+        sorted({user for user, _ in keys}),
+        sorted({memory_id for _, memory_id in keys}),
     )
+    asked = set(keys)
     found = {}
     for row in rows:
-        memory = _memory(row, model)
-        if memory is not None:
-            found[(row["stored_user"], row["id"])] = memory
+        key = (row["stored_user"], row["id"])
+        if key in asked and (memory := _memory(row, model)) is not None:
+            found[key] = memory
     return found
 
 
@@ -509,7 +510,8 @@ async def any_unembedded(connection: asyncpg.Connection) -> bool:
     """Whether the worker's queue holds anything."""
     return bool(
         await connection.fetchval(
-            "SELECT EXISTS (SELECT FROM memories WHERE embedded_model IS NULL)"
+            # Not `EXISTS (SELECT FROM …)`: Citus cannot plan an empty target list.
+            "SELECT true FROM memories WHERE embedded_model IS NULL LIMIT 1"
         )
     )
 
@@ -522,22 +524,21 @@ async def embedded(
     """Record the vectors of what `unembedded` gave, each only if its memory is still at the
     revision that was embedded (a change since queued it again); a None vector (no text)
     marks it done without one."""
-    marked = await connection.fetch(
-        """UPDATE memories m SET embedded_model = $1
-           FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[])
-               AS d(app_name, user_id, id, revision)
-           WHERE m.app_name = d.app_name AND m.user_id = d.user_id AND m.id = d.id
-             AND m.revision = d.revision
-           RETURNING m.app_name, m.user_id, m.id""",
-        model,
-        *([row[n] for row in done] for n in range(4)),
-    )
-    current = {(row["app_name"], row["user_id"], row["id"]) for row in marked}
-    vectors = [
-        (app_name, user_id, memory_id, model, vector)
-        for app_name, user_id, memory_id, _, vector in done
-        if vector is not None and (app_name, user_id, memory_id) in current
-    ]
+    vectors = []
+    for app_name, user_id, memory_id, revision, vector in done:
+        # One memory's at a time: on Citus each goes to its own shard alone.
+        current = await connection.fetchval(
+            """UPDATE memories SET embedded_model = $1
+               WHERE app_name = $2 AND user_id = $3 AND id = $4 AND revision = $5
+               RETURNING true""",
+            model,
+            app_name,
+            user_id,
+            memory_id,
+            revision,
+        )
+        if current and vector is not None:
+            vectors.append((app_name, user_id, memory_id, model, vector))
     if vectors:
         await connection.executemany(
             """INSERT INTO memory_vectors (app_name, user_id, memory_id, model, embedding)
