@@ -8,12 +8,13 @@
 // Retry-After, when it gives one); any request is sent again when its connection was refused
 // (an upload, only if none of its body was read).
 // Every method takes a context, which cancels it; then the ids of what it acts on (app, user,
-// session, event or artifact name), as strings; then what it sends, if anything: one struct of
-// the operation's parameters (SessionRead, SessionFork, ...), whose optional numbers are
-// pointers so that 0 can be sent (Int64(0); nil is not sent), or a value that says what it is
-// (an Event, a State); and RequestOptions last, which change how that one call is sent
+// session, event, artifact name or memory id), as strings; then what it sends, if anything:
+// one struct of the operation's parameters (SessionRead, SessionFork, ...), whose optional
+// numbers are pointers so that 0 can be sent (Int64(0); nil is not sent), or a value that says
+// what it is (an Event, a State); and RequestOptions last, which change how that one call is sent
 // (WithTimeout, WithHeader, WithMaxRetries). A method that fails returns nil (or "") beside its
-// error. An artifact method takes a session's id, or "" for the user's own `user:` artifacts.
+// error. An artifact method takes a session's id, or "" for the user's own `user:` artifacts;
+// the app's memories have methods of their own (CreateAppMemory, ...), which take no user.
 package sessionary
 
 import (
@@ -157,8 +158,8 @@ type call struct {
 // method takes them last.
 type RequestOption func(*call)
 
-// WriteOption changes how a write to a session is made: IfMatch or IfExists, which only such
-// writes take, or any RequestOption.
+// WriteOption changes how a write to a session or a memory is made: IfMatch or IfExists, which
+// only such writes take, or any RequestOption.
 type WriteOption interface{ apply(*call) }
 
 func (o RequestOption) apply(c *call) { o(c) }
@@ -169,14 +170,14 @@ type precondition func(*call)
 func (p precondition) apply(c *call) { p(c) }
 
 // IfMatch makes the write happen only if the session is still at this version (the Version
-// of a Session read, or a stored event's Seq); else it fails with ErrStaleSession and writes
-// nothing.
+// of a Session read, or a stored event's Seq), or the memory at this revision (a Memory's
+// Revision); else it fails with ErrStaleSession (ErrStaleMemory) and writes nothing.
 func IfMatch(version int64) WriteOption {
 	return precondition(func(c *call) { c.ifMatch = `"` + strconv.FormatInt(version, 10) + `"` })
 }
 
-// IfExists makes the write fail with ErrSessionNotFound, rather than anything else, if the
-// session is gone (`If-Match: *`).
+// IfExists makes the write fail with ErrSessionNotFound (ErrMemoryNotFound), rather than
+// anything else, if the session (the memory) is gone (`If-Match: *`).
 func IfExists() WriteOption { return precondition(func(c *call) { c.ifMatch = "*" }) }
 
 // WithTimeout bounds each attempt of this call in place of Options.Timeout (0 or less: no
@@ -414,8 +415,10 @@ const sessionPath = `^/apps/[^/]+/users/[^/]+/sessions/[^/:]+`
 var (
 	// Writes that may be sent twice with the effect of once: appends and queued events (each
 	// event carries an id, which the server stores once), an import (the same export again
-	// writes nothing), emptying the queue, and merging the same app or user state keys.
-	idempotentPost   = regexp.MustCompile(sessionPath + `/(events(:batch)?|pending)$|^/apps/[^/]+/users/[^/]+/sessions:import$`)
+	// writes nothing), adding a session's events to memory (each is added once), emptying the
+	// queue, and merging the same app or user state keys; and a recall, which writes nothing.
+	idempotentPost = regexp.MustCompile(sessionPath + `/(events(:batch)?|pending)$|` + sessionPath + `:remember$|` +
+		`^/apps/[^/]+/users/[^/]+/sessions:import$|^/apps/[^/]+(/users/[^/]+)?/memories:recall$`)
 	idempotentDelete = regexp.MustCompile(sessionPath + `/pending$`)
 	idempotentPatch  = regexp.MustCompile(`^/apps/[^/]+(/users/[^/]+)?/state$`)
 	// A second heal answers nothing, so it is safe to resend, but for one under If-Match.
@@ -457,6 +460,7 @@ func pathOnly(escaped string) string {
 var (
 	sessionOf        = regexp.MustCompile(sessionPath)
 	readsWithVersion = regexp.MustCompile(sessionPath + `(/events)?$`)
+	madeSession      = regexp.MustCompile(`^/apps/[^/]+/users/[^/]+/sessions(:import)?$`)
 	etag             = regexp.MustCompile(`^"(\d+)"$`)
 )
 
@@ -495,7 +499,9 @@ func (v *versions) note(req call, resp *http.Response) {
 		return
 	}
 	match := etag.FindStringSubmatch(resp.Header.Get("ETag"))
-	if req.method == http.MethodGet || match == nil || req.stream {
+	// Only a session's writes, and those that make one, answer its version (a memory's ETag
+	// is its revision).
+	if req.method == http.MethodGet || match == nil || req.stream || session == "" && !madeSession.MatchString(req.path) {
 		return
 	}
 	version, _ := strconv.ParseInt(match[1], 10, 64)

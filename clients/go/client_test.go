@@ -348,6 +348,11 @@ func TestEveryOperationAnswers(t *testing.T) {
 	if len(labelled.Sessions) != 1 {
 		t.Fatalf("labelled %d", len(labelled.Sessions))
 	}
+	// An empty map of labels is sent, and clears them; a nil one is not sent.
+	unlabelled := must[*Session](t)(c.UpdateSession(ctx, app, "ada", root.ID, SessionUpdate{Labels: map[string]string{}}))
+	if len(unlabelled.Labels) != 0 {
+		t.Fatalf("labels %v", unlabelled.Labels)
+	}
 	calls := must[[]ToolCall](t)(c.ToolCalls(ctx, app, "ada", root.ID, ToolCallFilter{}))
 	if len(calls) != 1 || calls[0].Status != "pending" {
 		t.Fatalf("calls %+v", calls)

@@ -236,6 +236,21 @@ func TestAZeroIsSentAndANilIsNot(t *testing.T) {
 			return err
 		}, "version=0"},
 		{func() error { return ignore(c.ListArtifacts(ctx, "a", "u", "", ArtifactFilter{})) }, ""},
+		{func() error {
+			return ignore(c.RecallMemories(ctx, "a", "u", RecallQuery{MinSimilarity: Float64(0), IncludeApp: Bool(false)}))
+		}, `{"minSimilarity":0,"includeApp":false}`},
+		{func() error { return ignore(c.RecallAppMemories(ctx, "a", RecallQuery{})) }, `{}`},
+		{func() error { return ignore(c.ListMemories(ctx, "a", "u", MemoryFilter{})) }, ""},
+		// An empty map or list replaces what there was (clears it); nil is not sent.
+		{func() error {
+			return ignore(c.UpdateMemory(ctx, "a", "u", "m", MemoryUpdate{Metadata: map[string]any{}, Topics: []string{},
+				Author: Null[string]()}))
+		}, `{"author":null,"metadata":{},"topics":[]}`},
+		{func() error { return ignore(c.UpdateAppMemory(ctx, "a", "m", MemoryUpdate{})) }, `{}`},
+		{func() error {
+			return ignore(c.UpdateSession(ctx, "a", "u", "s", SessionUpdate{Labels: map[string]string{}}))
+		}, `{"labels":{}}`},
+		{func() error { return ignore(c.UpdateSession(ctx, "a", "u", "s", SessionUpdate{})) }, `{}`},
 	} {
 		if err := sent.call(); err != nil {
 			t.Fatal(err)
@@ -255,7 +270,7 @@ func TestAFailedCallReturnsNothingBesideItsError(t *testing.T) {
 		// Every answer type's fields, all of the wrong type but the first (half decodable).
 		"an answer it cannot read": `{"appName":"a","id":1,"state":"x","events":"x","sessions":"x","toolCalls":"x",` +
 			`"hits":"x","apps":"x","users":"x","count":"x","removedEventIds":"x","removedEvents":"x","healed":"x",` +
-			`"authEnabled":"x","status":1}`,
+			`"authEnabled":"x","status":1,"memories":"x","revisions":"x","remembered":"x","pending":"x"}`,
 	} {
 		base, _ := answering(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 			if answer == "a 404" {

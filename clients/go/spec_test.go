@@ -36,6 +36,15 @@ var methodOf = map[string]string{
 	"list_artifact_versions": "ListArtifactVersions", "list_user_artifact_versions": "ListArtifactVersions",
 	"get_artifact_version": "GetArtifactVersion", "get_user_artifact_version": "GetArtifactVersion",
 	"delete_artifact": "DeleteArtifact", "delete_user_artifact": "DeleteArtifact",
+	"create_memory": "CreateMemory", "list_memories": "ListMemories", "recall_memories": "RecallMemories",
+	"get_memory": "GetMemory", "update_memory": "UpdateMemory", "delete_memory": "DeleteMemory",
+	"list_memory_revisions": "ListMemoryRevisions", "roll_back_memory": "RollBackMemory",
+	// The app's memories have methods of their own, as its sessions do: never a user left out.
+	"create_app_memory": "CreateAppMemory", "list_app_memories": "ListAppMemories",
+	"recall_app_memories": "RecallAppMemories", "get_app_memory": "GetAppMemory",
+	"update_app_memory": "UpdateAppMemory", "delete_app_memory": "DeleteAppMemory",
+	"list_app_memory_revisions": "ListAppMemoryRevisions", "roll_back_app_memory": "RollBackAppMemory",
+	"remember_session": "Remember", "embeddings_status": "EmbeddingsStatus",
 }
 
 var typeOf = map[string]any{
@@ -53,6 +62,11 @@ var typeOf = map[string]any{
 	"ValidationErrorItem": ValidationErrorItem{}, "ArtifactVersion": ArtifactVersion{},
 	"ArtifactPage": ArtifactPage{}, "ArtifactVersionPage": ArtifactVersionPage{}, "ArtifactSave": ArtifactSave{},
 	"ArtifactPart": ArtifactPart{}, "InlineArtifact": InlineArtifact{}, "ArtifactReference": ArtifactReference{},
+	"Memory": Memory{}, "MemorySource": MemorySource{}, "Embedding": Embedding{}, "MemoryCreate": MemoryCreate{},
+	"MemoryUpdate": MemoryUpdate{}, "MemoryRollback": MemoryRollback{}, "MemoryPage": MemoryPage{},
+	"MemoryRevisionEntry": MemoryRevision{}, "MemoryRevisionPage": MemoryRevisionPage{},
+	"RecallRequest": RecallQuery{}, "RecallResult": RecallResult{}, "RecalledMemory": RecalledMemory{},
+	"Remember": SessionRemember{}, "Remembered": Remembered{}, "EmbeddingsStatus": EmbeddingsStatus{},
 }
 
 type spec struct {

@@ -244,7 +244,7 @@ type SessionCreate struct {
 type SessionUpdate struct {
 	StateDelta  State             `json:"stateDelta,omitempty"`
 	DisplayName Opt[string]       `json:"displayName,omitzero"`
-	Labels      map[string]string `json:"labels,omitempty"`
+	Labels      map[string]string `json:"labels,omitzero"`
 	TTL         Opt[float64]      `json:"ttl,omitzero"`
 	ExpireTime  Opt[float64]      `json:"expireTime,omitzero"`
 }
@@ -540,4 +540,175 @@ type ArtifactReference struct {
 	FileURI     string `json:"fileUri"`
 	MimeType    string `json:"mimeType,omitempty"`
 	DisplayName string `json:"displayName,omitempty"`
+}
+
+// Memory is a memory: a text of its own (Kind "text"), or an event of a session added to
+// memory (Kind "event"), whose Text, Content, Author and Timestamp are the event's.
+type Memory struct {
+	ID     string  `json:"id"`
+	Scope  string  `json:"scope"`  // "user", or "app" (every user's agents recall it)
+	UserID *string `json:"userId"` // nil for the app's
+	Kind   string  `json:"kind"`
+	// Revision is 1 when made, +1 per change: IfMatch takes it, to change it only if nothing
+	// else did.
+	Revision int64 `json:"revision"`
+	// Text is what is recalled: its text parts, joined.
+	Text       *string        `json:"text"`
+	Content    Content        `json:"content"`
+	Author     *string        `json:"author"`
+	Metadata   map[string]any `json:"metadata"`
+	Topics     []string       `json:"topics"`
+	ExpireTime *float64       `json:"expireTime"`
+	Source     *MemorySource  `json:"source"`
+	// Timestamp is when it was said: its event's timestamp, else when the memory was made.
+	Timestamp  float64 `json:"timestamp"`
+	CreateTime float64 `json:"createTime"`
+	UpdateTime float64 `json:"updateTime"`
+	// Embedded says the server's model has embedded its current revision: until then it is
+	// recalled by words (and by a client's vector).
+	Embedded bool `json:"embedded"`
+}
+
+// MemorySource is where a memory was learnt: a session, and the events of it.
+type MemorySource struct {
+	SessionID string   `json:"sessionId"`
+	EventIDs  []string `json:"eventIds,omitempty"`
+}
+
+// Embedding is a vector of the client's, by a Model of its own: recall by meaning compares it
+// only with vectors of the same Model.
+type Embedding struct {
+	Model  string    `json:"model"`
+	Vector []float64 `json:"vector"`
+}
+
+// MemoryCreate is a new memory: Text, or ADK's Content (whose text parts are what is
+// recalled); the server's id unless ID; Author, who said it; TTL (seconds) or ExpireTime
+// (epoch seconds) for one that is forgotten; Source, where it was learnt; Embedding, its vector
+// by a model of the client's, besides the server's.
+type MemoryCreate struct {
+	ID         string         `json:"id,omitempty"`
+	Text       string         `json:"text,omitempty"`
+	Content    *Content       `json:"content,omitempty"`
+	Author     string         `json:"author,omitempty"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
+	Topics     []string       `json:"topics,omitempty"`
+	Source     *MemorySource  `json:"source,omitempty"`
+	Embedding  *Embedding     `json:"embedding,omitempty"`
+	TTL        *float64       `json:"ttl,omitempty"`
+	ExpireTime *float64       `json:"expireTime,omitempty"`
+}
+
+// MemoryUpdate changes what it sets, the rest kept, in one new revision: Text or Content (a
+// new one is embedded again); Metadata and Topics replace them whole (an empty, non-nil one
+// clears them; nil is not sent); Author, TTL and ExpireTime take Some(value), or Null() to
+// clear them; Embedding, its new vector of the client's.
+type MemoryUpdate struct {
+	Text       string         `json:"text,omitempty"`
+	Content    *Content       `json:"content,omitempty"`
+	Author     Opt[string]    `json:"author,omitzero"`
+	Metadata   map[string]any `json:"metadata,omitzero"`
+	Topics     []string       `json:"topics,omitzero"`
+	Embedding  *Embedding     `json:"embedding,omitempty"`
+	TTL        Opt[float64]   `json:"ttl,omitzero"`
+	ExpireTime Opt[float64]   `json:"expireTime,omitzero"`
+}
+
+// MemoryRollback names the revision to restore.
+type MemoryRollback struct {
+	Revision int64 `json:"revision"`
+}
+
+// MemoryPage is a page of memories, the most recently changed first; NextPageToken is empty
+// on the last.
+type MemoryPage struct {
+	Memories      []Memory `json:"memories"`
+	NextPageToken *string  `json:"nextPageToken"`
+}
+
+// MemoryRevision is one revision of a memory as it was then.
+type MemoryRevision struct {
+	Revision   int64          `json:"revision"`
+	Text       *string        `json:"text"`
+	Content    *Content       `json:"content"`
+	Author     *string        `json:"author"`
+	Metadata   map[string]any `json:"metadata"`
+	Topics     []string       `json:"topics"`
+	ExpireTime *float64       `json:"expireTime"`
+	CreateTime float64        `json:"createTime"` // when the revision was made
+}
+
+// MemoryRevisionPage is a page of a memory's revisions, newest first.
+type MemoryRevisionPage struct {
+	Revisions     []MemoryRevision `json:"revisions"`
+	NextPageToken *string          `json:"nextPageToken"`
+}
+
+// RecallQuery is a recall: Query, a question or topic in natural language (embedded by the
+// server for recall by meaning, its words matched for recall by words), or Embedding, its
+// vector by a model of the client's, or both. Mode is "hybrid" (the server's default: by
+// meaning and by words, fused), "meaning" or "words". Limit is the most memories to answer
+// (nil: 10); MinScore leaves out those that score below it; MinSimilarity, those found by
+// meaning below that cosine similarity (nil: 0); Topics, those without one of them;
+// AfterTimestamp and BeforeTimestamp, those changed outside that time. IncludeApp
+// (Bool(false)) leaves out the app's memories from a user's recall. Nil or "": not sent.
+type RecallQuery struct {
+	Query           string     `json:"query,omitempty"`
+	Embedding       *Embedding `json:"embedding,omitempty"`
+	Mode            string     `json:"mode,omitempty"`
+	Limit           *int64     `json:"limit,omitempty"`
+	MinScore        *float64   `json:"minScore,omitempty"`
+	MinSimilarity   *float64   `json:"minSimilarity,omitempty"`
+	Topics          []string   `json:"topics,omitempty"`
+	AfterTimestamp  *float64   `json:"afterTimestamp,omitempty"`
+	BeforeTimestamp *float64   `json:"beforeTimestamp,omitempty"`
+	IncludeApp      *bool      `json:"includeApp,omitempty"`
+}
+
+// Bool is Int64 for an optional bool (RecallQuery.IncludeApp, true when nil: Bool(false)
+// sends false).
+func Bool(v bool) *bool { return &v }
+
+// RecallResult is what a recall found, best first; RecalledBy says how ("meaning+words",
+// "meaning" or "words"), and Note why recall by meaning was left out, when it was.
+type RecallResult struct {
+	Memories   []RecalledMemory `json:"memories"`
+	RecalledBy string           `json:"recalledBy"`
+	Note       *string          `json:"note"`
+}
+
+// RecalledMemory is a memory recall found, and how well it answers: Score, its reciprocal rank
+// fusion over the best possible (1: first in every way recall looked); Similarity, the cosine
+// similarity of its vector to the query's (nil: not found by meaning); WordScore, how well its
+// words match (nil: no word matched).
+type RecalledMemory struct {
+	Memory     Memory   `json:"memory"`
+	Score      float64  `json:"score"`
+	Similarity *float64 `json:"similarity"`
+	WordScore  *float64 `json:"wordScore"`
+}
+
+// SessionRemember names the events of the session to add to memory (nil: those the server's
+// SESSIONARY_MEMORY_FROM takes, by default what the user said).
+type SessionRemember struct {
+	EventIDs []string `json:"eventIds,omitempty"`
+}
+
+// Remembered is how many events a Remember added to memory (not those added before).
+type Remembered struct {
+	Remembered int64 `json:"remembered"`
+}
+
+// EmbeddingsStatus is how memories are recalled now: Recall, "meaning+words" or "words" (Note
+// says why); the Provider ("wordllama", "openai" or "none") and Model the server embeds with;
+// Pgvector's version (nil: none); Pending, the memories not embedded yet; Rate, those embedded
+// per second lately by the answering process's worker.
+type EmbeddingsStatus struct {
+	Recall   string   `json:"recall"`
+	Note     *string  `json:"note"`
+	Pgvector *string  `json:"pgvector"`
+	Provider string   `json:"provider"`
+	Model    *string  `json:"model"`
+	Pending  int64    `json:"pending"`
+	Rate     *float64 `json:"rate"`
 }
