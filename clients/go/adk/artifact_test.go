@@ -1,16 +1,10 @@
 package adk
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -28,57 +22,13 @@ import (
 // TestTheServiceAnswersAsADKGosInMemoryOneDoes.
 func TestADKsOwnArtifactServiceSuite(t *testing.T) {
 	newClient(t)
-	here, err := filepath.Abs(".")
+	source, err := os.ReadFile("testdata/adksuite/suite_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	module := t.TempDir()
-	for _, name := range []string{"go.mod", "go.sum", "testdata/adksuite/suite_test.go"} {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(module, filepath.Base(name)), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if found, err := exec.LookPath("go"); err == nil {
-		goTool = found
-	}
-	run := func(args ...string) []byte {
-		command := exec.Command(goTool, args...)
-		command.Dir = module
-		command.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
-		var stderr bytes.Buffer
-		command.Stderr = &stderr
-		out, err := command.Output()
-		var exit *exec.ExitError
-		if err != nil && !(errors.As(err, &exit) && args[0] == "test" && stderr.Len() == 0) {
-			t.Fatalf("go %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
-		}
-		return out
-	}
-	// This module's requirements, under a path of ADK's, with this module beside them.
-	run("mod", "edit", "-module", "google.golang.org/adk/v2/sessionarysuite",
-		"-require", "sessionary.local/sessionary/adk@v0.0.0",
-		"-replace", "sessionary.local/sessionary/adk="+here,
-		"-replace", "sessionary.local/sessionary="+filepath.Dir(here))
-	results := map[string]string{} // each test's "pass" or "fail"
-	output := map[string]string{}
-	lines := bufio.NewScanner(bytes.NewReader(run("test", "-count=1", "-json", "-run", "TestArtifactServiceSuite", ".")))
-	for lines.Scan() {
-		var event struct{ Action, Test, Output string }
-		if json.Unmarshal(lines.Bytes(), &event) != nil || event.Test == "" {
-			continue
-		}
-		switch event.Action {
-		case "pass", "fail", "skip":
-			results[event.Test] = event.Action
-		case "output":
-			output[event.Test] += event.Output
-		}
-	}
+	// Under a path of ADK's, which alone may import its internal suite.
+	run := testModule(t, "google.golang.org/adk/v2/sessionarysuite", map[string][]byte{"suite_test.go": source})
+	results, output := testResults(run("test", "-count=1", "-json", "-run", "TestArtifactServiceSuite", "."))
 	const suite = "TestArtifactServiceSuite/"
 	stops := map[string]string{
 		suite + "TestSessionaryArtifactService":            "Delete(file1@v3) failed: deleting version 3 of file1 alone",

@@ -1,10 +1,11 @@
 // Package adk is ADK-Go's session.Service backed by a Sessionary server, so that an ADK-Go
-// runner keeps its sessions there, and any number of processes resume each other's, and its
-// artifact.Service (ArtifactService), which keeps their artifacts with them:
+// runner keeps its sessions there, and any number of processes resume each other's; its
+// artifact.Service (ArtifactService), which keeps their artifacts with them; and its
+// memory.Service (MemoryService), which recalls what users said by meaning and by words:
 //
 //	client, _ := sessionary.New(sessionary.Options{})
 //	r, _ := runner.New(runner.Config{AppName: "assistant", Agent: agent, SessionService: adk.NewService(client),
-//		ArtifactService: adk.NewArtifactService(client)})
+//		ArtifactService: adk.NewArtifactService(client), MemoryService: adk.NewMemoryService(client)})
 //
 // It keeps the contract of ADK-Go's own services: Get fails for a missing session, Create for
 // an id taken; Delete of a missing session is no error; AppendEvent skips partial events,
