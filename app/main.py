@@ -46,7 +46,7 @@ from app.api.problems import install_error_handlers
 from app.api.responses import problem_responses
 from app.api.routing import unguarded_routes
 from app.config import Settings, get_settings
-from app.embeddings import embedder_from
+from app.embeddings import WordLlamaEmbedder, embedder_from
 from app.observability import RequestObserver, pool_gauges
 from app.services.health import check_ready
 from app.services.memories import RecallStatus
@@ -175,6 +175,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with pool.connection() as connection:
             recall = RecallStatus(
                 await connection.fetchval(vectors.VERSION), embedder_from(settings)
+            )
+        if isinstance(recall.embedder, WordLlamaEmbedder) and not recall.embedder.installed():
+            recall.failure = (
+                "the wordllama package is not installed (pip install 'sessionary[embeddings]')"
             )
         if recall.embedder is not None:
             stack.push_async_callback(recall.embedder.close)

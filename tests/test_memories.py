@@ -56,6 +56,7 @@ async def test_a_memory_is_recalled_by_meaning_where_no_word_matches(client):
     found = await recall(client, "what food do I like?", limit=1)
     assert found["recalledBy"] == "meaning+words" and found["note"] is None
     assert texts(found) == ["I'm vegetarian."]
+    assert (await client.get("/readyz")).json()["recall"] == "meaning+words"
     hit = found["memories"][0]
     assert hit["similarity"] > 0 and hit["wordScore"] is None
     words = await recall(client, "what food do I like?", mode="words")
@@ -328,6 +329,7 @@ async def test_without_pgvector_recall_is_by_words_and_says_so(new_database):
         assert found["recalledBy"] == "words" and "pgvector" in found["note"]
         status = (await client.get("/embeddings")).json()
         assert status["recall"] == "words" and status["pgvector"] is None
+        assert (await client.get("/readyz")).json()["recall"] == "words"
         meaning = await client.post(f"{M}:recall", json={"query": "food", "mode": "meaning"})
         assert meaning.status_code == 200 and meaning.json()["memories"] == []
 
@@ -386,7 +388,8 @@ async def test_an_openai_compatible_endpoint_embeds_and_a_new_model_re_embeds_ev
     connection = await asyncpg.connect(url)
     try:
         models = await connection.fetch(
-            "SELECT model, count(*), min(cardinality(embedding)) FROM memory_vectors GROUP BY 1 ORDER BY 1"
+            "SELECT model, count(*), min(cardinality(embedding)) FROM memory_vectors "
+            "GROUP BY 1 ORDER BY 1"
         )
     finally:
         await connection.close()

@@ -114,7 +114,8 @@ def test_the_installed_wheel_migrates_and_serves_from_any_folder(
                 assert process.poll() is None, log.read_text()
                 assert time.monotonic() < deadline, "the installed server did not answer"
                 time.sleep(0.2)
-        assert readyz.json() == {"status": "ready", "schemaRevision": head}
+        # The wheel alone, without the `embeddings` extra: no model, recall by words.
+        assert readyz.json() == {"status": "ready", "schemaRevision": head, "recall": "words"}
         assert httpx.get(f"http://127.0.0.1:{port}/ui", timeout=5).status_code == 200
     finally:
         stop_server(process)

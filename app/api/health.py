@@ -4,7 +4,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from app.api.deps import PUBLIC
+from app.api.deps import PUBLIC, services
 from app.api.responses import problem_responses
 from app.observability import metrics_text
 from app.schemas import Health, Readiness
@@ -29,11 +29,12 @@ async def healthz() -> Health:
 )
 async def readyz(request: Request) -> Readiness:
     """The database answers within `SESSIONARY_READY_TIMEOUT` and its schema is at this code's
-    migration head; else 503."""
+    migration head; else 503. Says too how memories are recalled now."""
     ready = await check_ready(
         request.app.state.pool.connector, request.app.state.settings.ready_timeout
     )
-    return Readiness.model_validate(ready)
+    words_only = services(request).memories.status.why_words_only(client_vector=False)
+    return Readiness.model_validate({**ready, "recall": "words" if words_only else "meaning+words"})
 
 
 @router.get(

@@ -62,3 +62,7 @@ class Health(WireModel):
 class Readiness(WireModel):
     status: Literal["ready"]
     schema_revision: str = Field(description="The Alembic revision the database is at.")
+    recall: Literal["meaning+words", "words"] = Field(
+        description="How memories are recalled now: by words alone without pgvector, a "
+        "model, or while the model is down (`GET /embeddings` says why)."
+    )
