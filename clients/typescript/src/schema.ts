@@ -1278,7 +1278,7 @@ export interface paths {
         /**
          * Readyz
          * @description The database answers within `SESSIONARY_READY_TIMEOUT` and its schema is at this code's
-         *     migration head; else 503.
+         *     migration head; else 503. Says too how memories are recalled now.
          */
         get: operations["readyz"];
         put?: never;
@@ -2542,6 +2542,12 @@ export interface components {
              * @description The Alembic revision the database is at.
              */
             schemaRevision: string;
+            /**
+             * Recall
+             * @description How memories are recalled now: by words alone without pgvector, a model, or while the model is down (`GET /embeddings` says why).
+             * @enum {string}
+             */
+            recall: "meaning+words" | "words";
         };
         /**
          * RecallRequest
