@@ -47,13 +47,23 @@ import type {
   EventCount,
   EventIn,
   EventPage,
+  EmbeddingsStatus,
   EventsRemoved,
   Healed,
   Health,
   KeyScope,
+  Memory,
+  MemoryCreate,
+  MemoryPage,
+  MemoryRevision,
+  MemoryRevisionPage,
+  MemoryUpdate,
   Outcome,
   QueuedEvent,
   Readiness,
+  RecallRequest,
+  RecallResult,
+  Remembered,
   Schemas,
   SearchHit,
   SearchPage,
@@ -74,6 +84,13 @@ import type {
 /** A write's: with `ifMatch`, it writes only if the session is still at that version, else
  * it throws `StaleSessionError` and writes nothing. */
 export interface WriteOptions extends CallOptions {
+  ifMatch?: IfMatch;
+}
+
+/** A memory write's: with `ifMatch` (the memory's `revision`, or its `ETag` as read), it
+ * changes the memory only if it is still at that revision, else it throws `StaleMemoryError`
+ * and changes nothing. */
+export interface MemoryWriteOptions extends CallOptions {
   ifMatch?: IfMatch;
 }
 
@@ -131,6 +148,17 @@ function artifactRoute<Route extends string>(
 /** The ids of an artifact route (a user's has no `{session_id}`: it goes unused there). */
 function artifactAt(appName: string, userId: string, sessionId: string | null, name?: string) {
   return { app_name: appName, user_id: userId, session_id: sessionId ?? "", name: name ?? "" };
+}
+
+const USER_MEMORIES = `${USER}/memories` as const;
+const USER_MEMORY = `${USER_MEMORIES}/{memory_id}` as const;
+const APP_MEMORIES = "/apps/{app_name}/memories";
+const APP_MEMORY = `${APP_MEMORIES}/{memory_id}` as const;
+
+/** The If-Match header of a memory write, when a revision is given (as the spec names it for
+ * memories: `If-Match`, where a session's is `if-match`; the same header to HTTP). */
+function revisionMatch(revision: IfMatch | undefined) {
+  return revision === undefined ? undefined : { "If-Match": ifMatch(revision)["if-match"] };
 }
 
 /** A write's parameters: the session's path and, when a version is given, its If-Match. */
@@ -977,6 +1005,274 @@ export class Sessionary {
     });
   }
 
+  // --- Memories -------------------------------------------------------------------------------
+  // A user's (`…Memory`, `…Memories`) and the whole app's, which every user of it recalls
+  // (`…AppMemory`, `…AppMemories`). Each change is a new revision; `ifMatch` takes the
+  // `revision` read, and a recall finds them by meaning (once the server's model has embedded
+  // them: `embeddingsStatus`) and by words.
+
+  /** Remembers a `text`, or ADK's `content`, of the user's, with `metadata`, `topics`, an
+   * expiry (`ttl` or `expireTime`) and its `source`; under `id` if given (else the server's).
+   * Sent once: again, it would be a second memory, or a `MemoryAlreadyExistsError`. */
+  async createMemory(
+    appName: string,
+    userId: string,
+    memory: MemoryCreate,
+    options: CallOptions = {},
+  ): Promise<Memory> {
+    return ok(
+      this.raw.POST(USER_MEMORIES, {
+        params: { path: { app_name: appName, user_id: userId } },
+        body: memory,
+        ...this.#call(options),
+      }),
+    );
+  }
+
+  /** One page of the user's memories, newest change first; only those of a `topic`, a
+   * `sessionId` or a `kind`, if given. */
+  async listMemories(
+    appName: string,
+    userId: string,
+    options: Query<"list_memories"> & CallOptions = {},
+  ): Promise<MemoryPage> {
+    const query = fields(options);
+    return ok(
+      this.raw.GET(USER_MEMORIES, {
+        params: { path: { app_name: appName, user_id: userId }, query },
+        ...this.#call(options),
+      }),
+    );
+  }
+
+  /** Every memory of the user, fetching pages as the iteration reaches them. */
+  memories(
+    appName: string,
+    userId: string,
+    options: AllPages<Query<"list_memories">> & CallOptions = {},
+  ): AsyncGenerator<Memory, void, undefined> {
+    return paginate(
+      (pageToken) => this.listMemories(appName, userId, { ...options, pageToken }),
+      (page) => page.memories,
+    );
+  }
+
+  /** The user's memories (and the app's, unless `includeApp` is false) that best answer
+   * `query`, best first, each with its `score`: by meaning and by words, fused (`mode`). */
+  async recallMemories(
+    appName: string,
+    userId: string,
+    recall: RecallRequest,
+    options: CallOptions = {},
+  ): Promise<RecallResult> {
+    return ok(
+      this.raw.POST(`${USER_MEMORIES}:recall`, {
+        params: { path: { app_name: appName, user_id: userId } },
+        body: recall,
+        ...this.#call(options),
+      }),
+    );
+  }
+
+  /** A memory of the user as it is now; its `revision` is what `ifMatch` takes. */
+  async getMemory(appName: string, userId: string, memoryId: string, options: CallOptions = {}): Promise<Memory> {
+    const path = { app_name: appName, user_id: userId, memory_id: memoryId };
+    return ok(this.raw.GET(USER_MEMORY, { params: { path }, ...this.#call(options) }));
+  }
+
+  /** Changes the fields given (`text` or `content`, `author`, `metadata`, `topics`, the
+   * expiry; null clears `author` and the expiry), as a new revision; the memory now. */
+  async updateMemory(
+    appName: string,
+    userId: string,
+    memoryId: string,
+    changes: MemoryUpdate,
+    options: MemoryWriteOptions = {},
+  ): Promise<Memory> {
+    const params = {
+      path: { app_name: appName, user_id: userId, memory_id: memoryId },
+      header: revisionMatch(options.ifMatch),
+    };
+    return ok(this.raw.PATCH(USER_MEMORY, { params, body: changes, ...this.#call(options) }));
+  }
+
+  /** Forgets a memory, its revisions and its vectors. Sent once: again, it would be a
+   * `MemoryNotFoundError`. */
+  async deleteMemory(
+    appName: string,
+    userId: string,
+    memoryId: string,
+    options: MemoryWriteOptions = {},
+  ): Promise<void> {
+    const params = {
+      path: { app_name: appName, user_id: userId, memory_id: memoryId },
+      header: revisionMatch(options.ifMatch),
+    };
+    await this.raw.DELETE(USER_MEMORY, { params, ...this.#call(options) });
+  }
+
+  /** One page of a memory's revisions, newest (the current one) first. */
+  async listMemoryRevisions(
+    appName: string,
+    userId: string,
+    memoryId: string,
+    options: Query<"list_memory_revisions"> & CallOptions = {},
+  ): Promise<MemoryRevisionPage> {
+    const query = fields(options);
+    const path = { app_name: appName, user_id: userId, memory_id: memoryId };
+    return ok(this.raw.GET(`${USER_MEMORY}/revisions`, { params: { path, query }, ...this.#call(options) }));
+  }
+
+  /** Every revision of a memory, newest first. */
+  memoryRevisions(
+    appName: string,
+    userId: string,
+    memoryId: string,
+    options: AllPages<Query<"list_memory_revisions">> & CallOptions = {},
+  ): AsyncGenerator<MemoryRevision, void, undefined> {
+    return paginate(
+      (pageToken) => this.listMemoryRevisions(appName, userId, memoryId, { ...options, pageToken }),
+      (page) => page.revisions,
+    );
+  }
+
+  /** Restores `revision` as a new revision (nothing is lost); the memory now. */
+  async rollBackMemory(
+    appName: string,
+    userId: string,
+    memoryId: string,
+    revision: number,
+    options: MemoryWriteOptions = {},
+  ): Promise<Memory> {
+    const params = {
+      path: { app_name: appName, user_id: userId, memory_id: memoryId },
+      header: revisionMatch(options.ifMatch),
+    };
+    return ok(this.raw.POST(`${USER_MEMORY}:rollback`, { params, body: { revision }, ...this.#call(options) }));
+  }
+
+  /** Remembers a fact of the whole app, which every user of it recalls. As `createMemory`. */
+  async createAppMemory(appName: string, memory: MemoryCreate, options: CallOptions = {}): Promise<Memory> {
+    return ok(
+      this.raw.POST(APP_MEMORIES, { params: { path: { app_name: appName } }, body: memory, ...this.#call(options) }),
+    );
+  }
+
+  /** One page of the app's own memories, newest change first. */
+  async listAppMemories(
+    appName: string,
+    options: Query<"list_app_memories"> & CallOptions = {},
+  ): Promise<MemoryPage> {
+    const query = fields(options);
+    return ok(this.raw.GET(APP_MEMORIES, { params: { path: { app_name: appName }, query }, ...this.#call(options) }));
+  }
+
+  /** Every memory of the app's own. */
+  appMemories(
+    appName: string,
+    options: AllPages<Query<"list_app_memories">> & CallOptions = {},
+  ): AsyncGenerator<Memory, void, undefined> {
+    return paginate(
+      (pageToken) => this.listAppMemories(appName, { ...options, pageToken }),
+      (page) => page.memories,
+    );
+  }
+
+  /** The app's own memories that best answer `query`, best first. */
+  async recallAppMemories(appName: string, recall: RecallRequest, options: CallOptions = {}): Promise<RecallResult> {
+    return ok(
+      this.raw.POST(`${APP_MEMORIES}:recall`, {
+        params: { path: { app_name: appName } },
+        body: recall,
+        ...this.#call(options),
+      }),
+    );
+  }
+
+  /** A memory of the app as it is now. */
+  async getAppMemory(appName: string, memoryId: string, options: CallOptions = {}): Promise<Memory> {
+    const path = { app_name: appName, memory_id: memoryId };
+    return ok(this.raw.GET(APP_MEMORY, { params: { path }, ...this.#call(options) }));
+  }
+
+  /** Changes a memory of the app, as `updateMemory`. */
+  async updateAppMemory(
+    appName: string,
+    memoryId: string,
+    changes: MemoryUpdate,
+    options: MemoryWriteOptions = {},
+  ): Promise<Memory> {
+    const params = { path: { app_name: appName, memory_id: memoryId }, header: revisionMatch(options.ifMatch) };
+    return ok(this.raw.PATCH(APP_MEMORY, { params, body: changes, ...this.#call(options) }));
+  }
+
+  /** Forgets a memory of the app, as `deleteMemory`. */
+  async deleteAppMemory(appName: string, memoryId: string, options: MemoryWriteOptions = {}): Promise<void> {
+    const params = { path: { app_name: appName, memory_id: memoryId }, header: revisionMatch(options.ifMatch) };
+    await this.raw.DELETE(APP_MEMORY, { params, ...this.#call(options) });
+  }
+
+  /** One page of the revisions of a memory of the app, newest first. */
+  async listAppMemoryRevisions(
+    appName: string,
+    memoryId: string,
+    options: Query<"list_app_memory_revisions"> & CallOptions = {},
+  ): Promise<MemoryRevisionPage> {
+    const query = fields(options);
+    const path = { app_name: appName, memory_id: memoryId };
+    return ok(this.raw.GET(`${APP_MEMORY}/revisions`, { params: { path, query }, ...this.#call(options) }));
+  }
+
+  /** Every revision of a memory of the app, newest first. */
+  appMemoryRevisions(
+    appName: string,
+    memoryId: string,
+    options: AllPages<Query<"list_app_memory_revisions">> & CallOptions = {},
+  ): AsyncGenerator<MemoryRevision, void, undefined> {
+    return paginate(
+      (pageToken) => this.listAppMemoryRevisions(appName, memoryId, { ...options, pageToken }),
+      (page) => page.revisions,
+    );
+  }
+
+  /** Restores `revision` of a memory of the app, as `rollBackMemory`. */
+  async rollBackAppMemory(
+    appName: string,
+    memoryId: string,
+    revision: number,
+    options: MemoryWriteOptions = {},
+  ): Promise<Memory> {
+    const params = { path: { app_name: appName, memory_id: memoryId }, header: revisionMatch(options.ifMatch) };
+    return ok(this.raw.POST(`${APP_MEMORY}:rollback`, { params, body: { revision }, ...this.#call(options) }));
+  }
+
+  /** Adds the session's events to its user's memory (ADK's `add_session_to_memory`): those of
+   * `eventIds`, or else each with text that the server takes (by default, what the user said).
+   * Each is a memory of kind `event` that keeps no copy of the event's text and is forgotten
+   * with the session; again later, only what is new is added (so it is resent as a read is).
+   * How many were added now. */
+  async rememberSession(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    options: { eventIds?: string[] } & CallOptions = {},
+  ): Promise<Remembered> {
+    const body = fields(options);
+    return ok(
+      this.raw.POST(`${SESSION}:remember`, {
+        params: { path: at(appName, userId, sessionId) },
+        body,
+        ...this.#call(options),
+      }),
+    );
+  }
+
+  /** How the server recalls now (by meaning and words, or by words alone, and why), its model,
+   * and how many memories wait to be embedded (`pending`: 0 once all are recalled by meaning). */
+  async embeddingsStatus(options: CallOptions = {}): Promise<EmbeddingsStatus> {
+    return ok(this.raw.GET("/embeddings", { ...this.#call(options) }));
+  }
+
   // --- Search, usage, browsing ----------------------------------------------------------------
 
   /** One page of the app's events matching `q` (web-search syntax: `refund order`, `"full
@@ -1164,6 +1460,7 @@ const BOUND = {
   artifactVersions: "artifactVersions",
   getArtifactVersion: "getArtifactVersion",
   deleteArtifact: "deleteArtifact",
+  remember: "rememberSession",
 } as const satisfies Record<string, keyof Sessionary>;
 
 /** A method of the client, without its first three arguments: app, user and session id. */
@@ -1179,7 +1476,8 @@ type Bound<Method> = Method extends (
 /**
  * One session of a client, so that calls stop repeating its app, user and id:
  * `chat.appendEvent(event)` is `client.appendEvent(app, user, id, event)`, `chat.get()` is
- * `getSession`, `chat.update()` `updateSession`, `chat.delete()` `deleteSession`.
+ * `getSession`, `chat.update()` `updateSession`, `chat.delete()` `deleteSession`,
+ * `chat.remember()` `rememberSession`.
  */
 export type SessionHandle = {
   readonly client: Sessionary;

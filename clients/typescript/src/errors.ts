@@ -14,7 +14,8 @@
  *         ├── NotFoundError                    404 not_found
  *         │   ├── SessionNotFoundError         404 session_not_found
  *         │   ├── EventNotFoundError           404 event_not_found
- *         │   └── ArtifactNotFoundError        404 artifact_not_found
+ *         │   ├── ArtifactNotFoundError        404 artifact_not_found
+ *         │   └── MemoryNotFoundError          404 memory_not_found
  *         ├── MethodNotAllowedError            405 method_not_allowed
  *         ├── ConflictError                    409 conflict
  *         │   ├── SessionAlreadyExistsError    409 session_already_exists
@@ -22,8 +23,11 @@
  *         │   ├── EventConflictError           409 event_conflict
  *         │   ├── ToolPairViolationError       409 tool_pair_violation
  *         │   ├── ToolCallsPendingError        409 tool_calls_pending (`callIds`)
- *         │   └── VersionExhaustedError        409 version_exhausted
- *         ├── StaleSessionError                412 stale_session (`currentVersion`)
+ *         │   ├── VersionExhaustedError        409 version_exhausted
+ *         │   └── MemoryAlreadyExistsError     409 memory_already_exists
+ *         ├── PreconditionFailedError          412: If-Match named another version
+ *         │   ├── StaleSessionError            412 stale_session (`currentVersion`)
+ *         │   └── StaleMemoryError             412 stale_memory (`currentRevision`)
  *         ├── PayloadTooLargeError             413 payload_too_large
  *         ├── UnsupportedMediaTypeError        415 unsupported_media_type
  *         ├── RangeNotSatisfiableError         416 range_not_satisfiable (`size`)
@@ -115,6 +119,8 @@ export class EventNotFoundError extends NotFoundError {}
 /** No artifact of that name, or no such version of it (a version ADK's rewind marked removed
  * downloads so too). */
 export class ArtifactNotFoundError extends NotFoundError {}
+/** No memory of that id here (of this user, or of the app), or it has expired. */
+export class MemoryNotFoundError extends NotFoundError {}
 export class MethodNotAllowedError extends APIError {}
 export class ConflictError extends APIError {}
 export class SessionAlreadyExistsError extends ConflictError {}
@@ -126,6 +132,8 @@ export class EventConflictError extends ConflictError {}
 export class ToolPairViolationError extends ConflictError {}
 /** The write would take the session's version past 2^53 - 1; go on in a new session. */
 export class VersionExhaustedError extends ConflictError {}
+/** A memory of that id exists already: update it, or create one with another id. */
+export class MemoryAlreadyExistsError extends ConflictError {}
 /** Queued events were not promoted: function calls are unanswered. Answer or heal them, or
  * promote with `force`. */
 export class ToolCallsPendingError extends ConflictError {
@@ -134,11 +142,22 @@ export class ToolCallsPendingError extends ConflictError {
     return this.problem.callIds ?? [];
   }
 }
+/** If-Match named another version of what the request would change; nothing was written. */
+export class PreconditionFailedError extends APIError {}
 /** If-Match named another version; nothing was written. Reload, then retry. */
-export class StaleSessionError extends APIError {
+export class StaleSessionError extends PreconditionFailedError {
   /** The session's version now. */
   get currentVersion(): number | undefined {
     return this.problem.currentVersion ?? undefined;
+  }
+}
+/** `ifMatch` named another revision of the memory; nothing was changed. Read it again, then
+ * retry. */
+export class StaleMemoryError extends PreconditionFailedError {
+  /** The memory's revision now. */
+  get currentRevision(): number | undefined {
+    // Sent by the server, though the spec's Problem does not name it yet.
+    return (this.problem as Problem & { currentRevision?: number | null }).currentRevision ?? undefined;
   }
 }
 export class PayloadTooLargeError extends APIError {}
@@ -191,7 +210,7 @@ const BY_STATUS: Record<number, ErrorClass> = {
   403: ForbiddenError,
   404: NotFoundError,
   409: ConflictError,
-  412: StaleSessionError,
+  412: PreconditionFailedError,
   413: PayloadTooLargeError,
   416: RangeNotSatisfiableError,
   422: InvalidRequestError,

@@ -6,6 +6,7 @@ export type { ArtifactContent, ArtifactData, ByteRange } from "./artifacts.js";
 export {
   Sessionary,
   type DownloadOptions,
+  type MemoryWriteOptions,
   type SessionHandle,
   type UploadOptions,
   type WriteOptions,

@@ -233,9 +233,12 @@ const SESSION = String.raw`^/apps/[^/]+/users/[^/]+/sessions/[^/:]+`;
 // each event carries an id (given below when it has none) and the server stores an id once,
 // answering a resend with the event stored; an import, because the same export again writes
 // nothing; emptying the queue, and merging the same app or user state keys, twice as once.
+// A recall, which is a read sent as a POST for its body, and adding a session to memory,
+// which adds only what is new, as a heal answers only what is orphaned.
 const WITH_EVENTS = new RegExp(`${SESSION}/(events(:batch)?|pending)$`);
+const RECALL_OR_REMEMBER = String.raw`^/apps/[^/]+(/users/[^/]+)?/memories:recall$|${SESSION}:remember$`;
 const IDEMPOTENT: Record<string, RegExp> = {
-  POST: new RegExp(`${WITH_EVENTS.source}|^/apps/[^/]+/users/[^/]+/sessions:import$`),
+  POST: new RegExp(`${WITH_EVENTS.source}|^/apps/[^/]+/users/[^/]+/sessions:import$|${RECALL_OR_REMEMBER}`),
   DELETE: new RegExp(`${SESSION}/pending$`),
   PATCH: /^\/apps\/[^/]+(\/users\/[^/]+)?\/state$/,
 };
@@ -422,6 +425,9 @@ function newId(): string {
 
 const SESSION_OF = new RegExp(SESSION);
 const READS_WITH_MIN_VERSION = new RegExp(`${SESSION}(/events)?$`);
+// The writes that make a session outside a session's path: a create, an import. The ETag of
+// any other write outside one is no session's version (a memory's revision).
+const NEW_SESSION = /^\/apps\/[^/]+\/users\/[^/]+\/sessions(:import)?$/;
 const REMEMBERED = 10_000;
 
 /**
@@ -453,6 +459,7 @@ function readYourWrites(routeOf: (url: string) => string): Middleware {
       if (request.method === "GET" || request.method === "HEAD" || version === undefined) {
         return undefined;
       }
+      if (session === undefined && !NEW_SESSION.test(route)) return undefined;
       if (session === undefined || /(:fork|\/children)$/.test(route)) {
         // A new session (a create, an import, a fork, a child): the answer names it.
         const made = (await response.clone().json()) as Session;
@@ -471,19 +478,20 @@ function readYourWrites(routeOf: (url: string) => string): Middleware {
 
 // --- Versions: ETag and If-Match --------------------------------------------------------------
 
-/** A session version as `If-Match` takes it: a `version` (7), an `ETag` as read (`'"7"'`), or
- * `"*"` (any version, but the session exists). */
+/** A version as `If-Match` takes it: a session's `version` or a memory's `revision` (7), an
+ * `ETag` as read (`'"7"'`), or `"*"` (any version, but the session or memory exists). */
 export type IfMatch = number | string;
 
-/** The session version an answer's `ETag` carries (`"7"` → 7), if it has one. */
+/** The version an answer's `ETag` carries (`"7"` → 7: a session's version, a memory's
+ * revision), if it has one. */
 export function versionOf(response: Response): number | undefined {
   const match = /^"(\d+)"$/.exec(response.headers.get("ETag") ?? "");
   return match ? Number(match[1]) : undefined;
 }
 
 /**
- * The `If-Match` header parameter of a raw client's write that must find the session at this
- * version:
+ * The `If-Match` header parameter of a raw client's write that must find the session (or the
+ * memory) at this version:
  *
  *     client.raw.POST(path, { params: { path: ids, header: ifMatch(session.version) }, body })
  */

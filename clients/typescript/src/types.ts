@@ -42,6 +42,22 @@ export type ArtifactVersionPage = Schemas["ArtifactVersionPage"];
 /** An artifact as ADK's `saveArtifact` takes it: a `Part` with one of `inlineData` (base64),
  * `text` or `fileData` (a reference by URI). */
 export type ArtifactPart = Schemas["ArtifactPart"];
+/** A memory of a user or of the whole app: a text of its own (`kind` text), or an event of a
+ * session added to memory (`kind` event). `revision` is what `ifMatch` takes. */
+export type Memory = Schemas["Memory"];
+export type MemoryPage = Schemas["MemoryPage"];
+export type MemoryCreate = Schemas["MemoryCreate"];
+export type MemoryUpdate = Schemas["MemoryUpdate"];
+export type MemorySource = Schemas["MemorySource"];
+export type MemoryRevision = Schemas["MemoryRevisionEntry"];
+export type MemoryRevisionPage = Schemas["MemoryRevisionPage"];
+/** A vector of a model of the client's, sent with a memory or a recall. */
+export type Embedding = Schemas["Embedding"];
+export type RecallRequest = Schemas["RecallRequest"];
+export type RecallResult = Schemas["RecallResult"];
+export type RecalledMemory = Schemas["RecalledMemory"];
+export type Remembered = Schemas["Remembered"];
+export type EmbeddingsStatus = Schemas["EmbeddingsStatus"];
 
 /**
  * What an append did with its event (`appendEventOutcome`), as the Python client's `Appended`
