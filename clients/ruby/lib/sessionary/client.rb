@@ -12,7 +12,7 @@ module Sessionary
   # `base_url` defaults to SESSIONARY_URL, else http://127.0.0.1:8000; `api_key` to
   # SESSIONARY_API_KEY. Error answers are raised as the APIError subclass their `code` names,
   # a request without an answer as APIConnectionError. `if_match:` takes a session's
-  # `version`, its ETag as read (`'"7"'`) or `"*"`.
+  # `version` (a memory's `revision`), its ETag as read (`'"7"'`) or `"*"`.
   #
   # Every method takes `request_options: {timeout:, headers:, max_retries:}`, how that one call
   # is sent, over the client's.
@@ -32,9 +32,12 @@ module Sessionary
     UNSET = Object.new.freeze
     # The path of the session a request is about (`/apps/…/users/…/sessions/{id}`), if any.
     SESSION = %r{\A/apps/[^/]+/users/[^/]+/sessions/[^/:]+}.freeze
+    # The writes that make a session outside a session's path: a create, an import.
+    NEW_SESSION = %r{\A/apps/[^/]+/users/[^/]+/sessions(:import)?\z}.freeze
     # What an id of a path is, by the segment before it (`/apps/{app_name}/users/{user_id}/…`).
     ID_NAMES = {
-      "apps" => "app_name", "users" => "user_id", "sessions" => "session_id", "events" => "event_id"
+      "apps" => "app_name", "users" => "user_id", "sessions" => "session_id", "events" => "event_id",
+      "memories" => "memory_id"
     }.freeze
     # What an append's status says it did.
     APPEND_OUTCOMES = {201 => :stored, 200 => :replayed, 202 => :acknowledged}.freeze
@@ -459,6 +462,173 @@ module Sessionary
       nil
     end
 
+    # --- Memories ---------------------------------------------------------------------------
+    # A user's (`…_memory`, `…_memories`) and the whole app's, which every user of it recalls
+    # (`…_app_memory`, `…_app_memories`). Each change is a new revision: `if_match:` takes the
+    # `revision` read. A recall finds them by meaning (once the server's model has embedded
+    # them: embeddings_status) and by words.
+
+    # Remembers a `text`, or ADK's `content`, of the user's, with `metadata`, `topics`, an
+    # expiry (`ttl` seconds from now, or `expire_time`) and its `source` (`{sessionId:,
+    # eventIds:}`); under `memory_id` if given, else one the server makes. The memory. Not
+    # resent after a lost answer: the resend would be a second memory, or a
+    # MemoryAlreadyExistsError.
+    def create_memory(app_name, user_id, text: nil, content: nil, memory_id: nil, author: nil, metadata: nil,
+                      topics: nil, source: nil, embedding: nil, ttl: nil, expire_time: nil, request_options: nil)
+      body = present(id: memory_id, text: text, content: content, author: author, metadata: metadata,
+                     topics: topics, source: source, embedding: embedding, ttl: ttl, expireTime: expire_time)
+      json("POST", memories_path(app_name, user_id), body: body, request_options: request_options)
+    end
+
+    # One page of the user's memories, newest change first (`page.memories`); only those of a
+    # `topic`, a `session_id` or a `kind` (`text`, `event`), if given.
+    def list_memories(app_name, user_id, topic: nil, session_id: nil, kind: nil, page_size: nil, page_token: nil,
+                      request_options: nil)
+      json("GET", memories_path(app_name, user_id),
+           query: memory_filters(topic, session_id, kind, page_size, page_token), request_options: request_options)
+    end
+
+    # Every memory of the user (the filters of list_memories), pages fetched as they are reached.
+    def memories(app_name, user_id, **filters)
+      pages("memories") { |token| list_memories(app_name, user_id, page_token: token, **filters) }
+    end
+
+    # The user's memories (and the app's, unless `include_app` is false) that best answer
+    # `query` (or the client's `embedding` of it), best first, each with its `score`: by meaning
+    # and by words, fused (`mode`: `hybrid`, `meaning`, `words`). `page.memories`,
+    # `page.recalled_by`, and `page.note` when recall by meaning was left out. A read: resent
+    # as one.
+    def recall_memories(app_name, user_id, query = nil, embedding: nil, limit: nil, min_score: nil,
+                        min_similarity: nil, topics: nil, after_timestamp: nil, before_timestamp: nil,
+                        include_app: nil, mode: nil, request_options: nil)
+      body = present(query: query, embedding: embedding, limit: limit, minScore: min_score,
+                     minSimilarity: min_similarity, topics: topics, afterTimestamp: after_timestamp,
+                     beforeTimestamp: before_timestamp, includeApp: include_app, mode: mode)
+      json("POST", "#{memories_path(app_name, user_id)}:recall", body: body, idempotent: true,
+           request_options: request_options)
+    end
+
+    # A memory of the user as it is now; its `revision` is what `if_match:` takes.
+    def get_memory(app_name, user_id, memory_id, request_options: nil)
+      json("GET", memories_path(app_name, user_id, memory_id), request_options: request_options)
+    end
+
+    # Changes what is given, as a new revision: the `text` or `content`, the `author` (nil
+    # clears it), `metadata` and `topics` (each whole), the client's `embedding`, the expiry
+    # (`ttl`, or `expire_time`; nil: never). The memory now.
+    def update_memory(app_name, user_id, memory_id, text: nil, content: nil, author: UNSET, metadata: nil,
+                      topics: nil, embedding: nil, ttl: nil, expire_time: UNSET, if_match: nil, request_options: nil)
+      body = memory_changes(text, content, author, metadata, topics, embedding, ttl, expire_time)
+      json("PATCH", memories_path(app_name, user_id, memory_id), body: body, if_match: if_match,
+           request_options: request_options)
+    end
+
+    # Forgets a memory, its revisions and its vectors. Not resent after a lost answer: the
+    # resend would be a MemoryNotFoundError.
+    def delete_memory(app_name, user_id, memory_id, if_match: nil, request_options: nil)
+      send_request("DELETE", memories_path(app_name, user_id, memory_id), if_match: if_match,
+                   request_options: request_options)
+      nil
+    end
+
+    # One page of a memory's revisions, newest (the current one) first: `page.revisions`.
+    def list_memory_revisions(app_name, user_id, memory_id, page_size: nil, page_token: nil, request_options: nil)
+      json("GET", memories_path(app_name, user_id, memory_id, "revisions"),
+           query: present(pageSize: page_size, pageToken: page_token), request_options: request_options)
+    end
+
+    # Every revision of a memory, newest first, pages fetched as they are reached.
+    def memory_revisions(app_name, user_id, memory_id, **filters)
+      pages("revisions") do |token|
+        list_memory_revisions(app_name, user_id, memory_id, page_token: token, **filters)
+      end
+    end
+
+    # Restores `revision` as a new revision (nothing is lost); the memory now.
+    def roll_back_memory(app_name, user_id, memory_id, revision, if_match: nil, request_options: nil)
+      json("POST", "#{memories_path(app_name, user_id, memory_id)}:rollback", body: {revision: revision},
+           if_match: if_match, request_options: request_options)
+    end
+
+    # Remembers a fact of the whole app, which every user of it recalls; as create_memory.
+    def create_app_memory(app_name, text: nil, content: nil, memory_id: nil, author: nil, metadata: nil,
+                          topics: nil, source: nil, embedding: nil, ttl: nil, expire_time: nil, request_options: nil)
+      body = present(id: memory_id, text: text, content: content, author: author, metadata: metadata,
+                     topics: topics, source: source, embedding: embedding, ttl: ttl, expireTime: expire_time)
+      json("POST", memories_path(app_name, nil), body: body, request_options: request_options)
+    end
+
+    # One page of the app's own memories, newest change first.
+    def list_app_memories(app_name, topic: nil, session_id: nil, kind: nil, page_size: nil, page_token: nil,
+                          request_options: nil)
+      json("GET", memories_path(app_name, nil),
+           query: memory_filters(topic, session_id, kind, page_size, page_token), request_options: request_options)
+    end
+
+    def app_memories(app_name, **filters)
+      pages("memories") { |token| list_app_memories(app_name, page_token: token, **filters) }
+    end
+
+    # The app's own memories that best answer `query`, best first; as recall_memories.
+    def recall_app_memories(app_name, query = nil, embedding: nil, limit: nil, min_score: nil, min_similarity: nil,
+                            topics: nil, after_timestamp: nil, before_timestamp: nil, mode: nil, request_options: nil)
+      body = present(query: query, embedding: embedding, limit: limit, minScore: min_score,
+                     minSimilarity: min_similarity, topics: topics, afterTimestamp: after_timestamp,
+                     beforeTimestamp: before_timestamp, mode: mode)
+      json("POST", "#{memories_path(app_name, nil)}:recall", body: body, idempotent: true,
+           request_options: request_options)
+    end
+
+    # A memory of the app as it is now.
+    def get_app_memory(app_name, memory_id, request_options: nil)
+      json("GET", memories_path(app_name, nil, memory_id), request_options: request_options)
+    end
+
+    # Changes a memory of the app, as update_memory.
+    def update_app_memory(app_name, memory_id, text: nil, content: nil, author: UNSET, metadata: nil, topics: nil,
+                          embedding: nil, ttl: nil, expire_time: UNSET, if_match: nil, request_options: nil)
+      body = memory_changes(text, content, author, metadata, topics, embedding, ttl, expire_time)
+      json("PATCH", memories_path(app_name, nil, memory_id), body: body, if_match: if_match,
+           request_options: request_options)
+    end
+
+    # Forgets a memory of the app, as delete_memory.
+    def delete_app_memory(app_name, memory_id, if_match: nil, request_options: nil)
+      send_request("DELETE", memories_path(app_name, nil, memory_id), if_match: if_match,
+                   request_options: request_options)
+      nil
+    end
+
+    # One page of the revisions of a memory of the app, newest first.
+    def list_app_memory_revisions(app_name, memory_id, page_size: nil, page_token: nil, request_options: nil)
+      json("GET", memories_path(app_name, nil, memory_id, "revisions"),
+           query: present(pageSize: page_size, pageToken: page_token), request_options: request_options)
+    end
+
+    def app_memory_revisions(app_name, memory_id, **filters)
+      pages("revisions") { |token| list_app_memory_revisions(app_name, memory_id, page_token: token, **filters) }
+    end
+
+    # Restores `revision` of a memory of the app, as roll_back_memory.
+    def roll_back_app_memory(app_name, memory_id, revision, if_match: nil, request_options: nil)
+      json("POST", "#{memories_path(app_name, nil, memory_id)}:rollback", body: {revision: revision},
+           if_match: if_match, request_options: request_options)
+    end
+
+    # Adds the session's events to its user's memory (ADK's add_session_to_memory): those of
+    # `event_ids`, or else each with text that the server takes (by default, what the user
+    # said). Each is a memory of kind `event` that keeps no copy of the event's text and is
+    # forgotten with the session. `remembered.remembered`: how many were added now; again
+    # later, only what is new is added, so it is resent after a lost answer as a read is.
+    def remember_session(app_name, user_id, session_id, event_ids: nil, request_options: nil)
+      json("POST", "#{sessions_path(app_name, user_id, session_id)}:remember", body: present(eventIds: event_ids),
+           idempotent: true, request_options: request_options)
+    end
+
+    # How the server recalls now (`meaning+words`, or `words` and why), its model, and how many
+    # memories wait to be embedded (`pending`: 0 once all are recalled by meaning).
+    def embeddings_status(request_options: nil) = json("GET", "/embeddings", request_options: request_options)
+
     # --- Search, usage, browsing ------------------------------------------------------------
 
     # One page of the app's events matching `q` (web-search syntax: `refund order`, `"full
@@ -558,17 +728,18 @@ module Sessionary
       response = @transport.request(method, target, query: query, body: body, upload: upload, headers: headers,
                                     idempotent: idempotent, redirects: redirects,
                                     options: call_options(request_options), &sink)
-      remember(target, response) unless method == "GET"
+      note_version(target, response) unless method == "GET"
       response
     end
 
     # Notes the version a write made (its ETag), for the session of its path or, for a new
-    # session (a create, an import, a fork, a child), the one its answer is.
-    def remember(target, response)
+    # session (a create, an import, a fork, a child), the one its answer is. Another ETag (a
+    # memory's revision) is no session's.
+    def note_version(target, response)
       version = response["etag"].to_s[/\A"(\d+)"\z/, 1]
-      return if version.nil?
-
       session = target[SESSION]
+      return if version.nil? || (session.nil? && !target.match?(NEW_SESSION))
+
       if session.nil? || target.end_with?(":fork", "/children")
         made = JSON.parse(response.body)
         session = sessions_path(made["appName"], made["userId"], made["id"])
@@ -627,6 +798,24 @@ module Sessionary
     end
 
     def sessions_path(app_name, user_id, *rest) = path("apps", app_name, "users", user_id, "sessions", *rest)
+
+    # The path of a user's memories or, with `user_id` nil, the app's own; then `rest`.
+    def memories_path(app_name, user_id, *rest)
+      owner = user_id.nil? ? ["apps", app_name] : ["apps", app_name, "users", user_id]
+      path(*owner, "memories", *rest)
+    end
+
+    def memory_filters(topic, session_id, kind, page_size, page_token)
+      present(topic: topic, sessionId: session_id, kind: kind, pageSize: page_size, pageToken: page_token)
+    end
+
+    # An update's body: what is given; nil clears the author and the expiry, where given.
+    def memory_changes(text, content, author, metadata, topics, embedding, ttl, expire_time)
+      body = present(text: text, content: content, metadata: metadata, topics: topics, embedding: embedding, ttl: ttl)
+      body[:author] = author unless author.equal?(UNSET)
+      body[:expireTime] = expire_time unless expire_time.equal?(UNSET)
+      body
+    end
 
     # The path of a session's artifacts or, with `session_id` nil, its user's; of `name` in
     # them, its `/`s kept (they separate its segments as a folder's do), each segment encoded

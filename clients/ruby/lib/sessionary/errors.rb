@@ -19,7 +19,8 @@ module Sessionary
   #         ├── NotFoundError                    404 not_found
   #         │   ├── SessionNotFoundError         404 session_not_found
   #         │   ├── EventNotFoundError           404 event_not_found
-  #         │   └── ArtifactNotFoundError        404 artifact_not_found
+  #         │   ├── ArtifactNotFoundError        404 artifact_not_found
+  #         │   └── MemoryNotFoundError          404 memory_not_found
   #         ├── MethodNotAllowedError            405 method_not_allowed
   #         ├── ConflictError                    409 conflict
   #         │   ├── SessionAlreadyExistsError    409 session_already_exists
@@ -27,8 +28,11 @@ module Sessionary
   #         │   ├── EventConflictError           409 event_conflict
   #         │   ├── ToolPairViolationError       409 tool_pair_violation
   #         │   ├── ToolCallsPendingError        409 tool_calls_pending (#call_ids)
-  #         │   └── VersionExhaustedError        409 version_exhausted
-  #         ├── StaleSessionError                412 stale_session (#current_version)
+  #         │   ├── VersionExhaustedError        409 version_exhausted
+  #         │   └── MemoryAlreadyExistsError     409 memory_already_exists
+  #         ├── PreconditionFailedError          412: If-Match named another version
+  #         │   ├── StaleSessionError            412 stale_session (#current_version)
+  #         │   └── StaleMemoryError             412 stale_memory (#current_revision)
   #         ├── PayloadTooLargeError             413 payload_too_large
   #         ├── UnsupportedMediaTypeError        415 unsupported_media_type
   #         ├── RangeNotSatisfiableError         416 range_not_satisfiable (#size)
@@ -101,6 +105,8 @@ module Sessionary
   # No artifact of that name, or no such version of it (a version ADK's rewind marked removed
   # downloads so too).
   class ArtifactNotFoundError < NotFoundError; end
+  # No memory of that id here (of this user, or of the app), or it has expired.
+  class MemoryNotFoundError < NotFoundError; end
   class MethodNotAllowedError < APIError; end
   class ConflictError < APIError; end
   class SessionAlreadyExistsError < ConflictError; end
@@ -112,6 +118,8 @@ module Sessionary
   class ToolPairViolationError < ConflictError; end
   # The write would take the session's version past 2^53 - 1; go on in a new session.
   class VersionExhaustedError < ConflictError; end
+  # A memory of that id exists already: update it, or create one with another id.
+  class MemoryAlreadyExistsError < ConflictError; end
 
   # Queued events were not promoted: function calls are unanswered. Answer or heal them, or
   # promote with force: true.
@@ -119,9 +127,18 @@ module Sessionary
     def call_ids = Array(problem["callIds"])
   end
 
+  # If-Match named another version of what the request would change; nothing was written.
+  class PreconditionFailedError < APIError; end
+
   # If-Match named another version; nothing was written. Reload, then retry.
-  class StaleSessionError < APIError
+  class StaleSessionError < PreconditionFailedError
     def current_version = problem["currentVersion"]
+  end
+
+  # if_match: named another revision of the memory; nothing was changed. Read it again, then
+  # retry.
+  class StaleMemoryError < PreconditionFailedError
+    def current_revision = problem["currentRevision"]
   end
 
   class PayloadTooLargeError < APIError; end
@@ -166,7 +183,7 @@ module Sessionary
     403 => ForbiddenError,
     404 => NotFoundError,
     409 => ConflictError,
-    412 => StaleSessionError,
+    412 => PreconditionFailedError,
     413 => PayloadTooLargeError,
     416 => RangeNotSatisfiableError,
     422 => InvalidRequestError,

@@ -3,7 +3,8 @@
 module Sessionary
   # One session of a client, so that calls stop repeating its app, user and id: each method is
   # the client's of the same meaning, with the same arguments after those three
-  # (`chat.append_event(event)`; `get` is `get_session`, `fork` is `fork_session`…).
+  # (`chat.append_event(event)`; `get` is `get_session`, `fork` is `fork_session`, `remember`
+  # is `remember_session`…).
   class SessionHandle
     METHODS = {
       get: :get_session, update: :update_session, update_state: :update_state,
@@ -19,7 +20,7 @@ module Sessionary
       list_artifacts: :list_artifacts, artifacts: :artifacts, save_artifact: :save_artifact,
       upload_artifact: :upload_artifact, download_artifact: :download_artifact,
       list_artifact_versions: :list_artifact_versions, artifact_versions: :artifact_versions,
-      artifact_version: :artifact_version, delete_artifact: :delete_artifact
+      artifact_version: :artifact_version, delete_artifact: :delete_artifact, remember: :remember_session
     }.freeze
 
     attr_reader :client, :app_name, :user_id, :session_id

@@ -12,6 +12,10 @@ class ErrorAnswersTest < Minitest::Test
   def test_the_tree_of_errors
     assert_operator Sessionary::SessionNotFoundError, :<, Sessionary::NotFoundError
     assert_operator Sessionary::ToolCallsPendingError, :<, Sessionary::ConflictError
+    assert_operator Sessionary::MemoryNotFoundError, :<, Sessionary::NotFoundError
+    assert_operator Sessionary::MemoryAlreadyExistsError, :<, Sessionary::ConflictError
+    assert_operator Sessionary::StaleSessionError, :<, Sessionary::PreconditionFailedError
+    assert_operator Sessionary::StaleMemoryError, :<, Sessionary::PreconditionFailedError
     assert_operator Sessionary::APITimeoutError, :<, Sessionary::APIConnectionError
     assert_operator Sessionary::APIError, :<, Sessionary::Error
     assert_operator Sessionary::Error, :<, StandardError
@@ -45,6 +49,16 @@ class ErrorAnswersTest < Minitest::Test
     assert_equal ["call-1"], pending.call_ids
     invalid = assert_raises(Sessionary::InvalidRequestError) { sessionary.update_session("app", "ada", "s1", ttl: 0) }
     assert_equal errors, invalid.errors
+    api.on("PATCH", "/apps/app/memories/m1", 412, StubAPI.problem(412, "stale_memory", currentRevision: 4))
+    stale = assert_raises(Sessionary::StaleMemoryError) { sessionary.update_app_memory("app", "m1", text: "x", if_match: 3) }
+    assert_equal [412, 4], [stale.status, stale.current_revision]
+  end
+
+  def test_a_412_of_a_code_this_client_does_not_know_is_a_precondition_failed_error
+    api.on("DELETE", "/apps/app/memories/m1", 412, JSON.generate(StubAPI.problem(412, "some_new_precondition")),
+           {"Content-Type" => "application/problem+json"})
+    error = assert_raises(Sessionary::PreconditionFailedError) { sessionary.delete_app_memory("app", "m1", if_match: 1) }
+    assert_equal "some_new_precondition", error.code
   end
 
   def test_a_code_this_client_does_not_know_is_raised_by_its_status

@@ -290,6 +290,114 @@ class OperationsTest < Minitest::Test
     c.delete_artifact("app", "ada", nil, "user:avatar.png")
   end
 
+  # --- Memories: a user's, and the app's own ---------------------------------------------
+
+  MEMORIES = "/apps/app/users/ada/memories"
+  APP_MEMORIES = "/apps/app/memories"
+  # A memory as the API answers it.
+  def self.memory(id = "m1", user: "ada", revision: 1, **fields)
+    {"id" => id, "scope" => user ? "user" : "app", "userId" => user, "kind" => "text", "revision" => revision,
+     "text" => "I'm vegetarian.", "content" => {"role" => "user", "parts" => [{"text" => "I'm vegetarian."}]},
+     "author" => nil, "metadata" => {}, "topics" => ["food"], "expireTime" => nil, "source" => nil,
+     "timestamp" => TIME, "createTime" => TIME, "updateTime" => TIME, "embedded" => false}
+      .merge(fields.transform_keys(&:to_s))
+  end
+  A_MEMORY = memory
+  AN_APP_MEMORY = memory("hours", user: nil, text: "The shop opens at nine.", topics: [])
+  MEMORY_PAGE = {"memories" => [A_MEMORY], "nextPageToken" => nil}.freeze
+  REVISION = A_MEMORY.slice("revision", "text", "content", "author", "metadata", "topics", "expireTime", "createTime")
+  REVISIONS = {"revisions" => [REVISION], "nextPageToken" => nil}.freeze
+  RECALLED = {"memories" => [{"memory" => A_MEMORY, "score" => 1.0, "similarity" => 0.3, "wordScore" => nil}],
+              "recalledBy" => "meaning+words", "note" => nil}.freeze
+  ETAG = {"ETag" => '"1"'}.freeze
+
+  # What is not given is not sent; `memory_id` is the body's `id`.
+  operation :create_memory, "POST", MEMORIES, status: 201, answer: A_MEMORY, headers: ETAG,
+            body: {"id" => "m1", "text" => "I'm vegetarian.", "topics" => ["food"], "metadata" => {"by" => "chef"},
+                   "source" => {"sessionId" => "s1", "eventIds" => ["e1"]}, "ttl" => 60} do |c|
+    c.create_memory("app", "ada", memory_id: "m1", text: "I'm vegetarian.", topics: ["food"], metadata: {"by" => "chef"},
+                                  source: {sessionId: "s1", eventIds: ["e1"]}, ttl: 60)
+  end
+  operation :list_memories, "GET", MEMORIES, answer: MEMORY_PAGE,
+            query: {"topic" => "food", "sessionId" => "s1", "kind" => "text", "pageSize" => "2"} do |c|
+    c.list_memories("app", "ada", topic: "food", session_id: "s1", kind: "text", page_size: 2)
+  end
+  operation :memories, "GET", MEMORIES, query: {"kind" => "event"}, answer: MEMORY_PAGE, result: [A_MEMORY] do |c|
+    c.memories("app", "ada", kind: "event")
+  end
+  operation :recall_memories, "POST", "#{MEMORIES}:recall", answer: RECALLED,
+            body: {"query" => "what food do I like?", "limit" => 3, "minScore" => 0.1, "topics" => ["food"],
+                   "includeApp" => false, "mode" => "meaning"} do |c|
+    c.recall_memories("app", "ada", "what food do I like?", limit: 3, min_score: 0.1, topics: ["food"],
+                                                            include_app: false, mode: "meaning")
+  end
+  operation :get_memory, "GET", "#{MEMORIES}/m1", answer: A_MEMORY, headers: ETAG do |c|
+    c.get_memory("app", "ada", "m1")
+  end
+  # nil clears the author and the expiry (sent as null); what is not given is not sent.
+  operation :update_memory, "PATCH", "#{MEMORIES}/m%201", answer: memory("m 1", revision: 2), headers: {"ETag" => '"2"'},
+            body: {"text" => "I'm vegan.", "topics" => [], "author" => nil, "expireTime" => nil} do |c|
+    c.update_memory("app", "ada", "m 1", text: "I'm vegan.", topics: [], author: nil, expire_time: nil, if_match: 1)
+  end
+  operation :delete_memory, "DELETE", "#{MEMORIES}/m1", status: 204, answer: nil do |c|
+    c.delete_memory("app", "ada", "m1", if_match: '"1"')
+  end
+  operation :list_memory_revisions, "GET", "#{MEMORIES}/m1/revisions", query: {"pageSize" => "1"},
+            answer: REVISIONS do |c|
+    c.list_memory_revisions("app", "ada", "m1", page_size: 1)
+  end
+  operation :memory_revisions, "GET", "#{MEMORIES}/m1/revisions", answer: REVISIONS, result: [REVISION] do |c|
+    c.memory_revisions("app", "ada", "m1")
+  end
+  operation :roll_back_memory, "POST", "#{MEMORIES}/m1:rollback", body: {"revision" => 1},
+            answer: memory(revision: 3), headers: {"ETag" => '"3"'} do |c|
+    c.roll_back_memory("app", "ada", "m1", 1, if_match: 2)
+  end
+  operation :create_app_memory, "POST", APP_MEMORIES, status: 201, answer: AN_APP_MEMORY, headers: ETAG,
+            body: {"id" => "hours", "text" => "The shop opens at nine."} do |c|
+    c.create_app_memory("app", memory_id: "hours", text: "The shop opens at nine.")
+  end
+  operation :list_app_memories, "GET", APP_MEMORIES, query: {"topic" => "hours"},
+            answer: {"memories" => [AN_APP_MEMORY], "nextPageToken" => nil} do |c|
+    c.list_app_memories("app", topic: "hours")
+  end
+  operation :app_memories, "GET", APP_MEMORIES, answer: {"memories" => [AN_APP_MEMORY], "nextPageToken" => nil},
+            result: [AN_APP_MEMORY] do |c|
+    c.app_memories("app")
+  end
+  operation :recall_app_memories, "POST", "#{APP_MEMORIES}:recall", body: {"query" => "opening hours", "mode" => "words"},
+            answer: RECALLED.merge("memories" => [], "recalledBy" => "words") do |c|
+    c.recall_app_memories("app", "opening hours", mode: "words")
+  end
+  operation :get_app_memory, "GET", "#{APP_MEMORIES}/hours", answer: AN_APP_MEMORY, headers: ETAG do |c|
+    c.get_app_memory("app", "hours")
+  end
+  operation :update_app_memory, "PATCH", "#{APP_MEMORIES}/hours", body: {"metadata" => {"source" => "sign"}},
+            answer: AN_APP_MEMORY.merge("revision" => 2) do |c|
+    c.update_app_memory("app", "hours", metadata: {"source" => "sign"})
+  end
+  operation :delete_app_memory, "DELETE", "#{APP_MEMORIES}/hours", status: 204, answer: nil do |c|
+    c.delete_app_memory("app", "hours")
+  end
+  operation :list_app_memory_revisions, "GET", "#{APP_MEMORIES}/hours/revisions", query: {"pageToken" => "t1"},
+            answer: REVISIONS do |c|
+    c.list_app_memory_revisions("app", "hours", page_token: "t1")
+  end
+  operation :app_memory_revisions, "GET", "#{APP_MEMORIES}/hours/revisions", answer: REVISIONS, result: [REVISION] do |c|
+    c.app_memory_revisions("app", "hours")
+  end
+  operation :roll_back_app_memory, "POST", "#{APP_MEMORIES}/hours:rollback", body: {"revision" => 1},
+            answer: AN_APP_MEMORY.merge("revision" => 3) do |c|
+    c.roll_back_app_memory("app", "hours", 1)
+  end
+  operation :remember_session, "POST", "#{SESSION}:remember", body: {"eventIds" => ["e1"]},
+            answer: {"remembered" => 1} do |c|
+    c.remember_session("app", "ada", "s1", event_ids: ["e1"])
+  end
+  operation :embeddings_status, "GET", "/embeddings",
+            answer: {"recall" => "meaning+words", "note" => nil, "pgvector" => "0.8.6", "provider" => "wordllama",
+                     "model" => "wordllama/l2_supercat_256", "pending" => 0, "rate" => nil}, &:embeddings_status
+
   # --- Search, usage, browsing ------------------------------------------------------------
 
   operation :search, "GET", "/apps/app/search", query: {"q" => "refund order", "userId" => "ada", "pageSize" => "5"},

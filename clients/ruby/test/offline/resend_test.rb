@@ -103,6 +103,22 @@ class ResendTest < Minitest::Test
     assert_equal 1, api.requests.size
   end
 
+  def test_a_recall_or_a_remember_whose_answer_was_lost_is_sent_again_a_memory_write_is_not
+    recalled = {"memories" => [], "recalledBy" => "words", "note" => nil}
+    api.on("POST", "/apps/app/users/ada/memories:recall") { |_request, n| n == 1 ? nil : [200, recalled] }
+    api.on("POST", "/apps/app/memories:recall") { |_request, n| n == 1 ? nil : [200, recalled] }
+    api.on("POST", "/apps/app/users/ada/sessions/s1:remember") { |_request, n| n == 1 ? nil : [200, {"remembered" => 0}] }
+    assert_equal "words", sessionary.recall_memories("app", "ada", "food").recalled_by
+    assert_equal "words", sessionary.recall_app_memories("app", "food").recalled_by
+    assert_equal 0, sessionary.remember_session("app", "ada", "s1").remembered
+    assert_equal 6, api.requests.size # each twice: a recall reads, a second remember adds nothing
+    api.on("POST", "/apps/app/users/ada/memories") { nil }
+    api.on("PATCH", "/apps/app/memories/m1") { nil }
+    assert_raises(Sessionary::APIConnectionError) { sessionary.create_memory("app", "ada", text: "x") }
+    assert_raises(Sessionary::APIConnectionError) { sessionary.update_app_memory("app", "m1", text: "y") }
+    assert_equal 8, api.requests.size # each once: a resend could make two, or two revisions
+  end
+
   def test_a_refused_connection_is_an_api_connection_error
     port = TCPServer.open("127.0.0.1", 0) { |server| server.addr[1] } # free once closed
     down = Sessionary::Client.new(base_url: "http://127.0.0.1:#{port}", backoff: 0.001,

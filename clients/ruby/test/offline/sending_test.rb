@@ -73,6 +73,18 @@ class SendingTest < Minitest::Test
     assert_equal 4, api.requests.size # that one was not sent
   end
 
+  def test_a_memory_write_sends_the_revision_read_as_its_if_match
+    memory = OperationsTest.memory("m1", revision: 2)
+    api.on("PATCH", "/apps/app/users/ada/memories/m1", 200, memory, written(2))
+    api.on("POST", "/apps/app/memories/m1:rollback", 200, memory.merge("userId" => nil, "scope" => "app"), written(2))
+    api.on("DELETE", "/apps/app/users/ada/memories/m1", 204)
+    sessionary.update_memory("app", "ada", "m1", text: "x", if_match: 1)
+    sessionary.roll_back_app_memory("app", "m1", 1, if_match: '"1"')
+    sessionary.delete_memory("app", "ada", "m1", if_match: memory["revision"])
+    sessionary.delete_memory("app", "ada", "m1")
+    assert_equal ['"1"', '"1"', '"2"', nil], api.requests.map { |request| request.headers["if-match"] }
+  end
+
   def test_reads_after_a_write_ask_for_the_version_it_made
     api.on("POST", SESSIONS, 201, StubAPI.session("s1"), written(0))
     api.on("GET", SESSION, 200, StubAPI.session("s1", version: 2))
