@@ -31,6 +31,7 @@ from app.observability import log_config
 from app.protocol import capped_protocol
 from app.rules import portability as portability_format
 from app.services.artifacts import ArtifactService
+from app.services.audit import AuditLog
 from app.services.auth import AuthService, GrantCache
 from app.services.contents import Contents
 from app.services.live import listening_connector
@@ -205,7 +206,7 @@ def keys(args: argparse.Namespace) -> None:
 async def _keys(args: argparse.Namespace, connector: db.Connector) -> None:
     pool = await db.DriverPool.open(connector, size=1)
     try:
-        service = AuthService(pool, GrantCache(0))
+        service = AuthService(pool, GrantCache(0), AuditLog(pool, Settings()))
         if args.action == "create":
             if args.admin == (args.app is not None):
                 sys.exit("sessionary keys create: give exactly one of --app APP or --admin.")
@@ -242,7 +243,7 @@ async def _sweep(connector: db.Connector) -> None:
     try:
         settings = Settings()
         contents = Contents(pool, settings)
-        swept = await RetentionService(pool, settings, contents).sweep()
+        swept = await RetentionService(pool, settings, contents, AuditLog(pool, settings)).sweep()
         await contents.close()
     finally:
         await pool.close()
@@ -350,7 +351,7 @@ async def _portability(connector: db.Connector) -> AsyncIterator[PortabilityServ
         try:
             # No stream listens to a command: nothing to tell of what it saves.
             artifacts = ArtifactService(pool, settings, contents, lambda change: None)
-            yield PortabilityService(pool, settings, artifacts)
+            yield PortabilityService(pool, settings, artifacts, AuditLog(pool, settings))
         finally:
             await contents.close()
     finally:

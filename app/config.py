@@ -304,6 +304,18 @@ class Settings(BaseSettings):
         "text of the events the user wrote; `all`, the text of every event. The users' own "
         "statements are recalled better (docs/memory.md: S19).",
     )
+    audit_secret: str = Field(
+        default="",
+        repr=False,
+        description="The key of the audit log's pseudonyms (a keyed hash names each user), 32 "
+        "bytes or more of randomness. Unset: one the server makes once and keeps in the "
+        "database; set it to keep it out of the database and its backups.",
+    )
+    audit_retention_days: float = Field(
+        default=400,
+        gt=0,
+        description="Days an audit record is kept before the sweeper deletes it.",
+    )
     token_estimator: str = Field(
         default="app.rules.context:estimate_tokens",
         pattern=r"^[\w.]+:\w+$",

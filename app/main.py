@@ -16,6 +16,7 @@ from app.api import (
     adk_artifacts,
     adk_server,
     artifacts,
+    audit,
     context,
     directory,
     docs,
@@ -124,6 +125,11 @@ TAGS = [
     },
     {"name": "state", "description": "App and user state, shared by their sessions."},
     {"name": "keys", "description": "What the API key of a request may do."},
+    {
+        "name": "audit",
+        "description": "What was erased, deleted, imported and swept, and which keys were "
+        "made and revoked: by whom, never with content (admin keys).",
+    },
     {"name": "operations", "description": "Health, readiness and metrics probes."},
 ]
 
@@ -271,6 +277,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         shared_state,
         directory,
         keys,
+        audit,
         health,
         explorer,
         docs,

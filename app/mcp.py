@@ -10,7 +10,6 @@ The official MCP SDK (the `mcp` extra: `pip install '.[mcp]'` in a checkout) is 
 only: `sessionary mcp` imports this module when it runs, and the service never does.
 """
 
-import asyncio
 import functools
 import inspect
 import re
@@ -38,11 +37,12 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 INSTRUCTIONS = """\
 Sessionary stores this agent's sessions: each is an ordered log of events (what the user
 said, what the agent answered, its tool calls and their results) with the session's state.
-Sessions belong to an app and, within it, to a user. Use recall for what the user's memory
-holds (earlier sessions added to it, memories kept), search to find where something was said,
-get_session or list_events to read a session, get_context for what a model should see next
-within a token budget, list_artifacts and read_artifact for the files a session saved, and
-append_note to leave a note in a session for later turns.
+Sessions belong to an app and, within it, to a user. Use recall for what you know about the
+user (their memories, by meaning and by words), remember to keep a fact about them or add a
+session to their memory, forget_memory to drop a memory that is wrong or stale; search to find
+where something was said, get_session or list_events to read a session, get_context for what a
+model should see next within a token budget, list_artifacts and read_artifact for the files a
+session saved, and append_note to leave a note in a session for later turns.
 Results are compact text (`#seq time author: text`, times in UTC), with the API's JSON as
 structured content; a refusal comes back as an error naming its code."""
 # How many sessions' last written versions are remembered (read-your-writes, below).
@@ -102,6 +102,8 @@ class Api:
             answer = response.json()
         except ValueError:
             answer = None
+        if response.status_code == httpx.codes.NO_CONTENT:
+            answer = {}  # done, with nothing to say (a DELETE)
         if response.is_error or not isinstance(answer, dict):
             return refused(response, answer)
         if session is not None and method != "GET" and "etag" in response.headers:
@@ -318,18 +320,39 @@ class SearchPage(Answer):
 
 
 class Memory(Answer):
-    """A remembered event: what it said, by whom, when, and where it is."""
+    """A memory: a text of its own (`kind` text), or an event of a session added to memory
+    (`kind` event), whose text, author and timestamp are the event's."""
 
+    id: str = Field(description="What forget_memory takes.")
+    scope: str = Field(description="`user`: the user's; `app`: every user's of the app.")
+    kind: str = Field(description="`text` or `event`.")
+    text: str | None = Field(description="What is recalled.")
+    topics: list[str]
+    timestamp: float = Field(description="When it was said (epoch seconds).")
+    revision: int
+
+
+class RecalledMemory(Answer):
+    memory: Memory
+    score: float = Field(description="In (0, 1]: 1 is first both by meaning and by words.")
+
+
+class Recalled(Answer):
+    memories: list[RecalledMemory] = Field(description="Best first: those the text shows.")
+    recalled_by: str = Field(description="`meaning+words`, `meaning` or `words`.")
+    note: str | None = Field(description="Why recall by meaning was left out, when it was.")
+
+
+class Remembered(Answer):
+    memory: Memory | None = Field(description="The memory `text` made; null for a session.")
+    remembered: int | None = Field(
+        description="How many of the session's events were added now; null for a `text`."
+    )
+
+
+class Forgotten(Answer):
     id: str
-    author: str | None
-    timestamp: float = Field(description="Epoch seconds.")
-    content: dict[str, Any] | None
-    session_id: str = Field(description="The session it is in (`memory` for a kept memory).")
-    seq: int
-
-
-class Memories(Answer):
-    memories: list[Memory] = Field(description="Best first.")
+    forgotten: bool = Field(description="False: there was no such memory.")
 
 
 class ContextView(Answer):
@@ -634,37 +657,33 @@ async def read_artifact(
     return shown(answer, mcp_text.artifact_unread(record, why, token_budget))
 
 
-# Memory as `sessionary_client.adk.SessionaryMemoryService` keeps it: each user's memory
-# session, whose state says how far each remembered session goes.
-MEMORY_SESSION = "memory"
-MEMORY_MARK = "remembered:"
-# Search pages of 100 read, at most, to find enough memories.
-MEMORY_PAGES = 5
-# The API's longest search `q`.
+# The API's longest recall query.
 QUERY_LENGTH = 1000
+# The memories API's longest memory text.
+MEMORY_TEXT = 32_768
+# A topic as the memories API takes it, and how many a memory or a recall takes.
+MemoryTopic = Annotated[str, Field(min_length=1, max_length=100)]
+MemoryTopics = Annotated[list[MemoryTopic], Field(max_length=50)]
 
 
-def any_word(query: str) -> str | None:
-    """The query as search syntax for any of its words (`a or b or c`), as ADK's memory
-    services match; None when it has no word."""
-    words = dict.fromkeys(word.lower() for word in re.findall(r"\w+", query))
-    words.pop("or", None)  # the syntax's own word
-    said = ""
-    for word in words:
-        joined = f"{said} or {word}" if said else word
-        if len(joined) > QUERY_LENGTH:
-            break
-        said = joined
-    return said or None
+def user_memories(app: str, user: str) -> str:
+    return path("apps", app, "users", user, "memories")
 
 
-def remembered(hit: dict[str, Any], marks: dict[str, Any]) -> bool:
-    """Whether memory holds the hit: an event of the memory session, or of a session
-    remembered as far as the event."""
-    if hit["sessionId"] == MEMORY_SESSION:
-        return True
-    until = marks.get(MEMORY_MARK + hit["sessionId"])
-    return isinstance(until, int | float) and hit["timestamp"] <= until
+def distinct(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each event once: a fork holds its parent's events, so a fork and its parent both
+    added to memory hold a memory of the same event (as the memory service answers it)."""
+    seen: set[str] = set()
+    kept = []
+    for hit in found:
+        memory = hit["memory"]
+        event_ids = (memory.get("source") or {}).get("eventIds") or []
+        if memory.get("kind") == "event" and event_ids:
+            if event_ids[0] in seen:
+                continue
+            seen.add(event_ids[0])
+        kept.append(hit)
+    return kept
 
 
 async def recall(
@@ -672,64 +691,133 @@ async def recall(
     app: App,
     user: User,
     query: Annotated[
-        str, Field(min_length=1, description="What to remember: a question or a few words.")
+        str,
+        Field(
+            min_length=1,
+            max_length=QUERY_LENGTH,
+            description="A question or a topic, in plain words: `what food do I like?`.",
+        ),
     ],
     max_results: Annotated[
         int, Field(ge=1, le=100, description="The most memories to answer.")
     ] = 10,
-) -> Annotated[CallToolResult, Memories]:
-    """What the user's memory holds about a query: events of the earlier sessions added to
-    memory and the memories kept for the user, any of the query's words, best first, each
-    with who said it, when, and where. The same memories an ADK agent's `load_memory` gets
-    from Sessionary's memory service. Use it to recall what the user told you before."""
-    nothing: dict[str, Any] = {"memories": []}
-    words = any_word(query)
-    if words is None:
-        return shown(nothing, mcp_text.memories(nothing))
-    where = path("apps", app, "users", user, "sessions", MEMORY_SESSION)
-    memory = await api(ctx).fetch(ctx, "GET", where, params={"numRecentEvents": 0})
+    topics: Annotated[
+        MemoryTopics | None, Field(description="Only memories with one of these topics.")
+    ] = None,
+    token_budget: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=1_000_000,
+            description="The most tokens the answer may hold (estimated: UTF-8 bytes / 4).",
+        ),
+    ] = 1000,
+) -> Annotated[CallToolResult, Recalled]:
+    """What you know about the user: their memories that best answer a question, by meaning
+    and by words (`what food do I like?` finds `I'm vegetarian.`), best first, one line each
+    with its id, kind, time, score and text, within a token budget. It finds the facts kept
+    with remember (the user's, and the app's that every user shares) and what the user said
+    in sessions added to memory: the memories an ADK agent's `load_memory` gets from
+    Sessionary's memory service. The first line says how they were recalled: by words
+    alone, and why, when meaning is not available."""
+    body: dict[str, Any] = {"query": query, "limit": max_results, "topics": topics or []}
+    if not re.search(r"\w", query):
+        # Nothing to mean: by meaning, the nearest memories would be any of them.
+        body["mode"] = "words"
+    found = await api(ctx).fetch(ctx, "POST", f"{user_memories(app, user)}:recall", body=body)
+    if isinstance(found, CallToolResult):
+        return found
+    found = {**found, "memories": distinct(found["memories"])}
+    said, count = mcp_text.recall(found, token_budget)
+    # What the text shows, for a program to read as the model did.
+    return shown({**found, "memories": found["memories"][:count]}, said)
+
+
+async def remember(
+    ctx: Ctx,
+    app: App,
+    user: User,
+    text: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=MEMORY_TEXT,
+            description="What to keep, as a sentence that stands on its own: `Ada is "
+            "vegetarian.`, `Ada's invoice for the laptop is INV-20931.`",
+        ),
+    ] = None,
+    topics: Annotated[
+        MemoryTopics | None,
+        Field(description="Labels to recall it by (`food`), with `text`."),
+    ] = None,
+    ttl_seconds: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            le=100 * 365 * 86400,
+            description="Forget it after this many seconds, with `text`; omit to keep it.",
+        ),
+    ] = None,
+    session_id: Annotated[
+        PathId | None,
+        Field(
+            description="With `text`: the session it was learnt in, kept as its source. "
+            "Alone: add what the user said in this session to their memory."
+        ),
+    ] = None,
+) -> Annotated[CallToolResult, Remembered]:
+    """Keep something about the user for later sessions. With `text`: a memory of its own
+    (a fact, a preference, a decision), recalled at once by its words and within moments by
+    its meaning; answers its id, which forget_memory takes. With `session_id` alone: add what
+    the user said in that session to their memory (again later adds only what is new).
+    recall finds both."""
+    if text is None:
+        if session_id is None:
+            detail = "`text` or `session_id` is required"
+            return refusal({"code": "validation_error", "detail": detail})
+        if topics or ttl_seconds is not None:
+            # A session's events are remembered as they are: no labels or expiry of their own.
+            detail = "`topics` and `ttl_seconds` go with `text`, not with a session alone"
+            return refusal({"code": "validation_error", "detail": detail})
+        where = f"{path('apps', app, 'users', user, 'sessions', session_id)}:remember"
+        added = await api(ctx).fetch(ctx, "POST", where)
+        if isinstance(added, CallToolResult):
+            return added
+        answer = {"memory": None, "remembered": added["remembered"]}
+        return shown(answer, mcp_text.remembered_session(session_id, added["remembered"]))
+    body: dict[str, Any] = {"text": text, "topics": topics or []}
+    if ttl_seconds is not None:
+        body["ttl"] = ttl_seconds
+    if session_id is not None:
+        body["source"] = {"sessionId": session_id}
+    memory = await api(ctx).fetch(ctx, "POST", user_memories(app, user), body=body)
     if isinstance(memory, CallToolResult):
-        problem = memory.structured_content or {}
-        # A user without a memory session has no memory yet.
-        if problem.get("code") != "session_not_found":
-            return memory
-        return shown(nothing, mcp_text.memories(nothing))
-    hits: dict[str, dict[str, Any]] = {}
-    token = None
-    for _ in range(MEMORY_PAGES):
-        params = {"q": words, "userId": user, "pageSize": 100, "pageToken": token}
-        page = await api(ctx).fetch(ctx, "GET", path("apps", app, "search"), params=params)
-        if isinstance(page, CallToolResult):
-            return page
-        for hit in page["hits"]:
-            if remembered(hit, memory["state"]):
-                hits.setdefault(hit["eventId"], hit)
-        token = page["nextPageToken"]
-        if len(hits) >= max_results or token is None:
-            break
-    chosen = list(hits.values())[:max_results]
-    found = await asyncio.gather(
-        *(
-            api(ctx).fetch(
-                ctx,
-                "GET",
-                path("apps", app, "users", user, "sessions", hit["sessionId"], "events"),
-                params={"afterSeq": hit["seq"] - 1, "pageSize": 1},
-            )
-            for hit in chosen
-        )
+        return memory
+    return shown({"memory": memory, "remembered": None}, mcp_text.remembered(memory))
+
+
+async def forget_memory(
+    ctx: Ctx,
+    app: App,
+    user: User,
+    memory_id: Annotated[
+        PathId, Field(description="The memory's id, as recall or remember showed it.")
+    ],
+) -> Annotated[CallToolResult, Forgotten]:
+    """Forget one of the user's memories for good, by its id: a fact that was wrong or is no
+    longer true (keep the new one with remember). A memory of a session's event leaves the
+    session as it is: only memory forgets it. The app's memories, which every user shares,
+    are not forgotten here. Says so when there was no such memory."""
+    done = await api(ctx).fetch(
+        ctx, "DELETE", path("apps", app, "users", user, "memories", memory_id)
     )
-    memories = []
-    for hit, page in zip(chosen, found, strict=True):
-        if isinstance(page, CallToolResult):
-            return page
-        # The event the hit names, unless it went since the search.
-        for event in page["events"][:1]:
-            if event["id"] == hit["eventId"]:
-                said = {key: event.get(key) for key in ("id", "author", "timestamp", "content")}
-                memories.append({**said, "sessionId": hit["sessionId"], "seq": hit["seq"]})
-    answer = {"memories": memories}
-    return shown(answer, mcp_text.memories(answer))
+    if isinstance(done, CallToolResult):
+        problem = done.structured_content or {}
+        # Gone either way; the model is told it named no memory (a wrong id, or forgotten).
+        if problem.get("code") != "memory_not_found":
+            return done
+    answer = {"id": memory_id, "forgotten": not isinstance(done, CallToolResult)}
+    return shown(answer, mcp_text.forgotten(answer, user))
 
 
 Tool = Callable[..., Awaitable[CallToolResult]]
@@ -743,7 +831,14 @@ READS: tuple[Tool, ...] = (
     list_artifacts,
     read_artifact,
 )
-WRITES: tuple[Tool, ...] = (append_note,)
+# What each writing tool does: adds (a note, a memory), or removes (a memory, idempotently).
+ADDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+REMOVES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+WRITES: tuple[tuple[Tool, ToolAnnotations], ...] = (
+    (append_note, ADDS),
+    (remember, ADDS),
+    (forget_memory, REMOVES),
+)
 
 
 def pin(tool: Tool, fixed: dict[str, str]) -> Tool:
@@ -795,7 +890,7 @@ def misfits(error: ValidationError) -> str:
 
 
 def build(url: str, key: str | None, app: str | None = None, user: str | None = None) -> Server:
-    """The MCP server: the nine tools, calling the API at `url`."""
+    """The MCP server: its tools, calling the API at `url`."""
 
     @asynccontextmanager
     async def connect(_: MCPServer[Api]) -> AsyncIterator[Api]:
@@ -814,8 +909,7 @@ def build(url: str, key: str | None, app: str | None = None, user: str | None = 
     fixed = {name: value for name, value in (("app", app), ("user", user)) if value}
     for tool in READS:
         server.add_tool(pin(tool, fixed), annotations=ToolAnnotations(read_only_hint=True))
-    for tool in WRITES:
-        hints = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+    for tool, hints in WRITES:
         server.add_tool(pin(tool, fixed), annotations=hints)
     return server
 

@@ -144,14 +144,88 @@ def note(answer: dict[str, Any]) -> str:
     return f"noted at #{answer['seq']} by {answer['author']}"
 
 
-def memories(answer: dict[str, Any]) -> str:
-    lines = [
-        f"{when(memory['timestamp'])} {memory['author']}: "
-        + " ".join(_parts(memory))
-        + f" (session {memory['sessionId']} #{memory['seq']})"
-        for memory in answer["memories"]
-    ]
-    return "\n".join(lines) or "nothing remembered"
+# --- Memories -----------------------------------------------------------------------------
+
+
+def _memory_text(memory: dict[str, Any]) -> str:
+    said = memory.get("text")
+    return said if isinstance(said, str) else " ".join(_parts(memory))
+
+
+def _recalled_head(hit: dict[str, Any]) -> str:
+    """What a recalled memory is, before its text: `id (kind, time, score 0.97) author: `."""
+    memory = hit["memory"]
+    what = str(memory.get("kind"))
+    source = memory.get("source") or {}
+    if what == "event" and source.get("sessionId"):
+        what = f"event of session {source['sessionId']}"
+    if memory.get("scope") == "app":
+        what = f"the app's {what}"
+    facts = [what, when(memory["timestamp"]), f"score {hit['score']:.2f}"]
+    if memory.get("topics"):
+        facts.append(f"topics {_json(memory['topics'])}")
+    author = f" {memory['author']}" if memory.get("author") else ""
+    return f"{memory['id']} ({', '.join(facts)}){author}: "
+
+
+def _left_out(count: int) -> list[str]:
+    return [f"({count} more left out: raise token_budget)"] if count else []
+
+
+def recall(answer: dict[str, Any], budget: int) -> tuple[str, int]:
+    """A recall within `budget` tokens, the text itself counted: how it recalled (and the
+    server's note when it fell back to words), then a line per memory, best first, whole
+    while they fit; the first that does not fit is cut short where its text is, saying how
+    much is left out, and a last line says how many more were left out. Answers the text and
+    how many memories it shows."""
+    found = answer["memories"]
+    by = f"by {answer['recalledBy']}"
+    note = f"; {answer['note']}" if answer.get("note") else ""
+    lines = [_within(f"recalled {by}{note}" if found else f"nothing recalled ({by}){note}", budget)]
+    room = budget * 4  # the estimate is UTF-8 bytes / 4
+
+    def size(said: list[str]) -> int:
+        return len("\n".join(said).encode())
+
+    shown = 0
+    for index, hit in enumerate(found):
+        after = _left_out(len(found) - index - 1)
+        head, said = _recalled_head(hit), _memory_text(hit["memory"])
+        if size([*lines, head + said, *after]) <= room:
+            lines.append(head + said)
+            shown += 1
+            continue
+        # This one, cut where its text is, in the room left: its id and facts stay whole.
+        marker = f"…({len(said)} more characters)"  # the longest it can be
+        space = room - size([*lines, *after]) - len(f"\n{head}{marker}".encode())
+        part = said.encode()[: max(space, 0)].decode(errors="ignore")
+        if part:
+            lines.append(f"{head}{part}…({len(said) - len(part)} more characters)")
+            shown += 1
+        break
+    more = _left_out(len(found) - shown)
+    if more and size([*lines, *more]) <= room:
+        lines += more
+    return "\n".join(lines), shown
+
+
+def remembered(memory: dict[str, Any]) -> str:
+    said = f"remembered as memory {memory['id']}"
+    if memory.get("expireTime"):
+        said += f", forgotten at {when(memory['expireTime'])}"
+    return said
+
+
+def remembered_session(session_id: str, added: int) -> str:
+    if not added:
+        return f"nothing new to remember in session {session_id}"
+    return f"remembered {added} event{'' if added == 1 else 's'} of session {session_id}"
+
+
+def forgotten(answer: dict[str, Any], user: str) -> str:
+    if answer["forgotten"]:
+        return f"forgot memory {answer['id']}"
+    return f"no memory {answer['id']} of user {user}: nothing to forget"
 
 
 def fitting(listed: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:

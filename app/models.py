@@ -476,3 +476,34 @@ class StorageMemoryVector(Base):
     memory_id: Mapped[str] = _id()
     model: Mapped[str] = mapped_column(String(256), primary_key=True)
     embedding: Mapped[list[float]] = mapped_column(ARRAY(REAL), nullable=False)
+
+
+class StorageAuditRecord(Base):
+    """One destructive or administrative action: when, by which key (its id), what (ids,
+    counts, never content), how it ended. Users are named by `user_ref`, a keyed hash."""
+
+    __tablename__ = "audit_log"
+
+    seq: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    time: Mapped[datetime] = mapped_column(Timestamp, nullable=False, server_default=func.now())
+    action: Mapped[str] = mapped_column(String(32), nullable=False)
+    key_id: Mapped[str | None] = mapped_column(String(32))
+    app_name: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    user_ref: Mapped[str | None] = mapped_column(String(64))
+    detail: Mapped[Json] = mapped_column(JSONB, nullable=False, server_default=text("'{}'::jsonb"))
+    outcome: Mapped[str] = mapped_column(String(16), nullable=False, server_default="ok")
+
+    __table_args__ = (
+        Index("ix_audit_log_time", "time"),
+        Index("ix_audit_log_app_name_time", "app_name", "time"),
+        Index("ix_audit_log_user_ref_time", "user_ref", "time"),
+    )
+
+
+class StorageServerSecret(Base):
+    """Secrets the server makes for itself once (the audit log's pseudonym key)."""
+
+    __tablename__ = "server_secrets"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)

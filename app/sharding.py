@@ -44,8 +44,8 @@ CO_LOCATED = (
     "memory_revisions",
     "memory_vectors",
 )
-# Small and read by everyone: a copy on every node.
-REFERENCE = ("app_states", "api_keys")
+# Small or seldom written, read by everyone: a copy on every node.
+REFERENCE = ("app_states", "api_keys", "audit_log", "server_secrets")
 
 
 HAS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"

@@ -25,6 +25,8 @@ TABLES = {
     "memories",
     "memory_revisions",
     "memory_vectors",
+    "audit_log",
+    "server_secrets",
 }
 
 

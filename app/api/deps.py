@@ -21,6 +21,7 @@ from app.domain import EventQuery, Order, PageRequest, SessionKey
 from app.errors import Forbidden, InvalidInput
 from app.limits import ID_LENGTH, ID_PATTERN, INT64_MAX, MAX_TIMESTAMP, MIN_TIMESTAMP
 from app.schemas import ID_DESCRIPTION
+from app.services.audit import ACTING_KEY
 from app.services.auth import Grant, Need
 from app.services.context import ContextService
 from app.services.events import EventService
@@ -280,6 +281,7 @@ async def authorize(request: Request, needs: Iterable[Need], *, reads: bool = Fa
     for need in needs:
         grant.authorize(need, params.get("app_name"), params.get("user_id"), write)
     request.state.grant = grant
+    ACTING_KEY.set(grant.key_id)
 
 
 def key_grant(request: Request) -> Grant | None:

@@ -32,6 +32,7 @@ from app.domain import (
     Tally,
     Usage,
 )
+from app.repositories.audit import AuditRecord
 from app.rules import portability
 from app.rules.artifacts import canonical_uri
 from app.rules.scopes import merged_state
@@ -408,5 +409,26 @@ def recall(found: Recall) -> bytes:
             ],
             "recalledBy": found.by,
             "note": found.note,
+        }
+    )
+
+
+def audit_page(page: Page[AuditRecord]) -> bytes:
+    return dumps(
+        {
+            "records": [
+                {
+                    "seq": record.seq,
+                    "time": record.time.timestamp(),
+                    "action": record.action,
+                    "keyId": record.key_id,
+                    "appName": record.app_name,
+                    "user": record.user_ref,
+                    "detail": record.detail,
+                    "outcome": record.outcome,
+                }
+                for record in page.items
+            ],
+            "nextPageToken": page.next_page_token,
         }
     )

@@ -16,6 +16,7 @@ from app.db import DriverPool
 from app.domain import ApiKey
 from app.errors import AppStateForbidden, Forbidden, NotFound, Unauthorized
 from app.repositories import api_keys as key_rows
+from app.services.audit import AuditLog
 
 
 class Need(enum.Enum):
@@ -29,6 +30,7 @@ class Need(enum.Enum):
     APP_STATE = "app_state"  # writes app state: app-wide keys, user keys made to (--app-state)
     APPS = "apps"  # which apps there are: any key, the listing narrowed to the key's app
     KEY = "key"  # what the key itself may do: any valid key, no data touched
+    OPERATOR = "operator"  # the whole service (the audit log): admin keys only
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,10 @@ class Grant:
         `Need.APPS`, whose listing the route narrows to the key's app, and `Need.KEY`, which
         touches no data."""
         if need in (Need.APPS, Need.KEY):
+            return
+        if need is Need.OPERATOR:
+            if self.app_name is not None:
+                raise Forbidden("Only an admin key (`sessionary keys create --admin`) may.")
             return
         if self.app_name is not None and self.app_name != app_name:
             raise Forbidden(f"This API key is for app {self.app_name!r} only.")
@@ -88,9 +94,10 @@ class GrantCache:
 class AuthService:
     """Opens its own database connections: a request whose key is cached needs none."""
 
-    def __init__(self, pool: DriverPool, cache: GrantCache) -> None:
+    def __init__(self, pool: DriverPool, cache: GrantCache, audit: AuditLog) -> None:
         self.pool = pool
         self.cache = cache
+        self.audit = audit
 
     async def authenticate(self, key: str | None) -> Grant:
         if not key:
@@ -122,6 +129,14 @@ class AuthService:
         key = ApiKey(key_id, name, app_name, user_id, read_only, app_state_write)
         async with self.pool.transaction() as connection:
             stored = await key_rows.insert_key(connection, key, hash_key(secret))
+            scope = "admin" if app_name is None else "app" if user_id is None else "user"
+            await self.audit.record(
+                connection,
+                "key.create",
+                app_name=app_name,
+                user_id=user_id,
+                detail={"keyId": key_id, "scope": scope, "readOnly": read_only},
+            )
         return stored, secret
 
     async def list(self) -> list[ApiKey]:
@@ -132,3 +147,4 @@ class AuthService:
         async with self.pool.transaction() as connection:
             if not await key_rows.revoke(connection, key_id):
                 raise NotFound(f"No active API key with id {key_id!r}.")
+            await self.audit.record(connection, "key.revoke", detail={"keyId": key_id})

@@ -54,6 +54,7 @@ from app.schemas import (
     UserStateExport,
 )
 from app.services.artifacts import ArtifactService
+from app.services.audit import AuditLog
 from app.services.preconditions import read_session, require_app_state_write
 
 # Events read per round trip by an export, and written per statement by an import.
@@ -80,10 +81,13 @@ class ImportReport:
 
 
 class PortabilityService:
-    def __init__(self, pool: DriverPool, settings: Settings, artifacts: ArtifactService) -> None:
+    def __init__(
+        self, pool: DriverPool, settings: Settings, artifacts: ArtifactService, audit: AuditLog
+    ) -> None:
         self.pool = pool
         self.settings = settings
         self.artifacts = artifacts  # a session's artifacts travel with it
+        self.audit = audit
 
     async def export(self, key: SessionKey) -> AsyncIterator[ExportItem]:
         """The session's export from one snapshot: its header first (or 404 before anything
@@ -208,6 +212,18 @@ class PortabilityService:
                 )
             format.check_usage(announced, used)
             read = await read_session(connection, key, num_recent_events=0)
+            if created:
+                await self.audit.record(
+                    connection,
+                    "session.import",
+                    app_name=key.app_name,
+                    user_id=key.user_id,
+                    detail={
+                        "session": await self.audit.session_ref(connection, key),
+                        "events": count,
+                        "artifactLines": lines.count,
+                    },
+                )
         if created:
             EVENTS_APPENDED.inc(count)
         return Imported(created, read)

@@ -10,6 +10,7 @@ from typing import Self
 from app.config import Settings
 from app.db import DriverPool
 from app.services.artifacts import ArtifactService
+from app.services.audit import AuditLog
 from app.services.auth import AuthService, GrantCache
 from app.services.contents import Contents
 from app.services.context import ContextService
@@ -34,6 +35,7 @@ from app.sharding import WorkerPools
 @dataclass(frozen=True)
 class Services:
     auth: AuthService
+    audit: AuditLog
     artifacts: ArtifactService
     events: EventService
     sessions: SessionService
@@ -77,10 +79,12 @@ class Services:
             Reads(pool, replica),
             GroupCommit(pool, settings, lanes, routed=routed, workers=workers),
         )
-        sessions = SessionService(pool, settings, events)
+        audit = AuditLog(pool, settings)
+        sessions = SessionService(pool, settings, events, audit)
         artifacts = ArtifactService(pool, settings, Contents(pool, settings), live.announce_later)
         return cls(
-            auth=AuthService(pool, GrantCache(settings.auth_cache_seconds)),
+            auth=AuthService(pool, GrantCache(settings.auth_cache_seconds), audit),
+            audit=audit,
             artifacts=artifacts,
             events=events,
             sessions=sessions,
@@ -89,9 +93,9 @@ class Services:
             context=ContextService(pool, settings, events),
             tool_calls=ToolCallService(pool, settings, events),
             pending=PendingService(pool, settings, events),
-            portability=PortabilityService(pool, settings, artifacts),
+            portability=PortabilityService(pool, settings, artifacts, audit),
             usage=UsageService(pool),
-            retention=RetentionService(pool, settings, artifacts.contents),
+            retention=RetentionService(pool, settings, artifacts.contents, audit),
             search=SearchService(pool, settings, sharded=sharded),
             live=live,
             memories=MemoryService(pool, settings, recall or RecallStatus(None, None)),

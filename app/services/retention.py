@@ -12,16 +12,20 @@ from app.observability import SESSIONS_SWEPT
 from app.repositories import memories as memory_rows
 from app.repositories import retention as retention_rows
 from app.repositories.live import announce
+from app.services.audit import AuditLog
 from app.services.contents import Contents
 
 logger = logging.getLogger("sessionary.sweeper")
 
 
 class RetentionService:
-    def __init__(self, pool: DriverPool, settings: Settings, contents: Contents) -> None:
+    def __init__(
+        self, pool: DriverPool, settings: Settings, contents: Contents, audit: AuditLog
+    ) -> None:
         self.pool = pool
         self.settings = settings
         self.contents = contents
+        self.audit = audit
 
     async def sweep(self) -> int | None:
         """Delete every expired session, `sweep_batch` per transaction; how many, or None if
@@ -34,8 +38,20 @@ class RetentionService:
                 if not await retention_rows.take_sweeper_lock(lock):
                     return None
                 swept = await self._sweep_batches()
-                await self._sweep_memories()
+                memories = await self._sweep_memories()
                 await self.contents.sweep()
+                records = await self.audit.sweep()
+                if swept or memories or records:
+                    async with self.pool.transaction() as connection:
+                        await self.audit.record(
+                            connection,
+                            "retention.sweep",
+                            detail={
+                                "sessions": swept,
+                                "memories": memories,
+                                "auditRecords": records,
+                            },
+                        )
                 return swept
         finally:
             await lock.close()
@@ -54,13 +70,16 @@ class RetentionService:
             if len(deleted) < self.settings.sweep_batch:
                 return swept
 
-    async def _sweep_memories(self) -> None:
-        """Expired memories, which read as absent already, deleted with what they hold."""
+    async def _sweep_memories(self) -> int:
+        """Expired memories, which read as absent already, deleted with what they hold; how
+        many."""
+        swept = 0
         while True:
             async with self.pool.transaction() as connection:
                 deleted = await memory_rows.delete_expired(connection, self.settings.sweep_batch)
+            swept += deleted
             if deleted < self.settings.sweep_batch:
-                return
+                return swept
 
     async def sweep_forever(self) -> None:
         """A worker's sweeper: a sweep every `sweep_interval` seconds; a failed sweep is

@@ -33,6 +33,7 @@ from app.repositories.live import announce
 from app.rules.events import prepare, prepare_batch, server_time
 from app.rules.scopes import split_delta
 from app.schemas import SessionCreate, SessionUpdate
+from app.services.audit import AuditLog
 from app.services.events import EventService
 from app.services.preconditions import read_session, require_app_state_write, require_session
 
@@ -40,10 +41,13 @@ from app.services.preconditions import read_session, require_app_state_write, re
 class SessionService:
     """Each public method is one unit of work, committed before it returns."""
 
-    def __init__(self, pool: DriverPool, settings: Settings, events: EventService) -> None:
+    def __init__(
+        self, pool: DriverPool, settings: Settings, events: EventService, audit: AuditLog
+    ) -> None:
         self.pool = pool
         self.settings = settings
         self.events = events  # a state delta on a session is recorded as an event
+        self.audit = audit
 
     async def create(
         self, app_name: str, user_id: str, body: SessionCreate, *, app_state_writable: bool
@@ -162,6 +166,13 @@ class SessionService:
         async with self.pool.transaction() as connection:
             deleted = await session_rows.delete_one(connection, key, expected_version)
             if deleted is not None:
+                await self.audit.record(
+                    connection,
+                    "session.delete",
+                    app_name=key.app_name,
+                    user_id=key.user_id,
+                    detail={"session": await self.audit.session_ref(connection, key)},
+                )
                 await announce(
                     connection, Change("deleted", key, deleted.version, deleted.parent_id)
                 )

@@ -1248,6 +1248,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Audit Records
+         * @description Audit records, newest first: erasures, session deletes, imports, API keys created and
+         *     revoked, retention sweeps. Each says when, which key (its id; null with keys off, or for
+         *     the command line and the sweeper), what (ids and counts, never content) and the outcome.
+         *     Users and sessions are named by keyed hashes; an admin key only.
+         */
+        get: operations["list_audit_records"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1507,6 +1530,58 @@ export interface components {
              * @description Pass as `pageToken` for the next page.
              */
             nextPageToken: string | null;
+        };
+        /** AuditPage */
+        AuditPage: {
+            /**
+             * Records
+             * @description Newest first.
+             */
+            records: components["schemas"]["AuditRecord"][];
+            /**
+             * Nextpagetoken
+             * @description Pass as `pageToken` for the next page.
+             */
+            nextPageToken: string | null;
+        };
+        /** AuditRecord */
+        AuditRecord: {
+            /**
+             * Seq
+             * Format: int64
+             * @description Its place in the log: later records have larger ones.
+             */
+            seq: number;
+            /**
+             * Time
+             * Format: double
+             * @description When (epoch seconds).
+             */
+            time: number;
+            /**
+             * Action
+             * @description `session.delete`, `session.import`, `key.create`, `key.revoke`, `retention.sweep`, `user.erase`, …
+             */
+            action: string;
+            /**
+             * Keyid
+             * @description The id of the API key that asked (never its secret); null with keys off, and for the command line and the sweeper.
+             */
+            keyId: string | null;
+            /** Appname */
+            appName: string | null;
+            /**
+             * User
+             * @description The user, as a pseudonym: a keyed hash of the app and the user id.
+             */
+            user: string | null;
+            /** @description What: ids (sessions as keyed hashes) and counts, never content. */
+            detail: components["schemas"]["JsonObject"];
+            /**
+             * Outcome
+             * @description `ok`, or how it failed.
+             */
+            outcome: string;
         };
         /**
          * Blob
@@ -10145,6 +10220,86 @@ export interface operations {
             };
             /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_audit_records: {
+        parameters: {
+            query?: {
+                /** @description Only records of this app. */
+                app?: string;
+                /** @description Only records of this user of `app` (matched by the pseudonym of the id, so a user erased since is still found). */
+                userId?: string;
+                /** @description Only this action (`session.delete`). */
+                action?: string;
+                /** @description Only events with timestamp ≥ this (epoch seconds, years 1 to 9999). */
+                afterTimestamp?: number;
+                /** @description Only events with timestamp < this (epoch seconds, years 1 to 9999). */
+                beforeTimestamp?: number;
+                /** @description How many per page (1 to 1000). */
+                pageSize?: number;
+                /** @description `nextPageToken` of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -114,6 +114,7 @@ export const OPERATIONS = [
   { operationId: "list_apps", method: "GET", path: "/apps" },
   { operationId: "list_users", method: "GET", path: "/apps/{app_name}/users" },
   { operationId: "get_key_scope", method: "GET", path: "/auth/key" },
+  { operationId: "list_audit_records", method: "GET", path: "/audit" },
   { operationId: "healthz", method: "GET", path: "/healthz" },
   { operationId: "readyz", method: "GET", path: "/readyz" },
   { operationId: "metrics", method: "GET", path: "/metrics" },

@@ -117,6 +117,7 @@ module Sessionary
       ["list_apps", "GET", "/apps"],
       ["list_users", "GET", "/apps/{app_name}/users"],
       ["get_key_scope", "GET", "/auth/key"],
+      ["list_audit_records", "GET", "/audit"],
       ["healthz", "GET", "/healthz"],
       ["readyz", "GET", "/readyz"],
       ["metrics", "GET", "/metrics"],
