@@ -55,7 +55,10 @@ TOOLS = {
     "recall",
     "list_artifacts",
     "read_artifact",
+    "remember",
+    "forget_memory",
 }
+WRITERS = {"append_note", "remember", "forget_memory"}
 
 
 def said(author: str, text: str) -> dict[str, Any]:
@@ -187,7 +190,8 @@ async def test_every_tool_reads_and_notes_an_agents_history_over_stdio(api: Api)
         for tool in tools.values():
             assert tool.description and len(tool.description) > 80, tool.name
             assert tool.annotations is not None
-            assert tool.annotations.read_only_hint is (tool.name != "append_note")
+            assert tool.annotations.read_only_hint is (tool.name not in WRITERS)
+            assert (tool.annotations.destructive_hint is True) is (tool.name == "forget_memory")
         assert tools["get_context"].input_schema["required"] == [
             "app",
             "user",
@@ -449,7 +453,7 @@ async def test_over_streamable_http_each_client_acts_with_its_own_key(api: Api) 
             assert (await refused(anonymous, "list_sessions", app=APP))["code"] == "unauthorized"
 
 
-def test_a_port_in_use_is_said_in_one_line() -> None:
+def test_a_port_in_use_is_linein_one_line() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -820,6 +824,7 @@ async def test_initialize_reports_the_packages_version(api: Api, transport: str)
 
 @TRANSPORTS
 async def test_every_tool_declares_the_shape_of_its_answer(api: Api, transport: str) -> None:
+    person = {"app": NOTES_APP, "user": f"fay-{transport}"}
     where = {"app": NOTES_APP, "user": "fay", "session_id": f"shapes-{transport}"}
     create_session(api, "fay", where["session_id"])
     save_artifact(api, f"fay/sessions/{where['session_id']}", "menu.txt", b"Soup.", "text/plain")
@@ -832,9 +837,11 @@ async def test_every_tool_declares_the_shape_of_its_answer(api: Api, transport: 
             "search": await call(mcp, "search", app=NOTES_APP, q="table"),
             "get_context": await call(mcp, "get_context", **where, token_budget=100),
             "append_note": await call(mcp, "append_note", **where, text="Window seat."),
-            "recall": await call(mcp, "recall", app=NOTES_APP, user="fay", query="table"),
             "list_artifacts": await call(mcp, "list_artifacts", **where),
             "read_artifact": await call(mcp, "read_artifact", **where, name="menu.txt"),
+            "remember": await call(mcp, "remember", **person, text="Fay eats soup."),
+            "recall": await call(mcp, "recall", **person, query="soup"),
+            "forget_memory": await call(mcp, "forget_memory", **person, memory_id="none"),
         }
     assert set(answers) == TOOLS
     for name, answer in answers.items():
@@ -846,6 +853,8 @@ async def test_every_tool_declares_the_shape_of_its_answer(api: Api, transport: 
     assert {"seq", "id", "author"} <= set(tools["append_note"].output_schema["required"])
     assert answers["search"]["hits"] and answers["get_context"]["events"]
     assert answers["read_artifact"]["text"] == "Soup."
+    assert answers["remember"]["memory"]["text"] == "Fay eats soup."
+    assert [m["memory"]["text"] for m in answers["recall"]["memories"]] == ["Fay eats soup."]
 
 
 def tokens_of(said: str) -> int:
@@ -991,28 +1000,39 @@ async def test_recall_answers_what_the_memory_service_returns(api: Api) -> None:
         await sessions.append_event(untold, AdkEvent.model_validate(said))
         entry = MemoryEntry(content=types.Content(parts=[types.Part(text="Jo hates hotels.")]))
         await memory.add_memory(app_name=NOTES_APP, user_id="jo", memories=[entry])
+        await embedded(api.url)
         query = "Which hotel by the harbour?"
         expected = await memory.search_memory(app_name=NOTES_APP, user_id="jo", query=query)
     finally:
         await sessions.close()
         await memory.close()
-    # Any word: the question, the call to book_hotel and its result, the answer, the memory.
-    assert len(expected.memories) == 5
+    # What the user said in the session added (its two questions), and the memory kept.
+    assert len(expected.memories) == 3
     args = ("--url", api.url, "--api-key", api.admin, "--app", NOTES_APP, "--user", "jo")
     async with over_stdio(*args) as mcp:
         recalled, shown = await answered(mcp, "recall", query=query)
-        assert (await call(mcp, "recall", query="?"))["memories"] == []
-    assert [(m["id"], m["author"], m["content"]) for m in recalled["memories"]] == [
-        (m.id, m.author, m.content.model_dump(mode="json", by_alias=True, exclude_none=True))
+        nothing, said_nothing = await answered(mcp, "recall", query="?")
+    assert nothing["memories"] == [] and said_nothing == "nothing recalled (by words)"
+    assert [
+        (m["memory"]["id"], m["memory"]["author"], m["memory"]["content"], m["score"])
+        for m in recalled["memories"]
+    ] == [
+        (
+            m.id,
+            m.author,
+            m.content.model_dump(mode="json", by_alias=True, exclude_none=True),
+            m.custom_metadata["score"],
+        )
         for m in expected.memories
     ]
-    assert [(m["sessionId"], m["seq"]) for m in recalled["memories"]] == [
-        (m.custom_metadata["session_id"], m.custom_metadata["seq"]) for m in expected.memories
-    ]
     assert "cold" not in shown  # a session not added to memory is not recalled
+    assert shown.splitlines()[0] == "recalled by meaning+words"
     assert re.search(
-        rf"user: And a hotel near the harbour, please\. \(session {told.id} #5\)", shown
-    )
+        rf"\(event of session {told.id}, 2026-11-18 11:09:20, score [01]\.\d\d\) user: And a "
+        r"hotel near the harbour, please\.$",
+        shown,
+        re.MULTILINE,
+    ), shown
 
 
 def openai_session() -> list[dict[str, Any]]:
@@ -1086,6 +1106,7 @@ async def test_the_size_table_of_the_docs_is_what_the_tools_answer(api: Api) -> 
     finally:
         await memory.close()
         await sessions.close()
+    await embedded(api.url)  # recalled by meaning as well as by words: one answer, every run
     where = {"user": "kim", "session_id": "weather"}
     calls: list[tuple[str, str, dict[str, Any]]] = [
         ("list_sessions", "`list_sessions`", {"user": "kim"}),
@@ -1105,6 +1126,12 @@ async def test_the_size_table_of_the_docs_is_what_the_tools_answer(api: Api) -> 
             {"user": "kim", "session_id": "openai", "token_budget": 200},
         ),
         ("append_note", "`append_note`", {**where, "text": "Kim prefers Celsius."}),
+        # After the recall, which it would otherwise join once embedded.
+        (
+            "remember",
+            '`remember` `text="Kim prefers Celsius."`',
+            {"user": "kim", "text": "Kim prefers Celsius."},
+        ),
     ]
     measured: dict[str, tuple[int | None, int]] = {}
     args = ("--url", api.url, "--api-key", api.admin, "--app", NOTES_APP)
@@ -1122,11 +1149,9 @@ async def test_the_size_table_of_the_docs_is_what_the_tools_answer(api: Api) -> 
                 view = await http.get(f"/{arguments['session_id']}/context?tokenBudget={budget}")
                 structured = view.json()
                 assert tokens_of(shown) <= budget
-            before = (
-                None
-                if tool == "recall"
-                else tokens_of(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
-            )
+            if tool == "remember":
+                structured = structured["memory"]  # the API's answer
+            before = tokens_of(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
             measured[row] = (before, tokens_of(shown))
     table = DOC.read_text().split(SIZES, 1)[1].split("\n\n", 2)[1]
     documented = {}
@@ -1141,3 +1166,192 @@ async def test_the_size_table_of_the_docs_is_what_the_tools_answer(api: Api) -> 
         assert abs(doc_after - after) <= 2, (row, after)
         assert (before is None) == (doc_before is None), row
         assert before is None or doc_before is None or abs(doc_before - before) <= 2, (row, before)
+
+
+MEMORY_APP = "mcp-memory"  # the memory tests' app: no other test's memories are recalled
+
+
+async def embedded(url: str) -> None:
+    """Wait until the server's embedding worker has embedded every memory (`pending` 0)."""
+    async with httpx.AsyncClient(base_url=url) as http:
+        for _ in range(600):
+            status = (await http.get("/embeddings")).json()
+            if status["pending"] == 0:
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"still not embedded: {status}")
+
+
+def recalled_texts(answer: dict[str, Any]) -> list[str]:
+    return [hit["memory"]["text"] for hit in answer["memories"]]
+
+
+async def test_a_fact_remembered_is_recalled_by_meaning_then_forgotten(api: Api) -> None:
+    args = ("--url", api.url, "--api-key", api.admin, "--app", MEMORY_APP, "--user", "liv")
+    async with over_stdio(*args) as mcp:
+        kept, said = await answered(mcp, "remember", text="I'm vegetarian.", topics=["food"])
+        memory = kept["memory"]
+        assert kept["remembered"] is None
+        assert said == f"remembered as memory {memory['id']}"
+        assert (memory["text"], memory["kind"], memory["topics"]) == (
+            "I'm vegetarian.",
+            "text",
+            ["food"],
+        )
+        await call(mcp, "remember", text="My dog is called Rex.")
+        await call(mcp, "remember", text="I work as a nurse in Lyon.")
+        await embedded(api.url)
+
+        # By meaning: not a word of the question is in the memory.
+        found, shown = await answered(mcp, "recall", query="what food do I like?")
+        assert found["recalledBy"] == "meaning+words" and found["note"] is None
+        assert recalled_texts(found)[0] == "I'm vegetarian."
+        lines = shown.splitlines()
+        assert lines[0] == "recalled by meaning+words"
+        assert re.fullmatch(
+            rf"{memory['id']} \(text, \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d, score (0|1)\.\d\d, "
+            r'topics \["food"\]\): I\'m vegetarian\.',
+            lines[1],
+        ), lines[1]
+        assert len(lines) == 1 + len(found["memories"])
+        best = await call(mcp, "recall", query="what food do I like?", max_results=1)
+        assert recalled_texts(best) == ["I'm vegetarian."]
+        food = await call(mcp, "recall", query="what do I like?", topics=["food"])
+        assert recalled_texts(food) == ["I'm vegetarian."]
+
+        # Forgotten, then never recalled; forgotten again, it says there was none.
+        gone, said = await answered(mcp, "forget_memory", memory_id=memory["id"])
+        assert (gone, said) == (
+            {"id": memory["id"], "forgotten": True},
+            f"forgot memory {memory['id']}",
+        )
+        again, said = await answered(mcp, "forget_memory", memory_id=memory["id"])
+        assert again == {"id": memory["id"], "forgotten": False}
+        assert said == f"no memory {memory['id']} of user liv: nothing to forget"
+        after, shown = await answered(mcp, "recall", query="what food do I like?")
+        assert "I'm vegetarian." not in recalled_texts(after)
+        none, shown = await answered(mcp, "recall", query="what food do I like?", topics=["food"])
+        assert none["memories"] == [] and shown == "nothing recalled (by meaning+words)"
+
+
+async def test_a_session_remembered_is_recalled_as_what_the_user_said(api: Api) -> None:
+    events = [said("user", "I'm allergic to peanuts."), said("planner", "Noted: no peanuts.")]
+    async with httpx.AsyncClient(base_url=api.url, headers=bearer(api.admin)) as http:
+        created = await http.post(
+            f"/apps/{MEMORY_APP}/users/max/sessions", json={"sessionId": "trip", "events": events}
+        )
+    assert created.status_code == 201, created.text
+    args = ("--url", api.url, "--api-key", api.admin, "--app", MEMORY_APP, "--user", "max")
+    async with over_stdio(*args) as mcp:
+        added, line = await answered(mcp, "remember", session_id="trip")
+        assert (added, line) == (
+            {"memory": None, "remembered": 1},
+            "remembered 1 event of session trip",
+        )
+        again, line = await answered(mcp, "remember", session_id="trip")
+        assert (again["remembered"], line) == (0, "nothing new to remember in session trip")
+        # A fact with the session it was learnt in, forgotten in a day.
+        learnt = await call(
+            mcp, "remember", text="Max flies on Friday.", session_id="trip", ttl_seconds=86400
+        )
+        assert learnt["memory"]["source"] == {"sessionId": "trip", "eventIds": []}
+        assert learnt["memory"]["expireTime"] > time.time() + 86000
+        await embedded(api.url)
+        found, shown = await answered(mcp, "recall", query="what can't I eat?")
+        assert recalled_texts(found)[0] == "I'm allergic to peanuts."
+        event = found["memories"][0]["memory"]
+        assert event["kind"] == "event"
+        assert re.search(
+            rf"^{event['id']} \(event of session trip, [^)]*\) user: I'm allergic to peanuts\.$",
+            shown,
+            re.MULTILINE,
+        ), shown
+        # What the planner said was not added: only the user's words are (the default).
+        assert "Noted: no peanuts." not in recalled_texts(found)
+
+        # Refused before any request: nothing to remember, or labels for a session.
+        problem = await refused(mcp, "remember")
+        assert problem == {
+            "code": "validation_error",
+            "detail": "`text` or `session_id` is required",
+        }
+        problem = await refused(mcp, "remember", session_id="trip", topics=["x"])
+        assert problem["code"] == "validation_error" and "`topics`" in problem["detail"]
+        for name, bad in (
+            ("text", {"text": ""}),
+            ("ttl_seconds", {"text": "x", "ttl_seconds": 0}),
+            ("session_id", {"session_id": ".."}),
+        ):
+            problem = await refused(mcp, "remember", **bad)
+            assert problem["code"] == "validation_error", bad
+            assert f"`{name}`" in problem["detail"]
+        # The API's refusals, as tool errors.
+        missing = await refused(mcp, "remember", session_id="nope")
+        assert (missing["code"], missing["status"]) == ("session_not_found", 404)
+        control = await refused(mcp, "recall", query="peanuts", topics=["\n"])
+        assert (control["code"], control["status"]) == ("validation_error", 422)
+
+
+async def test_a_recall_fits_its_budget_with_many_long_memories(api: Api) -> None:
+    facts = [f"Fact {n}: the user once visited harbour number {n}." for n in range(30)]
+    long = "The user keeps a harbour diary: " + "moored, sailed, moored again. " * 300
+    async with httpx.AsyncClient(
+        base_url=f"{api.url}/apps/{MEMORY_APP}/users/ned", headers=bearer(api.admin)
+    ) as http:
+        for text_, topics in [(long, ["diary"]), *((fact, []) for fact in facts)]:
+            made = await http.post("/memories", json={"text": text_, "topics": topics})
+            assert made.status_code == 201, made.text
+    await embedded(api.url)
+    args = ("--url", api.url, "--api-key", api.admin, "--app", MEMORY_APP, "--user", "ned")
+    async with over_stdio(*args) as mcp:
+        everything, whole = await answered(
+            mcp, "recall", query="harbour", max_results=31, token_budget=1_000_000
+        )
+        assert len(everything["memories"]) == 31
+        assert long in whole and all(fact in whole for fact in facts)
+        sizes = set()
+        for budget in (1, 5, 20, 60, 200, 1000, 3000):
+            found, shown = await answered(
+                mcp, "recall", query="harbour", max_results=31, token_budget=budget
+            )
+            assert tokens_of(shown) <= budget, (budget, shown)
+            sizes.add(len(found["memories"]))
+            # The structured answer is what the text shows: the best, in order.
+            assert found["memories"] == everything["memories"][: len(found["memories"])]
+            for hit in found["memories"]:
+                assert f"{hit['memory']['id']} (" in shown
+            left = 31 - len(found["memories"])
+            if left and budget >= 60:
+                assert shown.endswith(f"({left} more left out: raise token_budget)"), shown
+        assert len(sizes) > 3  # the budgets made a difference
+        # The default budget holds the long memory cut short, saying how much is left out.
+        found, shown = await answered(mcp, "recall", query="harbour", topics=["diary"])
+        assert tokens_of(shown) <= 1000 < tokens_of(long)
+        assert [hit["memory"]["text"] for hit in found["memories"]] == [long]
+        cut = re.fullmatch(
+            r"recalled by meaning\+words\n\S+ \(text, [^)]*, topics \[\"diary\"\]\): (.*)"
+            r"…\((\d+) more characters\)",
+            shown,
+        )
+        assert cut and long.startswith(cut[1]) and int(cut[2]) == len(long) - len(cut[1]), shown
+
+
+async def test_a_key_remembers_recalls_and_forgets_only_what_it_may(api: Api) -> None:
+    async with over_stdio("--url", api.url, "--api-key", api.alice) as mcp:
+        own = {"app": APP, "user": "alice"}
+        kept = await call(mcp, "remember", **own, text="Alice likes window seats.")
+        assert recalled_texts(await call(mcp, "recall", **own, query="window"))
+        bobs = {"app": APP, "user": "bob"}
+        for tool, arguments in (
+            ("remember", {"text": "planted"}),
+            ("recall", {"query": "window"}),
+            ("forget_memory", {"memory_id": kept["memory"]["id"]}),
+        ):
+            assert (await refused(mcp, tool, **bobs, **arguments))["code"] == "forbidden", tool
+    async with over_stdio("--url", api.url, "--api-key", api.other_app) as mcp:
+        problem = await refused(mcp, "forget_memory", **own, memory_id=kept["memory"]["id"])
+        assert problem["code"] == "forbidden"
+        assert (await refused(mcp, "recall", **own, query="x"))["code"] == "forbidden"
+    async with over_stdio("--url", api.url, "--api-key", api.alice) as mcp:
+        gone = await call(mcp, "forget_memory", **own, memory_id=kept["memory"]["id"])
+        assert gone["forgotten"] is True

@@ -241,3 +241,142 @@ def test_an_artifact_not_read_says_what_it_is_within_its_budget() -> None:
     )
     short = mcp_text.artifact_unread(image, mcp_text.NOT_TEXT, 3)
     assert short.endswith("…") and mcp_text.tokens(short) <= 3
+
+
+def recalled(
+    number: int, text: str, score: float, kind: str = "text", **more: Any
+) -> dict[str, Any]:
+    """A memory as `memories:recall` answers it, with its score."""
+    memory = {
+        "id": f"m{number}",
+        "scope": "user",
+        "userId": "ada",
+        "kind": kind,
+        "revision": 1,
+        "text": text,
+        "content": {"role": "user", "parts": [{"text": text}]},
+        "author": None,
+        "metadata": {},
+        "topics": [],
+        "expireTime": None,
+        "source": None,
+        "timestamp": T,
+        "createTime": T,
+        "updateTime": T,
+        "embedded": True,
+        **more,
+    }
+    return {"memory": memory, "score": score, "similarity": 0.5, "wordScore": None}
+
+
+def test_a_recalled_memory_is_one_line_of_id_kind_time_score_and_text() -> None:
+    answer = {
+        "memories": [
+            recalled(1, "I'm vegetarian.", 1.0, topics=["food"]),
+            recalled(
+                2,
+                "And a hotel near the harbour, please.",
+                0.4918,
+                "event",
+                author="user",
+                source={"sessionId": "weather", "eventIds": ["e5"]},
+            ),
+            recalled(3, "Returns are free for 30 days.", 0.3, scope="app", userId=None),
+        ],
+        "recalledBy": "meaning+words",
+        "note": None,
+    }
+    assert mcp_text.recall(answer, 1000) == (
+        "recalled by meaning+words\n"
+        'm1 (text, 2026-11-18 11:08:20, score 1.00, topics ["food"]): I\'m vegetarian.\n'
+        "m2 (event of session weather, 2026-11-18 11:08:20, score 0.49) user: And a hotel "
+        "near the harbour, please.\n"
+        "m3 (the app's text, 2026-11-18 11:08:20, score 0.30): Returns are free for 30 days.",
+        3,
+    )
+    # Fallen back to words: the server's note says why.
+    words = {
+        "memories": [],
+        "recalledBy": "words",
+        "note": "pgvector is not installed on the database: recalled by words alone.",
+    }
+    assert mcp_text.recall(words, 1000) == (
+        "nothing recalled (by words); pgvector is not installed on the database: recalled by "
+        "words alone.",
+        0,
+    )
+
+
+def test_a_recall_over_its_budget_cuts_the_first_that_does_not_fit_and_counts_the_rest() -> None:
+    long = "I keep a detailed diary of every meal. " * 40
+    answer = {
+        "memories": [
+            recalled(1, "I'm vegetarian.", 1.0),
+            recalled(2, long, 0.5),
+            recalled(3, "My dog is called Rex.", 0.2),
+        ],
+        "recalledBy": "meaning+words",
+        "note": None,
+    }
+    shown, count = mcp_text.recall(answer, 60)
+    first, one, two, rest = shown.splitlines()
+    assert (first, one) == (
+        "recalled by meaning+words",
+        "m1 (text, 2026-11-18 11:08:20, score 1.00): I'm vegetarian.",
+    )
+    assert two.startswith("m2 (text, 2026-11-18 11:08:20, score 0.50): I keep a detailed")
+    cut = two.split(": ", 1)[1].split("…(")[0]
+    assert long.startswith(cut) and two.endswith(f"…({len(long) - len(cut)} more characters)")
+    assert rest == "(1 more left out: raise token_budget)"
+    assert count == 2 and mcp_text.tokens(shown) <= 60
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=400),
+            st.sampled_from(["text", "event"]),
+            st.lists(st.text(min_size=1, max_size=10), max_size=3),
+        ),
+        max_size=12,
+    ),
+    st.integers(min_value=1, max_value=400),
+    st.one_of(st.none(), st.text(max_size=200)),
+)
+def test_a_recall_is_within_its_budget_whatever_the_memories(
+    memories: list[tuple[str, str, list[str]]], budget: int, note: str | None
+) -> None:
+    found = [
+        recalled(number, text, 1 / number, kind, topics=topics, source={"sessionId": "s"})
+        for number, (text, kind, topics) in enumerate(memories, 1)
+    ]
+    answer = {"memories": found, "recalledBy": "words" if note else "meaning", "note": note}
+    shown, count = mcp_text.recall(answer, budget)
+    assert mcp_text.tokens(shown) <= budget
+    assert 0 <= count <= len(found)
+    whole, _ = mcp_text.recall(answer, 1_000_000)
+    if mcp_text.tokens(whole) <= budget:
+        assert (shown, count) == (whole, len(found))  # all of it fits: all of it
+    # The memories shown are the best, in order, each line starting with its id.
+    lines = shown.split("\n")[1:]
+    for number in range(1, count + 1):
+        assert any(line.startswith(f"m{number} (") for line in lines)
+    if count < len(found):  # what was left out is counted, when that fits too
+        tail = f"\n({len(found) - count} more left out: raise token_budget)"
+        assert shown.endswith(tail) or mcp_text.tokens(shown + tail) > budget
+
+
+def test_what_remember_and_forget_say() -> None:
+    memory = recalled(1, "I'm vegetarian.", 1.0)["memory"]
+    assert mcp_text.remembered(memory) == "remembered as memory m1"
+    expiring = {**memory, "expireTime": T + 86400}
+    assert mcp_text.remembered(expiring) == (
+        "remembered as memory m1, forgotten at 2026-11-19 11:08:20"
+    )
+    assert mcp_text.remembered_session("chat", 2) == "remembered 2 events of session chat"
+    assert mcp_text.remembered_session("chat", 1) == "remembered 1 event of session chat"
+    assert mcp_text.remembered_session("chat", 0) == "nothing new to remember in session chat"
+    assert mcp_text.forgotten({"id": "m1", "forgotten": True}, "ada") == "forgot memory m1"
+    assert mcp_text.forgotten({"id": "m1", "forgotten": False}, "ada") == (
+        "no memory m1 of user ada: nothing to forget"
+    )
