@@ -49,7 +49,10 @@ def test_the_client_readmes_python_runs_in_order_as_written(
     assert [tool.name for tool in runner.agent.tools] == ["load_memory"]
     chat = scope["chat"].get()
     assert [event["author"] for event in chat["events"]] == ["user", "agent"]
-    assert capsys.readouterr().out.split() == ["1", "user", "2", "0", "Oslo,12", "metric"]
+    assert capsys.readouterr().out.split() == [
+        *("1", "user", "2", "0", "Oslo,12", "metric"),
+        *("I'm", "vegetarian.", "meaning+words", "2", "{'remembered':", "1}"),
+    ]
     scope["sessionary"].close()
 
 

@@ -3,7 +3,7 @@ open, a loop closed by hand, and a service made in a run and dropped there, then
 
     SESSIONARY_URL=… python unclosed_services.py APP
 
-Prints what memory recalls after each turn; it must end without a word on stderr.
+Prints whether memory recalls each turn's words after it; it must end without a word on stderr.
 """
 
 import asyncio
@@ -25,7 +25,7 @@ async def turn(said: str, service: SessionaryService = sessions) -> None:
     await service.append_event(session, Event(author="user", content=content))
     await memory.add_session_to_memory(session)
     recalled = await memory.search_memory(app_name=APP, user_id="ada", query=said)
-    print(said, len(recalled.memories))
+    print(said, content in [entry.content for entry in recalled.memories])
 
 
 async def with_a_service_of_its_own(said: str) -> None:

@@ -9,7 +9,7 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack, cast
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack, cast
 
 import httpx
 
@@ -36,6 +36,7 @@ from sessionary_client._core import (
     if_match_header,
     json_content,
     label_filters,
+    memories_path,
     metadata_header,
     query,
     quoted_path,
@@ -57,6 +58,8 @@ from sessionary_client.models import (
     ArtifactVersionPage,
     CompactionStrategy,
     ContextView,
+    Embedding,
+    EmbeddingsStatus,
     Event,
     EventCount,
     EventList,
@@ -66,9 +69,18 @@ from sessionary_client.models import (
     Health,
     Inherit,
     KeyScope,
+    Memory,
+    MemoryKind,
+    MemoryPage,
+    MemoryRevision,
+    MemoryRevisionPage,
+    MemorySource,
     Order,
     Outcome,
     Readiness,
+    RecallMode,
+    RecallResult,
+    Remembered,
     ScopeState,
     SearchPage,
     Session,
@@ -93,6 +105,58 @@ _APPEND_OUTCOMES: dict[int, Literal["stored", "replayed", "acknowledged"]] = {
 def _present(**fields: object) -> dict[str, object]:
     """A request body of the fields given (not None)."""
     return {name: value for name, value in fields.items() if value is not None}
+
+
+def _memory_create(
+    text: str | None,
+    content: dict[str, Any] | None,
+    memory_id: str | None,
+    author: str | None,
+    metadata: dict[str, Any] | None,
+    topics: list[str] | None,
+    source: MemorySource | None,
+    ttl: float | None,
+    expire_time: float | None,
+    embedding: Embedding | None,
+) -> dict[str, object]:
+    """A `MemoryCreate` body."""
+    return _present(
+        id=memory_id,
+        text=text,
+        content=content,
+        author=author,
+        metadata=metadata,
+        topics=topics,
+        source=source,
+        ttl=ttl,
+        expireTime=expire_time,
+        embedding=embedding,
+    )
+
+
+def _memory_update(
+    text: str | None,
+    content: dict[str, Any] | None,
+    author: str | None,
+    metadata: dict[str, Any] | None,
+    topics: list[str] | None,
+    ttl: float | None,
+    expire_time: float | Unset | None,
+    embedding: Embedding | None,
+) -> dict[str, object]:
+    """A `MemoryUpdate` body: what is given; `expire_time=None` clears the expiry."""
+    body = _present(
+        text=text,
+        content=content,
+        author=author,
+        metadata=metadata,
+        topics=topics,
+        ttl=ttl,
+        embedding=embedding,
+    )
+    if not isinstance(expire_time, Unset):
+        body["expireTime"] = expire_time
+    return body
 
 
 class AsyncSessionaryClient:
@@ -1203,6 +1267,470 @@ class AsyncSessionaryClient:
         path = artifacts_path(app_name, user_id, session_id, name)
         await self._send("DELETE", path, **options)
 
+    async def create_memory(
+        self,
+        app_name: str,
+        user_id: str,
+        text: str | None = None,
+        *,
+        content: dict[str, Any] | None = None,
+        memory_id: str | None = None,
+        author: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        topics: list[str] | None = None,
+        source: MemorySource | None = None,
+        ttl: float | None = None,
+        expire_time: float | None = None,
+        embedding: Embedding | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> Memory:
+        """A new memory of the user (`memory_id`, else one the server makes): its `text`, or
+        ADK's `content` (a genai `Content` as JSON), with metadata, topics, where it was
+        learnt (`source`) and an expiry (`ttl` seconds, or `expire_time`). Recalled by words
+        at once, by meaning once the server has embedded it. `MemoryAlreadyExistsError` when
+        the id is taken."""
+        body = _memory_create(
+            text, content, memory_id, author, metadata, topics, source, ttl, expire_time, embedding
+        )
+        return await self._create_memory(app_name, user_id, body, **options)
+
+    async def create_app_memory(
+        self,
+        app_name: str,
+        text: str | None = None,
+        *,
+        content: dict[str, Any] | None = None,
+        memory_id: str | None = None,
+        author: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        topics: list[str] | None = None,
+        source: MemorySource | None = None,
+        ttl: float | None = None,
+        expire_time: float | None = None,
+        embedding: Embedding | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> Memory:
+        """As `create_memory`, a memory of the app, which every user's recall finds."""
+        body = _memory_create(
+            text, content, memory_id, author, metadata, topics, source, ttl, expire_time, embedding
+        )
+        return await self._create_memory(app_name, None, body, **options)
+
+    async def _create_memory(
+        self,
+        app_name: str,
+        user_id: str | None,
+        body: dict[str, object],
+        **options: Unpack[RequestOptions],
+    ) -> Memory:
+        # Not resent after a lost answer: the resend would answer 409 (or, without an id,
+        # make a second memory).
+        response = await self._send("POST", memories_path(app_name, user_id), body=body, **options)
+        return cast(Memory, response.json())
+
+    async def list_memories(
+        self,
+        app_name: str,
+        user_id: str,
+        *,
+        topic: str | None = None,
+        session_id: str | None = None,
+        kind: MemoryKind | None = None,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> MemoryPage:
+        """One page of the user's memories, newest change first; with `topic`, `session_id`
+        (learnt in that session) or `kind`, those alone."""
+        return await self._list_memories(
+            app_name, user_id, topic, session_id, kind, page_size, page_token, **options
+        )
+
+    async def list_app_memories(
+        self,
+        app_name: str,
+        *,
+        topic: str | None = None,
+        session_id: str | None = None,
+        kind: MemoryKind | None = None,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> MemoryPage:
+        """One page of the app's memories, as `list_memories`."""
+        return await self._list_memories(
+            app_name, None, topic, session_id, kind, page_size, page_token, **options
+        )
+
+    async def _list_memories(
+        self,
+        app_name: str,
+        user_id: str | None,
+        topic: str | None,
+        session_id: str | None,
+        kind: MemoryKind | None,
+        page_size: int,
+        page_token: str | None,
+        **options: Unpack[RequestOptions],
+    ) -> MemoryPage:
+        params = query(
+            topic=topic,
+            sessionId=session_id,
+            kind=kind,
+            pageSize=page_size,
+            pageToken=page_token,
+        )
+        path = memories_path(app_name, user_id)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
+        return cast(MemoryPage, response.json())
+
+    async def iter_memories(
+        self,
+        app_name: str,
+        user_id: str | None,
+        *,
+        topic: str | None = None,
+        session_id: str | None = None,
+        kind: MemoryKind | None = None,
+        page_size: int = 100,
+        **options: Unpack[RequestOptions],
+    ) -> AsyncIterator[Memory]:
+        """Every memory of the user (`user_id=None`: of the app), with the filters of
+        `list_memories`, fetching pages as the iteration reaches them."""
+        page_token: str | None = None
+        while True:
+            page = await self._list_memories(
+                app_name, user_id, topic, session_id, kind, page_size, page_token, **options
+            )
+            for memory in page["memories"]:
+                yield memory
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    async def recall_memories(
+        self,
+        app_name: str,
+        user_id: str,
+        query: str | None = None,
+        *,
+        embedding: Embedding | None = None,
+        limit: int | None = None,
+        min_score: float | None = None,
+        min_similarity: float | None = None,
+        topics: list[str] | None = None,
+        after_timestamp: float | None = None,
+        before_timestamp: float | None = None,
+        include_app: bool | None = None,
+        mode: RecallMode | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> RecallResult:
+        """The user's memories (and the app's, unless `include_app=False`) that best answer
+        `query`, best first: by meaning (the server embeds `query`, or `embedding` is yours)
+        and by words, fused into one ranking (`mode` "meaning" or "words": one alone). At
+        most `limit` (10 by default), each scoring `min_score` at least; found by meaning
+        at `min_similarity` at least. Without pgvector or a model, by words (`note` says
+        why)."""
+        body = _present(
+            query=query,
+            embedding=embedding,
+            limit=limit,
+            minScore=min_score,
+            minSimilarity=min_similarity,
+            topics=topics,
+            afterTimestamp=after_timestamp,
+            beforeTimestamp=before_timestamp,
+            includeApp=include_app,
+            mode=mode,
+        )
+        return await self._recall(app_name, user_id, body, **options)
+
+    async def recall_app_memories(
+        self,
+        app_name: str,
+        query: str | None = None,
+        *,
+        embedding: Embedding | None = None,
+        limit: int | None = None,
+        min_score: float | None = None,
+        min_similarity: float | None = None,
+        topics: list[str] | None = None,
+        after_timestamp: float | None = None,
+        before_timestamp: float | None = None,
+        mode: RecallMode | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> RecallResult:
+        """The app's memories that best answer `query`, as `recall_memories`."""
+        body = _present(
+            query=query,
+            embedding=embedding,
+            limit=limit,
+            minScore=min_score,
+            minSimilarity=min_similarity,
+            topics=topics,
+            afterTimestamp=after_timestamp,
+            beforeTimestamp=before_timestamp,
+            mode=mode,
+        )
+        return await self._recall(app_name, None, body, **options)
+
+    async def _recall(
+        self,
+        app_name: str,
+        user_id: str | None,
+        body: dict[str, object],
+        **options: Unpack[RequestOptions],
+    ) -> RecallResult:
+        # A read, though a POST (the question is a body): safe to resend.
+        path = memories_path(app_name, user_id) + ":recall"
+        response = await self._send("POST", path, body=body, idempotent=True, **options)
+        return cast(RecallResult, response.json())
+
+    async def get_memory(
+        self, app_name: str, user_id: str, memory_id: str, **options: Unpack[RequestOptions]
+    ) -> Memory:
+        """A memory of the user as it is now; `MemoryNotFoundError` when there is none."""
+        path = memories_path(app_name, user_id, memory_id)
+        response = await self._send("GET", path, idempotent=True, **options)
+        return cast(Memory, response.json())
+
+    async def get_app_memory(
+        self, app_name: str, memory_id: str, **options: Unpack[RequestOptions]
+    ) -> Memory:
+        """A memory of the app as it is now."""
+        path = memories_path(app_name, None, memory_id)
+        response = await self._send("GET", path, idempotent=True, **options)
+        return cast(Memory, response.json())
+
+    async def update_memory(
+        self,
+        app_name: str,
+        user_id: str,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        content: dict[str, Any] | None = None,
+        author: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        topics: list[str] | None = None,
+        ttl: float | None = None,
+        expire_time: float | Unset | None = UNSET,
+        embedding: Embedding | None = None,
+        if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
+    ) -> Memory:
+        """Change what is given (the rest stays; `expire_time=None`: never forgotten), as
+        the memory's next revision; with `if_match` (a `revision`), only if it is still
+        that one, else `StaleMemoryError`. A memory of an event takes its text from the
+        event: change its metadata, topics or expiry."""
+        body = _memory_update(text, content, author, metadata, topics, ttl, expire_time, embedding)
+        return await self._update_memory(app_name, user_id, memory_id, body, if_match, **options)
+
+    async def update_app_memory(
+        self,
+        app_name: str,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        content: dict[str, Any] | None = None,
+        author: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        topics: list[str] | None = None,
+        ttl: float | None = None,
+        expire_time: float | Unset | None = UNSET,
+        embedding: Embedding | None = None,
+        if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
+    ) -> Memory:
+        """As `update_memory`, a memory of the app."""
+        body = _memory_update(text, content, author, metadata, topics, ttl, expire_time, embedding)
+        return await self._update_memory(app_name, None, memory_id, body, if_match, **options)
+
+    async def _update_memory(
+        self,
+        app_name: str,
+        user_id: str | None,
+        memory_id: str,
+        body: dict[str, object],
+        if_match: IfMatch,
+        **options: Unpack[RequestOptions],
+    ) -> Memory:
+        # Not resent after a lost answer: each change is a revision of its own.
+        response = await self._send(
+            "PATCH",
+            memories_path(app_name, user_id, memory_id),
+            body=body,
+            headers=if_match_header(if_match),
+            **options,
+        )
+        return cast(Memory, response.json())
+
+    async def delete_memory(
+        self,
+        app_name: str,
+        user_id: str,
+        memory_id: str,
+        *,
+        if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
+    ) -> None:
+        """Forget a memory of the user: it, its revisions and its vectors;
+        `MemoryNotFoundError` when there is none."""
+        # Not resent after a lost answer: for the caller, the resend would answer 404.
+        path = memories_path(app_name, user_id, memory_id)
+        await self._send("DELETE", path, headers=if_match_header(if_match), **options)
+
+    async def delete_app_memory(
+        self,
+        app_name: str,
+        memory_id: str,
+        *,
+        if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
+    ) -> None:
+        """Forget a memory of the app, as `delete_memory`."""
+        path = memories_path(app_name, None, memory_id)
+        await self._send("DELETE", path, headers=if_match_header(if_match), **options)
+
+    async def list_memory_revisions(
+        self,
+        app_name: str,
+        user_id: str,
+        memory_id: str,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> MemoryRevisionPage:
+        """One page of a memory's revisions, newest (the current one) first."""
+        return await self._list_revisions(
+            app_name, user_id, memory_id, page_size, page_token, **options
+        )
+
+    async def list_app_memory_revisions(
+        self,
+        app_name: str,
+        memory_id: str,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> MemoryRevisionPage:
+        """One page of the revisions of a memory of the app, newest first."""
+        return await self._list_revisions(
+            app_name, None, memory_id, page_size, page_token, **options
+        )
+
+    async def _list_revisions(
+        self,
+        app_name: str,
+        user_id: str | None,
+        memory_id: str,
+        page_size: int,
+        page_token: str | None,
+        **options: Unpack[RequestOptions],
+    ) -> MemoryRevisionPage:
+        path = memories_path(app_name, user_id, memory_id, "revisions")
+        params = query(pageSize=page_size, pageToken=page_token)
+        response = await self._send("GET", path, params=params, idempotent=True, **options)
+        return cast(MemoryRevisionPage, response.json())
+
+    async def iter_memory_revisions(
+        self,
+        app_name: str,
+        user_id: str | None,
+        memory_id: str,
+        *,
+        page_size: int = 100,
+        **options: Unpack[RequestOptions],
+    ) -> AsyncIterator[MemoryRevision]:
+        """Every revision of a memory of the user (`user_id=None`: of the app), newest
+        first, fetching pages as needed."""
+        page_token: str | None = None
+        while True:
+            page = await self._list_revisions(
+                app_name, user_id, memory_id, page_size, page_token, **options
+            )
+            for revision in page["revisions"]:
+                yield revision
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
+
+    async def roll_back_memory(
+        self,
+        app_name: str,
+        user_id: str,
+        memory_id: str,
+        revision: int,
+        *,
+        if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
+    ) -> Memory:
+        """Restore `revision` of a memory of the user, as its next revision (nothing is
+        lost)."""
+        return await self._roll_back(app_name, user_id, memory_id, revision, if_match, **options)
+
+    async def roll_back_app_memory(
+        self,
+        app_name: str,
+        memory_id: str,
+        revision: int,
+        *,
+        if_match: IfMatch = None,
+        **options: Unpack[RequestOptions],
+    ) -> Memory:
+        """Restore `revision` of a memory of the app, as `roll_back_memory`."""
+        return await self._roll_back(app_name, None, memory_id, revision, if_match, **options)
+
+    async def _roll_back(
+        self,
+        app_name: str,
+        user_id: str | None,
+        memory_id: str,
+        revision: int,
+        if_match: IfMatch,
+        **options: Unpack[RequestOptions],
+    ) -> Memory:
+        # Not resent after a lost answer: a second rollback would be a revision of its own.
+        response = await self._send(
+            "POST",
+            memories_path(app_name, user_id, memory_id) + ":rollback",
+            body={"revision": revision},
+            headers=if_match_header(if_match),
+            **options,
+        )
+        return cast(Memory, response.json())
+
+    async def remember_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        event_ids: list[str] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> Remembered:
+        """Add the session's events to its user's memory, without copying their text (each
+        is forgotten with the session): those of `event_ids` (at most 1000, each an event
+        of the session, else `InvalidRequestError` and nothing added), or every event with
+        text that the server's SESSIONARY_MEMORY_FROM takes (by default, the user's). Each
+        event is added once, so it is resent after a lost answer (which then counts 0)."""
+        response = await self._send(
+            "POST",
+            sessions_path(app_name, user_id, session_id) + ":remember",
+            body=_present(eventIds=event_ids),
+            idempotent=True,
+            **options,
+        )
+        return cast(Remembered, response.json())
+
+    async def embeddings_status(self, **options: Unpack[RequestOptions]) -> EmbeddingsStatus:
+        """How memories are recalled now (by meaning and words, or by words alone, and why),
+        the server's model, and how many memories wait to be embedded."""
+        response = await self._send("GET", "/embeddings", idempotent=True, **options)
+        return cast(EmbeddingsStatus, response.json())
+
     async def get_app_usage(
         self,
         app_name: str,
@@ -1521,3 +2049,4 @@ class AsyncSessionHandle:
     iter_artifact_versions = _bound(AsyncSessionaryClient.iter_artifact_versions)
     get_artifact_version = _bound(AsyncSessionaryClient.get_artifact_version)
     delete_artifact = _bound(AsyncSessionaryClient.delete_artifact)
+    remember = _bound(AsyncSessionaryClient.remember_session)

@@ -76,6 +76,7 @@ ID_NAMES = {
     "sessions": "session_id",
     "events": "event_id",
     "artifacts": "name",
+    "memories": "memory_id",
 }
 
 
@@ -116,6 +117,13 @@ def artifacts_path(
     if session_id is None:
         return quoted_path("apps", app_name, "users", user_id, "artifacts", *named)
     return sessions_path(app_name, user_id, session_id, "artifacts", *named)
+
+
+def memories_path(app_name: str, user_id: str | None, *rest: str) -> str:
+    """A user's memories, or (`user_id=None`) the app's own, which every user shares."""
+    if user_id is None:
+        return quoted_path("apps", app_name, "memories", *rest)
+    return quoted_path("apps", app_name, "users", user_id, "memories", *rest)
 
 
 def range_header(offset: int, length: int | None) -> dict[str, str] | None:
@@ -232,7 +240,9 @@ def stream_event(lines: list[str]) -> StreamEvent | None:
 
 SessionKey = tuple[str, str, str]
 # The verbs a session's path may end in (`…/sessions/{id}:fork`).
-SESSION_VERBS = frozenset({"fork", "close", "rewind", "trim", "reset", "compact", "heal", "export"})
+SESSION_VERBS = frozenset(
+    {"fork", "close", "rewind", "trim", "reset", "compact", "heal", "export", "remember"}
+)
 
 
 def session_of(path: str) -> SessionKey | None:
@@ -264,6 +274,8 @@ class WrittenVersions:
         if method in ("GET", "HEAD") or not etag.isdecimal():
             return
         key = session_of(path)
+        if key is None and not path.endswith(("/sessions", "/sessions:import")):
+            return  # not a session's version (a memory's ETag is its revision)
         if key is None or path.endswith((":fork", "/children")):  # a new session: the body's
             body = response.json()
             key = (body["appName"], body["userId"], body["id"])

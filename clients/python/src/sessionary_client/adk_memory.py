@@ -1,26 +1,21 @@
-"""`SessionaryMemoryService`: google-adk's `BaseMemoryService` over the sessions Sessionary holds.
+"""`SessionaryMemoryService`: google-adk's `BaseMemoryService` over Sessionary's memories.
 
     runner = Runner(agent=agent, app_name="my-app",
                     session_service=SessionaryService(url),
                     memory_service=SessionaryMemoryService(url))
 
-A session's events are stored already, so adding one to memory copies nothing: it records, in
-the user's memory session (`memory` unless told otherwise), how far the session is
-remembered (the timestamp of its newest event added). Explicit memories (`add_memory`), and
-events that are in no stored session, are events of that memory session. `search_memory` is
-the server's full-text search over the user's events, any of the query's words, best first,
-keeping what memory holds: events of remembered sessions up to how far each is remembered,
-and the memory session's own.
-
-Nothing is written to a remembered session itself: its version stays where a runner loaded
-it, so adding it to memory mid-invocation never makes the runner's next append stale.
+`search_memory` is the server's recall, by meaning and by words, over the user's memories and
+the app's. A session Sessionary holds is added to memory by the server (`:remember`), which
+keeps no copy of its events' text and forgets them with the session; events of a session it
+does not hold, and `add_memory`'s entries, become memories of their own, each under an id
+derived from it, so adding one again changes nothing.
 """
 
 import asyncio
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,38 +31,11 @@ from sessionary_client import models as wire
 from sessionary_client._async_client import AsyncSessionaryClient
 from sessionary_client._core import DEFAULT_TIMEOUT
 
-MEMORY_SESSION = "memory"
-# The memory session's state key that says how far a session is remembered.
-REMEMBERED = "remembered:"
-# Who an explicit memory is by when its entry names no author.
-MEMORY_AUTHOR = "memory"
-# The search's page, and how many pages a search reads at most to find enough memories.
-_PAGE, _PAGES = 100, 5
-# The API's longest `q`.
+# The API's longest recall query, and most event ids of one `:remember`.
 _QUERY_LIMIT = 1000
-
-
-def any_word(query: str) -> str | None:
-    """The query as the search's web-search syntax for any of its words (`a or b or c`), as
-    ADK's own memory services match; None when it has no word."""
-    words = dict.fromkeys(word.lower() for word in re.findall(r"\w+", query))
-    words.pop("or", None)  # the syntax's own word
-    said = ""
-    for word in words:
-        joined = f"{said} or {word}" if said else word
-        if len(joined) > _QUERY_LIMIT:
-            break
-        said = joined
-    return said or None
-
-
-def remembered(hit: wire.SearchHit, memory_session: str, index: Mapping[str, Any]) -> bool:
-    """Whether memory holds the hit: an event of the memory session, or of a session
-    remembered as far as the event."""
-    if hit["sessionId"] == memory_session:
-        return True
-    until = index.get(REMEMBERED + hit["sessionId"])
-    return isinstance(until, int | float) and hit["timestamp"] <= until
+_REMEMBER_LIMIT = 1000
+# Memories created at once, by one call.
+_CONCURRENCY = 8
 
 
 class SessionaryMemoryService(BaseMemoryService):
@@ -82,26 +50,24 @@ class SessionaryMemoryService(BaseMemoryService):
         api_key: str | None = None,
         headers: dict[str, str] | None = None,
         client: AsyncSessionaryClient | None = None,
-        memory_session: str = MEMORY_SESSION,
         max_results: int = 10,
     ) -> None:
-        """`memory_session` is the id of each user's session that holds the memory's index and
-        explicit memories; `max_results` bounds what a search answers."""
+        """`max_results` bounds what a search answers (1 to 100)."""
         self.client = client or AsyncSessionaryClient(
             base_url, timeout=timeout, retries=retries, api_key=api_key, headers=headers
         )
-        self.memory_session = memory_session
         self.max_results = max_results
 
     async def close(self) -> None:
         await self.client.aclose()
 
     async def add_session_to_memory(self, session: Session) -> None:
-        """Remember the session as far as its newest event; adding it again, or an older
-        copy of it, changes nothing."""
-        if session.events:
-            newest = max(event.timestamp for event in session.events)
-            await self._remember(session.app_name, session.user_id, session.id, newest)
+        """The server adds the stored session's events (what SESSIONARY_MEMORY_FROM takes: by
+        default the user's), each once; a session it does not hold, its events' text."""
+        try:
+            await self.client.remember_session(session.app_name, session.user_id, session.id)
+        except errors.SessionNotFoundError:
+            await self._keep(session.app_name, session.user_id, session.events, session.id)
 
     async def add_events_to_memory(
         self,
@@ -112,32 +78,32 @@ class SessionaryMemoryService(BaseMemoryService):
         session_id: str | None = None,
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
-        """Events of a stored session remember it as far as the newest of them (with those
-        before: memory is how far each session goes). Events of no stored session are kept
-        in the memory session, once each (by id)."""
+        """Events the session `session_id` holds are added by the server, whoever wrote
+        them; the others' text is kept as memories of its own, once each. The call's
+        `custom_metadata` is not used."""
         if not events:
             return
-        if session_id is not None and session_id != self.memory_session:
+        if session_id is None:
+            await self._keep(app_name, user_id, events, None)
+            return
+        held = [event.id for event in events]
+        for start in range(0, len(held), _REMEMBER_LIMIT):
+            chunk = held[start : start + _REMEMBER_LIMIT]
             try:
-                await self.client.get_session(app_name, user_id, session_id, num_recent_events=0)
+                await self.client.remember_session(app_name, user_id, session_id, event_ids=chunk)
             except errors.SessionNotFoundError:
-                pass
-            else:
-                newest = max(event.timestamp for event in events)
-                await self._remember(app_name, user_id, session_id, newest)
+                await self._keep(app_name, user_id, events, session_id)
                 return
-        # What it said, by whom and when: never its actions, whose deltas would write state.
-        kept = [
-            {
-                "id": event.id,
-                "author": event.author,
-                "timestamp": event.timestamp,
-                "content": event.content.model_dump(mode="json", by_alias=True, exclude_none=True),
-            }
-            for event in events
-            if event.content and event.content.parts
-        ]
-        await self._keep(app_name, user_id, kept)
+            except errors.InvalidRequestError:
+                # Some are not the session's (the server adds none then): add those it holds.
+                stored = await self._stored(app_name, user_id, session_id, events, set(chunk))
+                if stored:
+                    await self.client.remember_session(
+                        app_name, user_id, session_id, event_ids=stored
+                    )
+                chosen = set(chunk) - set(stored)
+                loose = [event for event in events if event.id in chosen]
+                await self._keep(app_name, user_id, loose, session_id)
 
     async def add_memory(
         self,
@@ -147,128 +113,169 @@ class SessionaryMemoryService(BaseMemoryService):
         memories: Sequence[MemoryEntry],
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
-        """Each entry becomes an event of the memory session, by its author (else `memory`),
-        at its time (else now); an entry without an id gets one from what it says, so adding
-        it again stores nothing."""
-        await self._keep(app_name, user_id, [_entry_event(entry) for entry in memories])
+        """Each entry becomes a memory of the user, with its content, author and
+        `custom_metadata` (as its metadata), under its id, else one derived from its
+        content: an entry added again is there already. The call's `custom_metadata` is
+        not used."""
+        await _all(
+            self._create(
+                app_name,
+                user_id,
+                memory_id=entry.id or _derived("memory", _content_json(entry.content)),
+                content=_content_json(entry.content),
+                author=entry.author,
+                metadata=dict(entry.custom_metadata),
+            )
+            for entry in memories
+        )
 
     async def search_memory(
         self, *, app_name: str, user_id: str, query: str
     ) -> SearchMemoryResponse:
-        """The user's remembered events that share a word with the query, best first."""
-        words = any_word(query)
-        if words is None:
+        """The memories of the user, and of the app, that best answer the query, by meaning
+        and by words, best first (none for a query without a word)."""
+        query = query.strip()[:_QUERY_LIMIT]
+        if not re.search(r"\w", query):  # nothing to mean: the nearest would be any memory
             return SearchMemoryResponse()
-        index = await self._index(app_name, user_id)
-        if index is None:
-            return SearchMemoryResponse()
-        hits: dict[str, wire.SearchHit] = {}
-        token: str | None = None
-        for _ in range(_PAGES):
-            page = await self.client.search(
-                app_name, words, user_id=user_id, page_size=_PAGE, page_token=token
-            )
-            for hit in page["hits"]:
-                # A fork holds its parent's events: one memory, whichever session it was found in.
-                if remembered(hit, self.memory_session, index):
-                    hits.setdefault(hit["eventId"], hit)
-            token = page["nextPageToken"]
-            if len(hits) >= self.max_results or token is None:
-                break
-        chosen = list(hits.values())[: self.max_results]
-        events = await asyncio.gather(*(self._event(app_name, user_id, hit) for hit in chosen))
-        return SearchMemoryResponse(
-            memories=[
-                self._memory(hit, event)
-                for hit, event in zip(chosen, events, strict=True)
-                if event is not None
-            ]
-        )
-
-    async def _index(self, app_name: str, user_id: str) -> dict[str, Any] | None:
-        """The memory session's state (how far each session is remembered); None when the
-        user has no memory."""
-        try:
-            memory = await self.client.get_session(
-                app_name, user_id, self.memory_session, num_recent_events=0
-            )
-        except errors.SessionNotFoundError:
-            return None
-        return memory["state"]
-
-    async def _remember(self, app_name: str, user_id: str, session_id: str, until: float) -> None:
-        """Record that memory holds the session up to `until`, unless it holds it further:
-        a conditional append, read again when another process wrote between."""
-        key = REMEMBERED + session_id
-        while True:
-            try:
-                memory = await self.client.get_session(
-                    app_name, user_id, self.memory_session, num_recent_events=0
-                )
-            except errors.SessionNotFoundError:
-                try:
-                    await self.client.create_session(
-                        app_name, user_id, session_id=self.memory_session, state={key: until}
-                    )
-                    return
-                except errors.SessionAlreadyExistsError:
-                    continue
-            known = memory["state"].get(key)
-            if isinstance(known, int | float) and known >= until:
-                return
-            event = {"author": MEMORY_AUTHOR, "actions": {"stateDelta": {key: until}}}
-            try:
-                await self.client.append_event(
-                    app_name, user_id, self.memory_session, event, if_match=memory["version"]
-                )
-                return
-            except errors.StaleSessionError:
+        found = await self.client.recall_memories(app_name, user_id, query, limit=self.max_results)
+        entries: list[MemoryEntry] = []
+        seen: set[str] = set()
+        for recalled in found["memories"]:
+            memory = recalled["memory"]
+            # A fork holds its parent's events: one memory, whichever session added it.
+            said = _event_key(memory)
+            if said is not None and said in seen:
                 continue
+            if said is not None:
+                seen.add(said)
+            entries.append(_entry(recalled))
+        return SearchMemoryResponse(memories=entries)
 
-    async def _keep(self, app_name: str, user_id: str, events: list[wire.Event]) -> None:
-        """Append events to the memory session, made when missing; ids already there with
-        the same content are stored once."""
-        if not events:
+    async def delete_memory(
+        self, *, app_name: str, user_id: str, memory_id: str | None = None
+    ) -> None:
+        """Forget the user's memory of that id (as `search_memory` gave it); one already
+        gone is no error. The app's memories, which every user shares, are not deleted
+        through one user's memory: `delete_app_memory` does that."""
+        if not memory_id:
             return
         try:
-            await self.client.append_events(app_name, user_id, self.memory_session, events)
-        except errors.SessionNotFoundError:
-            try:
-                await self.client.create_session(
-                    app_name, user_id, session_id=self.memory_session, events=events
-                )
-            except errors.SessionAlreadyExistsError:
-                await self.client.append_events(app_name, user_id, self.memory_session, events)
+            await self.client.delete_memory(app_name, user_id, memory_id)
+        except errors.MemoryNotFoundError:
+            pass
 
-    async def _event(self, app_name: str, user_id: str, hit: wire.SearchHit) -> wire.Event | None:
-        """The hit's event as stored; None when it went since the search."""
-        page = await self.client.list_events(
-            app_name, user_id, hit["sessionId"], after_seq=hit["seq"] - 1, page_size=1
+    async def _stored(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        events: Sequence[Event],
+        wanted: set[str],
+    ) -> list[str]:
+        """Which of the `wanted` event ids the stored session holds: read from a little
+        before the earliest timestamp among those events on."""
+        earliest = min(event.timestamp for event in events if event.id in wanted)
+        found: list[str] = []
+        async for stored in self.client.iter_events(
+            app_name, user_id, session_id, after_timestamp=max(earliest - 1, 0), page_size=1000
+        ):
+            if stored["id"] in wanted:
+                found.append(stored["id"])
+                if len(found) == len(wanted):
+                    break
+        return found
+
+    async def _keep(
+        self, app_name: str, user_id: str, events: Iterable[Event], session_id: str | None
+    ) -> None:
+        """The text of events that no stored session holds, as memories of their own: by
+        their authors, learnt in `session_id` when there is one, once each by event id."""
+        await _all(
+            self._create(
+                app_name,
+                user_id,
+                memory_id=_derived("event", session_id or "", event.id),
+                content=_content_json(event.content),
+                author=event.author,
+                source=None if session_id is None else _source(session_id, event.id),
+            )
+            for event in events
+            if event.content and any(part.text for part in event.content.parts or [])
         )
-        found = page["events"]
-        return found[0] if found and found[0]["id"] == hit["eventId"] else None
 
-    def _memory(self, hit: wire.SearchHit, event: wire.Event) -> MemoryEntry:
-        """A remembered event as ADK's memory tools show it: its content, author and time
-        (ISO 8601, UTC), and where it is; an explicit memory with its own metadata too."""
-        where = {"session_id": hit["sessionId"], "seq": hit["seq"]}
-        own = event.get("customMetadata") if hit["sessionId"] == self.memory_session else None
-        return MemoryEntry(
-            id=event["id"],
-            content=types.Content.model_validate(event.get("content") or {}),
-            author=event.get("author"),
-            timestamp=datetime.fromtimestamp(event["timestamp"], UTC).isoformat(timespec="seconds"),
-            custom_metadata={**(own or {}), **where},
-        )
+    async def _create(
+        self,
+        app_name: str,
+        user_id: str,
+        *,
+        memory_id: str,
+        content: dict[str, Any],
+        author: str | None,
+        metadata: dict[str, Any] | None = None,
+        source: wire.MemorySource | None = None,
+    ) -> None:
+        """Create the memory; one of that id is the same one, made before."""
+        try:
+            await self.client.create_memory(
+                app_name,
+                user_id,
+                memory_id=memory_id,
+                content=content,
+                author=author,
+                metadata=metadata,
+                source=source,
+            )
+        except errors.MemoryAlreadyExistsError:
+            pass
 
 
-def _entry_event(entry: MemoryEntry) -> wire.Event:
-    content = entry.content.model_dump(mode="json", by_alias=True, exclude_none=True)
-    event: wire.Event = {"author": entry.author or MEMORY_AUTHOR, "content": content}
-    if entry.timestamp:
-        event["timestamp"] = datetime.fromisoformat(entry.timestamp).timestamp()
-    if entry.custom_metadata:
-        event["customMetadata"] = entry.custom_metadata
-    said = json.dumps(event, sort_keys=True, separators=(",", ":"))
-    event["id"] = entry.id or "memory-" + hashlib.sha256(said.encode()).hexdigest()[:32]
-    return event
+async def _all(calls: Iterable[Awaitable[None]]) -> None:
+    """Run the calls, a few at a time."""
+    limit = asyncio.Semaphore(_CONCURRENCY)
+
+    async def bounded(call: Awaitable[None]) -> None:
+        async with limit:
+            await call
+
+    await asyncio.gather(*(bounded(call) for call in calls))
+
+
+def _content_json(content: types.Content | None) -> dict[str, Any]:
+    if content is None:
+        return {}
+    return content.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _derived(kind: str, *parts: str | dict[str, Any]) -> str:
+    """An id that the same parts always give: `kind-` and 32 hex digits of their hash."""
+    said = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f"{kind}-{hashlib.sha256(said.encode()).hexdigest()[:32]}"
+
+
+def _source(session_id: str, event_id: str) -> wire.MemorySource:
+    return {"sessionId": session_id, "eventIds": [event_id]}
+
+
+def _event_key(memory: wire.Memory) -> str | None:
+    """The event a memory of an event is of, by its id; None for a memory of its own."""
+    source = memory["source"]
+    if memory["kind"] != "event" or source is None or not source.get("eventIds"):
+        return None
+    return source["eventIds"][0]
+
+
+def _entry(recalled: wire.RecalledMemory) -> MemoryEntry:
+    """A recalled memory as ADK's memory tools show it: its content, author, time (ISO 8601,
+    UTC) and id; its metadata, with where it came from and its score."""
+    memory = recalled["memory"]
+    where: dict[str, Any] = {"scope": memory["scope"], "score": recalled["score"]}
+    if memory["source"] is not None:
+        where["session_id"] = memory["source"]["sessionId"]
+        where["event_ids"] = memory["source"].get("eventIds", [])
+    return MemoryEntry(
+        id=memory["id"],
+        content=types.Content.model_validate(memory["content"]),
+        author=memory["author"],
+        timestamp=datetime.fromtimestamp(memory["timestamp"], UTC).isoformat(timespec="seconds"),
+        custom_metadata={**memory["metadata"], **where},
+    )

@@ -14,7 +14,8 @@
         ├── NotFoundError                    404 not_found
         │   ├── SessionNotFoundError         404 session_not_found
         │   ├── EventNotFoundError           404 event_not_found
-        │   └── ArtifactNotFoundError        404 artifact_not_found
+        │   ├── ArtifactNotFoundError        404 artifact_not_found
+        │   └── MemoryNotFoundError          404 memory_not_found
         ├── MethodNotAllowedError            405 method_not_allowed
         ├── ConflictError                    409 conflict
         │   ├── SessionAlreadyExistsError    409 session_already_exists
@@ -22,8 +23,11 @@
         │   ├── EventConflictError           409 event_conflict
         │   ├── ToolPairViolationError       409 tool_pair_violation
         │   ├── ToolCallsPendingError        409 tool_calls_pending (has `call_ids`)
-        │   └── VersionExhaustedError        409 version_exhausted
-        ├── StaleSessionError                412 stale_session (has `current_version`)
+        │   ├── VersionExhaustedError        409 version_exhausted
+        │   └── MemoryAlreadyExistsError     409 memory_already_exists
+        ├── PreconditionFailedError          412: If-Match named another version
+        │   ├── StaleSessionError            412 stale_session (has `current_version`)
+        │   └── StaleMemoryError             412 stale_memory (has `current_revision`)
         ├── PayloadTooLargeError             413 payload_too_large
         ├── UnsupportedMediaTypeError        415 unsupported_media_type
         ├── RangeNotSatisfiableError         416 range_not_satisfiable (has `size`)
@@ -142,6 +146,10 @@ class ArtifactNotFoundError(NotFoundError):
     removed downloads as this too."""
 
 
+class MemoryNotFoundError(NotFoundError):
+    """No such memory (or it expired), or no such revision of it."""
+
+
 class MethodNotAllowedError(APIError):
     pass
 
@@ -180,13 +188,31 @@ class VersionExhaustedError(ConflictError):
     """The write would take the session's version past 2^53 - 1; go on in a new session."""
 
 
-class StaleSessionError(APIError):
+class MemoryAlreadyExistsError(ConflictError):
+    """A memory with that id exists: update it, or create one with another id."""
+
+
+class PreconditionFailedError(APIError):
+    """If-Match named another version of what the request would change; nothing was written."""
+
+
+class StaleSessionError(PreconditionFailedError):
     """If-Match named an older version; nothing was written. Reload the session and retry."""
 
     @property
     def current_version(self) -> int | None:
         version = self.problem.get("currentVersion")
         return version if isinstance(version, int) else None
+
+
+class StaleMemoryError(PreconditionFailedError):
+    """If-Match named another revision of the memory; nothing was changed. Read it again
+    and retry."""
+
+    @property
+    def current_revision(self) -> int | None:
+        revision = self.problem.get("currentRevision")
+        return revision if isinstance(revision, int) else None
 
 
 class PayloadTooLargeError(APIError):
@@ -262,7 +288,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     403: ForbiddenError,
     404: NotFoundError,
     409: ConflictError,
-    412: StaleSessionError,
+    412: PreconditionFailedError,
     413: PayloadTooLargeError,
     416: RangeNotSatisfiableError,
     422: InvalidRequestError,

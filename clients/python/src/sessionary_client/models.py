@@ -2,7 +2,7 @@
 what the client itself makes of an answer (`Appended`, `StreamEvent`), as frozen dataclasses."""
 
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 State = dict[str, Any]
 """Key-value state. In a session: its own keys, app keys as `app:k`, user keys as `user:k`."""
@@ -245,6 +245,122 @@ class ArtifactVersionPage(TypedDict):
     nextPageToken: str | None
 
 
+MemoryKind = Literal["text", "event"]
+MemoryScope = Literal["user", "app"]
+RecallMode = Literal["hybrid", "meaning", "words"]
+
+
+class MemorySource(TypedDict):
+    """Where a memory was learnt: a session of its user, and events of it."""
+
+    sessionId: str
+    eventIds: NotRequired[list[str]]
+    """Always in answers (maybe empty); optional in a request."""
+
+
+class Embedding(TypedDict):
+    """A vector of the client's, by a model of its own: recall by meaning compares it only
+    with vectors of the same `model`."""
+
+    model: str
+    vector: list[float]
+
+
+class Memory(TypedDict):
+    """A memory: a text of its own (`kind` text), or an event of a session added to memory
+    (`kind` event), whose text, content, author and timestamp are the event's. Its ETag is
+    its `revision` (what `if_match` takes)."""
+
+    id: str
+    scope: MemoryScope
+    """The user's, or the whole app's (every user's agents recall it)."""
+    userId: str | None
+    kind: MemoryKind
+    revision: int
+    """1 when made, +1 per change."""
+    text: str | None
+    """What is recalled: its text parts, joined."""
+    content: dict[str, Any]
+    """ADK's `Content` of it."""
+    author: str | None
+    metadata: dict[str, Any]
+    topics: list[str]
+    expireTime: float | None
+    """When it is forgotten (epoch seconds); None: never."""
+    source: MemorySource | None
+    timestamp: float
+    """When it was said: an event's timestamp, else when the memory was made."""
+    createTime: float
+    updateTime: float
+    embedded: bool
+    """The server's model has embedded its current revision (until then it is recalled by
+    words)."""
+
+
+class MemoryPage(TypedDict):
+    memories: list[Memory]
+    """Newest change first."""
+    nextPageToken: str | None
+
+
+class MemoryRevision(TypedDict):
+    """One revision of a memory, as it was made (None text and content for an event's)."""
+
+    revision: int
+    text: str | None
+    content: dict[str, Any] | None
+    author: str | None
+    metadata: dict[str, Any]
+    topics: list[str]
+    expireTime: float | None
+    createTime: float
+
+
+class MemoryRevisionPage(TypedDict):
+    revisions: list[MemoryRevision]
+    """Newest first."""
+    nextPageToken: str | None
+
+
+class RecalledMemory(TypedDict):
+    memory: Memory
+    score: float
+    """Reciprocal rank fusion of its ranks by meaning and by words, over its best possible
+    value: 1 is first in every way recall looked."""
+    similarity: float | None
+    """Cosine similarity to the query; None when not found by meaning."""
+    wordScore: float | None
+    """How well its words match, in [0, 1); None when no word matched."""
+
+
+class RecallResult(TypedDict):
+    memories: list[RecalledMemory]
+    """Best first."""
+    recalledBy: Literal["meaning+words", "meaning", "words"]
+    note: str | None
+    """Why recall by meaning was left out, when it was."""
+
+
+class Remembered(TypedDict):
+    remembered: int
+    """Events added to memory by this call (not those added before)."""
+
+
+class EmbeddingsStatus(TypedDict):
+    """How memories are recalled now, and the embedding worker's progress."""
+
+    recall: Literal["meaning+words", "words"]
+    note: str | None
+    """Why by words alone, when so."""
+    pgvector: str | None
+    provider: Literal["wordllama", "openai", "none"]
+    model: str | None
+    pending: int
+    """Memories the server's model has not embedded yet."""
+    rate: float | None
+    """Memories embedded per second lately, by the answering process's worker."""
+
+
 class ScopeState(TypedDict):
     state: State
 
@@ -256,6 +372,8 @@ class Health(TypedDict):
 class Readiness(TypedDict):
     status: Literal["ready"]
     schemaRevision: str
+    recall: Literal["meaning+words", "words"]
+    """How memories are recalled now (`embeddings_status` says why by words alone)."""
 
 
 @dataclass(frozen=True)
