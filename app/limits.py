@@ -28,6 +28,8 @@ SESSION_VERBS = (
     "export",
     "remember",
 )
+# The verb of a memory's path (`…/memories/{id}:rollback`), which no memory id ends in.
+MEMORY_VERB = "rollback"
 DISPLAY_NAME_LENGTH = 1024
 # Labels: a few short tags to filter sessions by (`label=key:value`), so a key holds no `:`.
 MAX_LABELS = 64

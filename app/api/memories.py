@@ -56,7 +56,7 @@ MemoryId = Annotated[
 MemoryIfMatch = Annotated[
     str | None,
     Header(
-        alias="If-Match",
+        alias="if-match",
         description="Only if the memory is still at this revision: its `ETag` as read, "
         'quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed.',
         json_schema_extra={"pattern": r'^(\*|"[0-9]+")$', "examples": ['"3"']},
@@ -64,6 +64,19 @@ MemoryIfMatch = Annotated[
 ]
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {**problem_responses(404)[404], "description": "No such memory (`memory_not_found`)."}
+}
+EXISTS: dict[int | str, dict[str, Any]] = {
+    409: {
+        **problem_responses(409)[409],
+        "description": "A memory with this id exists already (`memory_already_exists`).",
+    }
+}
+STALE: dict[int | str, dict[str, Any]] = {
+    412: {
+        **problem_responses(412)[412],
+        "description": "If-Match named another revision (`stale_memory`); nothing was written. "
+        "`currentRevision` is the memory's revision now.",
+    }
 }
 REVISION_ETAG = {
     "ETag": {
@@ -117,7 +130,7 @@ def _router(
         name=f"create_{suffix}",
         status_code=status.HTTP_201_CREATED,
         response_model=Memory,
-        responses=problem_responses(409, 413, 422, 503) | {201: {"headers": REVISION_ETAG}},
+        responses=problem_responses(413, 422, 503) | EXISTS | {201: {"headers": REVISION_ETAG}},
         dependencies=writes,
         description=f"Remember something, {whose}: a text or ADK `Content`, with metadata, "
         "topics and an expiry. Embedded by the server in the background; recalled by words "
@@ -188,7 +201,7 @@ def _router(
         return respond(render.recall(await memories.recall(owner, query)))
 
     @router.get(
-        "/memories/{memory_id}",
+        "/memories/{memory_id:memory}",
         name=f"get_{suffix}",
         response_model=Memory,
         responses=problem_responses(422, 503) | NOT_FOUND | {200: {"headers": REVISION_ETAG}},
@@ -199,10 +212,11 @@ def _router(
         return _answer(await memories.read(owner, memory_id))
 
     @router.patch(
-        "/memories/{memory_id}",
+        "/memories/{memory_id:memory}",
         name=f"update_{suffix}",
         response_model=Memory,
-        responses=problem_responses(412, 413, 422, 503)
+        responses=problem_responses(413, 422, 503)
+        | STALE
         | NOT_FOUND
         | {200: {"headers": REVISION_ETAG}},
         dependencies=writes,
@@ -238,11 +252,11 @@ def _router(
         return _answer(updated)
 
     @router.delete(
-        "/memories/{memory_id}",
+        "/memories/{memory_id:memory}",
         name=f"delete_{suffix}",
         status_code=status.HTTP_204_NO_CONTENT,
         response_class=Response,
-        responses=problem_responses(412, 422, 503) | NOT_FOUND,
+        responses=problem_responses(422, 503) | STALE | NOT_FOUND,
         dependencies=writes,
     )
     async def delete_memory(
@@ -253,7 +267,7 @@ def _router(
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 
     @router.get(
-        "/memories/{memory_id}/revisions",
+        "/memories/{memory_id:memory}/revisions",
         name=f"list_{suffix}_revisions",
         response_model=MemoryRevisionPage,
         responses=problem_responses(422, 503) | NOT_FOUND,
@@ -267,10 +281,13 @@ def _router(
         return respond(render.memory_revision_page(listed))
 
     @router.post(
-        "/memories/{memory_id}:rollback",
+        "/memories/{memory_id:memory}:rollback",
         name=f"roll_back_{suffix}",
         response_model=Memory,
-        responses=problem_responses(412, 422, 503) | NOT_FOUND | {200: {"headers": REVISION_ETAG}},
+        responses=problem_responses(422, 503)
+        | STALE
+        | NOT_FOUND
+        | {200: {"headers": REVISION_ETAG}},
         dependencies=writes,
     )
     async def roll_back_memory(

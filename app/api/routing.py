@@ -27,7 +27,7 @@ from app.api.deps import Authorized, Public, authorize
 from app.api.fastapi_binding import plain_handler as _plain_handler
 from app.api.fastapi_binding import query_names
 from app.errors import InvalidInput, UnsupportedMediaType
-from app.limits import SESSION_VERBS
+from app.limits import MEMORY_VERB, SESSION_VERBS
 from app.services.auth import Need
 
 
@@ -46,6 +46,16 @@ class SessionIdConvertor(Convertor[str]):
 
 
 register_url_convertor("session", SessionIdConvertor())
+
+
+class MemoryIdConvertor(SessionIdConvertor):
+    """A memory id in a path never ends in `:rollback`, the verb of its path: `GET` there is
+    a 405 that allows only `POST`, not a read of a memory `x:rollback`."""
+
+    regex = f"[^/]+(?<!:{MEMORY_VERB})"
+
+
+register_url_convertor("memory", MemoryIdConvertor())
 
 
 class ArtifactNameConvertor(Convertor[str]):

@@ -127,10 +127,18 @@ async def _keep_revision(
 
 
 async def read(
-    connection: asyncpg.Connection, owner: MemoryOwner, memory_id: str, model: str | None
+    connection: asyncpg.Connection,
+    owner: MemoryOwner,
+    memory_id: str,
+    model: str | None,
+    *,
+    written: bool = False,
 ) -> StoredMemory | None:
+    """The memory as a read shows it; `written`, as the write that just made it answers it
+    (even one whose expiry has passed since: a `ttl` shorter than the request)."""
+    unexpired = "true" if written else _UNEXPIRED
     row = await connection.fetchrow(
-        f"SELECT {_COLUMNS} FROM {_WITH_EVENT} WHERE {_KEY} AND {_UNEXPIRED} AND {_EVENT_LIVE}",
+        f"SELECT {_COLUMNS} FROM {_WITH_EVENT} WHERE {_KEY} AND {unexpired} AND {_EVENT_LIVE}",
         owner.app_name,
         owner.stored_user,
         memory_id,

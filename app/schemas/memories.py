@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
-from app.limits import ID_LENGTH, INT64_MAX
+from app.limits import ID_LENGTH, INT64_MAX, MEMORY_VERB
 from app.schemas.base import ControlBody, EpochSeconds, Id, WireModel
 from app.schemas.genai import JsonObject
 
@@ -30,6 +30,12 @@ def _finite(vector: list[float]) -> list[float]:
     if not any(vector):
         raise ValueError("a vector of zeros has no direction")
     return vector
+
+
+def _not_the_verb(memory_id: str) -> str:
+    if memory_id.endswith(f":{MEMORY_VERB}"):
+        raise ValueError(f"a memory id must not end in `:{MEMORY_VERB}`, the verb of its path")
+    return memory_id
 
 
 class Embedding(ControlBody):
@@ -73,7 +79,9 @@ class MemoryCreate(_Expiry):
     """A memory of its own: a `text`, or ADK's `content` (whose text parts are what is
     recalled)."""
 
-    id: Id | None = Field(default=None, description="Its id; generated when absent.")
+    id: Annotated[Id, AfterValidator(_not_the_verb)] | None = Field(
+        default=None, description=f"Its id, not ending in `:{MEMORY_VERB}`; generated when absent."
+    )
     text: MemoryText | None = Field(default=None, description="What to remember.")
     content: JsonObject | None = Field(
         default=None,

@@ -48,6 +48,12 @@ class Problem(BaseModel):
         description="For `stale_session`: the session's version now (reload it, then retry "
         "with this version in `If-Match`).",
     )
+    current_revision: int | SkipJsonSchema[None] = Field(
+        default=None,
+        alias="currentRevision",
+        description="For `stale_memory`: the memory's revision now (read it again, then retry "
+        "with this revision in `If-Match`).",
+    )
     call_ids: list[str] | SkipJsonSchema[None] = Field(
         default=None,
         alias="callIds",

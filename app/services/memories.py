@@ -142,7 +142,7 @@ class MemoryService:
                 raise MemoryAlreadyExists(memory_id)
             if vector is not None:
                 await memory_rows.put_vector(connection, owner, memory_id, *vector)
-            stored = await memory_rows.read(connection, owner, memory_id, self.model)
+            stored = await memory_rows.read(connection, owner, memory_id, self.model, written=True)
         assert stored is not None  # just written, in this transaction
         return stored
 
@@ -182,7 +182,7 @@ class MemoryService:
             )
             if vector is not None:
                 await memory_rows.put_vector(connection, owner, memory_id, *vector)
-            stored = await memory_rows.read(connection, owner, memory_id, self.model)
+            stored = await memory_rows.read(connection, owner, memory_id, self.model, written=True)
         assert stored is not None
         return stored
 
@@ -204,7 +204,7 @@ class MemoryService:
                 text_changed=text_changed,
                 config=self.settings.search_config,
             )
-            stored = await memory_rows.read(connection, owner, memory_id, self.model)
+            stored = await memory_rows.read(connection, owner, memory_id, self.model, written=True)
         assert stored is not None
         return stored
 

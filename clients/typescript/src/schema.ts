@@ -2260,7 +2260,7 @@ export interface components {
             ttl?: number | null;
             /**
              * Id
-             * @description Its id; generated when absent.
+             * @description Its id, not ending in `:rollback`; generated when absent.
              */
             id?: string | null;
             /**
@@ -2565,6 +2565,12 @@ export interface components {
              * @description For `stale_session`: the session's version now (reload it, then retry with this version in `If-Match`).
              */
             currentVersion?: number;
+            /**
+             * Currentrevision
+             * Format: int64
+             * @description For `stale_memory`: the memory's revision now (read it again, then retry with this revision in `If-Match`).
+             */
+            currentRevision?: number;
             /**
              * Callids
              * @description For `tool_calls_pending`: the function calls still unanswered.
@@ -8139,7 +8145,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            /** @description A memory with this id exists already (`memory_already_exists`). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8348,7 +8354,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
-                "If-Match"?: string;
+                "if-match"?: string;
             };
             path: {
                 /** @description The memory. */
@@ -8396,7 +8402,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            /** @description If-Match named another revision (`stale_memory`); nothing was written. `currentRevision` is the memory's revision now. */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -8439,7 +8445,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
-                "If-Match"?: string;
+                "if-match"?: string;
             };
             path: {
                 /** @description The memory. */
@@ -8495,7 +8501,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            /** @description If-Match named another revision (`stale_memory`); nothing was written. `currentRevision` is the memory's revision now. */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -8633,7 +8639,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
-                "If-Match"?: string;
+                "if-match"?: string;
             };
             path: {
                 /** @description The memory. */
@@ -8689,7 +8695,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            /** @description If-Match named another revision (`stale_memory`); nothing was written. `currentRevision` is the memory's revision now. */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -8851,7 +8857,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            /** @description A memory with this id exists already (`memory_already_exists`). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9056,7 +9062,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
-                "If-Match"?: string;
+                "if-match"?: string;
             };
             path: {
                 /** @description The memory. */
@@ -9102,7 +9108,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            /** @description If-Match named another revision (`stale_memory`); nothing was written. `currentRevision` is the memory's revision now. */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -9145,7 +9151,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
-                "If-Match"?: string;
+                "if-match"?: string;
             };
             path: {
                 /** @description The memory. */
@@ -9199,7 +9205,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            /** @description If-Match named another revision (`stale_memory`); nothing was written. `currentRevision` is the memory's revision now. */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -9335,7 +9341,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Only if the memory is still at this revision: its `ETag` as read, quoted (`"3"`); otherwise 412 `stale_memory` and nothing is changed. */
-                "If-Match"?: string;
+                "if-match"?: string;
             };
             path: {
                 /** @description The memory. */
@@ -9389,7 +9395,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description If-Match named another version (`stale_session`); nothing was written. `currentVersion` is the session's version now. */
+            /** @description If-Match named another revision (`stale_memory`); nothing was written. `currentRevision` is the memory's revision now. */
             412: {
                 headers: {
                     [name: string]: unknown;
