@@ -54,6 +54,8 @@ from sessionary_client.models import (
     ArtifactPart,
     ArtifactVersion,
     ArtifactVersionPage,
+    AuditPage,
+    AuditRecord,
     CompactionStrategy,
     ContextView,
     Embedding,
@@ -1875,6 +1877,64 @@ class SessionaryClient:
             **options,
         )
         return cast(ScopeState, response.json())["state"]
+
+    def list_audit_records(
+        self,
+        *,
+        app_name: str | None = None,
+        user_id: str | None = None,
+        action: str | None = None,
+        after_timestamp: float | None = None,
+        before_timestamp: float | None = None,
+        page_size: int = 100,
+        page_token: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AuditPage:
+        """One page of the audit log, newest first (an admin key only): session deletes,
+        imports, keys made and revoked, retention sweeps; those of an app, of a user of it
+        (`user_id` needs `app_name`), of an `action` (`session.delete`), with `time` ≥
+        `after_timestamp` and < `before_timestamp`."""
+        params = query(
+            app=app_name,
+            userId=user_id,
+            action=action,
+            afterTimestamp=after_timestamp,
+            beforeTimestamp=before_timestamp,
+            pageSize=page_size,
+            pageToken=page_token,
+        )
+        response = self._send("GET", "/audit", params=params, idempotent=True, **options)
+        return cast(AuditPage, response.json())
+
+    def iter_audit_records(
+        self,
+        *,
+        app_name: str | None = None,
+        user_id: str | None = None,
+        action: str | None = None,
+        after_timestamp: float | None = None,
+        before_timestamp: float | None = None,
+        page_size: int = 100,
+        **options: Unpack[RequestOptions],
+    ) -> Iterator[AuditRecord]:
+        """Every audit record (with the filters of `list_audit_records`), newest first,
+        fetching pages as the iteration reaches them."""
+        page_token: str | None = None
+        while True:
+            page = self.list_audit_records(
+                app_name=app_name,
+                user_id=user_id,
+                action=action,
+                after_timestamp=after_timestamp,
+                before_timestamp=before_timestamp,
+                page_size=page_size,
+                page_token=page_token,
+                **options,
+            )
+            yield from page["records"]
+            page_token = page["nextPageToken"]
+            if page_token is None:
+                return
 
     def health(self, **options: Unpack[RequestOptions]) -> Health:
         """The process answers (`/healthz`); says nothing about the database."""

@@ -361,6 +361,34 @@ class EmbeddingsStatus(TypedDict):
     """Memories embedded per second lately, by the answering process's worker."""
 
 
+class AuditRecord(TypedDict):
+    """One record of the audit log: who (a key's id) did what (ids and counts, never
+    content), when, and how it went."""
+
+    seq: int
+    """Its place in the log: later records have larger ones."""
+    time: float
+    """When (epoch seconds)."""
+    action: str
+    """`session.delete`, `session.import`, `key.create`, `key.revoke`, `retention.sweep`, …"""
+    keyId: str | None
+    """The id of the API key that asked (never its secret); None with keys off, and for the
+    command line and the sweeper."""
+    appName: str | None
+    user: str | None
+    """The user as a pseudonym: a keyed hash of the app and the user id, never the id."""
+    detail: dict[str, Any]
+    """Ids (a session as a keyed hash too) and counts."""
+    outcome: str
+    """`ok`, or how it failed."""
+
+
+class AuditPage(TypedDict):
+    records: list[AuditRecord]
+    """Newest first."""
+    nextPageToken: str | None
+
+
 class ScopeState(TypedDict):
     state: State
 
