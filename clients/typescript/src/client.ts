@@ -155,10 +155,9 @@ const USER_MEMORY = `${USER_MEMORIES}/{memory_id}` as const;
 const APP_MEMORIES = "/apps/{app_name}/memories";
 const APP_MEMORY = `${APP_MEMORIES}/{memory_id}` as const;
 
-/** The If-Match header of a memory write, when a revision is given (as the spec names it for
- * memories: `If-Match`, where a session's is `if-match`; the same header to HTTP). */
+/** The If-Match header of a memory write, when a revision is given. */
 function revisionMatch(revision: IfMatch | undefined) {
-  return revision === undefined ? undefined : { "If-Match": ifMatch(revision)["if-match"] };
+  return revision === undefined ? undefined : ifMatch(revision);
 }
 
 /** A write's parameters: the session's path and, when a version is given, its If-Match. */
