@@ -39,6 +39,8 @@ import type {
   ArtifactPart,
   ArtifactVersion,
   ArtifactVersionPage,
+  AuditPage,
+  AuditRecord,
   ChildCreate,
   CompactionStrategy,
   Content,
@@ -1394,6 +1396,25 @@ export class Sessionary {
   }
 
   // --- Operations -----------------------------------------------------------------------------
+
+  /** One page of the audit log, newest first (an admin key only): session deletes, imports,
+   * keys made and revoked, retention sweeps; those of an `app`, of a user of it (`userId` needs
+   * `app`), of an `action` (`session.delete`), with `time` ≥ `afterTimestamp` and <
+   * `beforeTimestamp`. */
+  async listAuditRecords(options: Query<"list_audit_records"> & CallOptions = {}): Promise<AuditPage> {
+    const query = fields(options);
+    return ok(this.raw.GET("/audit", { params: { query }, ...this.#call(options) }));
+  }
+
+  /** Every audit record (with the filters of `listAuditRecords`), newest first. */
+  auditRecords(
+    options: AllPages<Query<"list_audit_records">> & CallOptions = {},
+  ): AsyncGenerator<AuditRecord, void, undefined> {
+    return paginate(
+      (pageToken) => this.listAuditRecords({ ...options, pageToken }),
+      (page) => page.records,
+    );
+  }
 
   /** What the client's API key may reach (`/auth/key`): its app and user, whether it may write. */
   async keyScope(options: CallOptions = {}): Promise<KeyScope> {

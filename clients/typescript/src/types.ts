@@ -58,6 +58,11 @@ export type RecallResult = Schemas["RecallResult"];
 export type RecalledMemory = Schemas["RecalledMemory"];
 export type Remembered = Schemas["Remembered"];
 export type EmbeddingsStatus = Schemas["EmbeddingsStatus"];
+/** One record of the audit log: which key (`keyId`, null with keys off) did what (`action`,
+ * with ids and counts in `detail`, never content) when, to which app and user (`user`, a keyed
+ * hash of the user's id, never the id), and how it went (`outcome`). */
+export type AuditRecord = Schemas["AuditRecord"];
+export type AuditPage = Schemas["AuditPage"];
 
 /**
  * What an append did with its event (`appendEventOutcome`), as the Python client's `Appended`
