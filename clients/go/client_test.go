@@ -438,7 +438,9 @@ func TestEveryOperationAnswers(t *testing.T) {
 	}
 	must[*KeyScope](t)(c.KeyScope(ctx))
 	must[*Health](t)(c.Health(ctx))
-	must[*Readiness](t)(c.Readiness(ctx))
+	if ready := must[*Readiness](t)(c.Readiness(ctx)); ready.Status != "ready" || ready.Recall == "" {
+		t.Fatalf("readiness %+v", ready)
+	}
 	if metrics := must[string](t)(c.Metrics(ctx)); !strings.Contains(metrics, "# TYPE") {
 		t.Fatalf("metrics %.200s", metrics)
 	}

@@ -10,15 +10,16 @@ import (
 // Problem is an error answer's RFC 9457 body. Code names the error: "session_not_found",
 // "stale_session", "validation_error", ... (the API's list is in docs/api.md).
 type Problem struct {
-	Type           string                `json:"type"`
-	Title          string                `json:"title"`
-	Status         int                   `json:"status"`
-	Detail         string                `json:"detail"`
-	Code           string                `json:"code"`
-	Instance       *string               `json:"instance,omitempty"`
-	Errors         []ValidationErrorItem `json:"errors,omitempty"`
-	CurrentVersion *int64                `json:"currentVersion,omitempty"`
-	CallIDs        []string              `json:"callIds,omitempty"`
+	Type            string                `json:"type"`
+	Title           string                `json:"title"`
+	Status          int                   `json:"status"`
+	Detail          string                `json:"detail"`
+	Code            string                `json:"code"`
+	Instance        *string               `json:"instance,omitempty"`
+	Errors          []ValidationErrorItem `json:"errors,omitempty"`
+	CurrentVersion  *int64                `json:"currentVersion,omitempty"`
+	CurrentRevision *int64                `json:"currentRevision,omitempty"`
+	CallIDs         []string              `json:"callIds,omitempty"`
 }
 
 // ValidationErrorItem is one field a 422 refused: where (`loc`), why (`msg`).
@@ -30,7 +31,8 @@ type ValidationErrorItem struct {
 
 // APIError is an error answer: the server said no. Compare it with errors.Is against the
 // Err* values (by the problem's code, or by status for the generic ones), or take it with
-// errors.As for its Problem (CurrentVersion of a stale session, CallIDs of pending calls).
+// errors.As for its Problem (CurrentVersion of a stale session, CurrentRevision of a stale
+// memory, CallIDs of pending calls).
 // RequestID is the answer's X-Request-ID, the id the server logged the request under (the
 // caller's, when it sent one); an error of a request refused before it was sent has none, nor
 // a Header.

@@ -81,7 +81,8 @@ func TestAUsersMemoriesAreRevisedRecalledAndForgotten(t *testing.T) {
 	}
 	_, err := c.UpdateMemory(ctx, app, "ada", "diet", MemoryUpdate{Text: "I eat fish."}, IfMatch(got.Revision))
 	var stale *APIError
-	if !errors.Is(err, ErrStaleMemory) || !errors.As(err, &stale) || stale.Status != http.StatusPreconditionFailed {
+	if !errors.Is(err, ErrStaleMemory) || !errors.As(err, &stale) || stale.Status != http.StatusPreconditionFailed ||
+		stale.Problem.CurrentRevision == nil || *stale.Problem.CurrentRevision != 2 {
 		t.Fatalf("a stale update: %v", err)
 	}
 	if now := must[*Memory](t)(c.GetMemory(ctx, app, "ada", "diet")); now.Revision != 2 || *now.Text != "I'm vegan." {

@@ -468,10 +468,12 @@ type Health struct {
 	Status string `json:"status"`
 }
 
-// Readiness says the database answers, at the schema revision the server expects.
+// Readiness says the database answers, at the schema revision the server expects, and how
+// memories are recalled now: "meaning+words", or "words" alone (EmbeddingsStatus says why).
 type Readiness struct {
 	Status         string `json:"status"`
 	SchemaRevision string `json:"schemaRevision"`
+	Recall         string `json:"recall"`
 }
 
 // ArtifactVersion is one saved version of an artifact: ADK's ArtifactVersion (Version,
