@@ -189,14 +189,14 @@ IfMatch = Annotated[
 ]
 
 
-def expected_version(if_match: str | None) -> int | None:
-    """The version `If-Match` names; None when absent or `*`."""
+def expected_version(if_match: str | None, what: str = "session version") -> int | None:
+    """The version (a session's, or `what`) `If-Match` names; None when absent or `*`."""
     if if_match is None or if_match.strip() == "*":  # `*`: any version of an existing session
         return None
     match = _VERSION_TAG.match(if_match)
     if match is None:
         raise InvalidInput(
-            f'If-Match must be a session version as returned in ETag, like "7"; got {if_match!r}.',
+            f'If-Match must be a {what} as returned in ETag, like "7"; got {if_match!r}.',
             field="If-Match",
         )
     return int(match.group(1) or match.group(2))

@@ -27,7 +27,14 @@ from app.api.deps import (
 from app.api.health import PUBLIC_OPERATION
 from app.api.responses import problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
-from app.domain import MemoryDraft, MemoryOwner, MemoryQuery, RecallQuery, SessionKey
+from app.domain import (
+    MemoryDraft,
+    MemoryOwner,
+    MemoryQuery,
+    RecallQuery,
+    SessionKey,
+    StoredMemory,
+)
 from app.limits import ID_LENGTH, ID_PATTERN
 from app.schemas.memories import (
     EmbeddingsStatus,
@@ -102,7 +109,11 @@ async def _app_owner(app_name: AppName) -> MemoryOwner:
     return MemoryOwner(app_name, None)
 
 
-def _answer(memory: Any, code: int = 200) -> Response:
+def _filter(description: str, alias: str | None = None) -> Any:
+    return Query(alias=alias, min_length=1, max_length=ID_LENGTH, description=description)
+
+
+def _answer(memory: StoredMemory, code: int = 200) -> Response:
     return respond(render.dumps(render.memory(memory)), code, version=memory.revision)
 
 
@@ -247,7 +258,7 @@ def _router(
             changes["expire_time"] = _expiry(body.expire_time, body.ttl)
         vector = None if body.embedding is None else (body.embedding.model, body.embedding.vector)
         updated = await memories.update(
-            owner, memory_id, changes, expected_version(if_match), vector
+            owner, memory_id, changes, expected_version(if_match, "memory revision"), vector
         )
         return _answer(updated)
 
@@ -263,7 +274,7 @@ def _router(
         owner: Owner, memories: Memories, memory_id: MemoryId, if_match: MemoryIfMatch = None
     ) -> Response:
         """Forget a memory: it, its revisions and its vectors."""
-        await memories.delete(owner, memory_id, expected_version(if_match))
+        await memories.delete(owner, memory_id, expected_version(if_match, "memory revision"))
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 
     @router.get(
@@ -299,15 +310,11 @@ def _router(
     ) -> Response:
         """Restore an earlier revision, as a new revision (nothing is lost)."""
         restored = await memories.roll_back(
-            owner, memory_id, body.revision, expected_version(if_match)
+            owner, memory_id, body.revision, expected_version(if_match, "memory revision")
         )
         return _answer(restored)
 
     return router
-
-
-def _filter(description: str, alias: str | None = None) -> Any:
-    return Query(alias=alias, min_length=1, max_length=ID_LENGTH, description=description)
 
 
 router = APIRouter()
