@@ -635,6 +635,38 @@ func (c *Client) UpdateUserState(ctx context.Context, app, user string, stateDel
 
 // --- Operations ------------------------------------------------------------------------------
 
+// AuditFilter picks audit records: App's, UserID's of App (a user is one of an app: UserID
+// without App is refused), Action's ("session.delete"), at or after AfterTimestamp and before
+// BeforeTimestamp (nil or "": not asked).
+type AuditFilter struct {
+	Page
+	App             string
+	UserID          string
+	Action          string
+	AfterTimestamp  *float64
+	BeforeTimestamp *float64
+}
+
+// ListAuditRecords is a page of the audit log, newest first (an admin key only): session
+// deletes, imports, keys made and revoked, retention sweeps.
+func (c *Client) ListAuditRecords(ctx context.Context, filter AuditFilter,
+	options ...RequestOption) (*AuditPage, error) {
+	q := filter.Page.query().str("app", filter.App).str("userId", filter.UserID).str("action", filter.Action).
+		num("afterTimestamp", filter.AfterTimestamp).num("beforeTimestamp", filter.BeforeTimestamp)
+	var page AuditPage
+	_, err := c.do(ctx, with(call{method: http.MethodGet, path: "/audit", query: url.Values(q)}, options), &page)
+	return answer(&page, err)
+}
+
+// AuditRecords is every audit record of a filter, newest first, page by page.
+func (c *Client) AuditRecords(ctx context.Context, filter AuditFilter,
+	options ...RequestOption) iter.Seq2[AuditRecord, error] {
+	return pages(ctx, filter.Page, func(ctx context.Context, page Page) (*AuditPage, error) {
+		filter.Page = page
+		return c.ListAuditRecords(ctx, filter, options...)
+	}, func(p *AuditPage) ([]AuditRecord, *string) { return p.Records, p.NextPageToken })
+}
+
 // KeyScope is what the client's API key may do.
 func (c *Client) KeyScope(ctx context.Context, options ...RequestOption) (*KeyScope, error) {
 	var scope KeyScope

@@ -45,6 +45,7 @@ var methodOf = map[string]string{
 	"update_app_memory": "UpdateAppMemory", "delete_app_memory": "DeleteAppMemory",
 	"list_app_memory_revisions": "ListAppMemoryRevisions", "roll_back_app_memory": "RollBackAppMemory",
 	"remember_session": "Remember", "embeddings_status": "EmbeddingsStatus",
+	"list_audit_records": "ListAuditRecords",
 }
 
 var typeOf = map[string]any{
@@ -67,6 +68,7 @@ var typeOf = map[string]any{
 	"MemoryRevisionEntry": MemoryRevision{}, "MemoryRevisionPage": MemoryRevisionPage{},
 	"RecallRequest": RecallQuery{}, "RecallResult": RecallResult{}, "RecalledMemory": RecalledMemory{},
 	"Remember": SessionRemember{}, "Remembered": Remembered{}, "EmbeddingsStatus": EmbeddingsStatus{},
+	"AuditRecord": AuditRecord{}, "AuditPage": AuditPage{},
 }
 
 type spec struct {

@@ -476,6 +476,28 @@ type Readiness struct {
 	Recall         string `json:"recall"`
 }
 
+// AuditRecord is one record of the audit log: which key did what, when, and how it went.
+// KeyID is the acting API key's id, never its secret (nil with keys off, and for the command
+// line and the sweeper); User the user as a pseudonym, a keyed hash of the app and the user id
+// (never the id); Detail ids (a session as a keyed hash too) and counts, never content;
+// Outcome "ok", or how it failed.
+type AuditRecord struct {
+	Seq     int64          `json:"seq"`
+	Time    float64        `json:"time"`
+	Action  string         `json:"action"` // "session.delete", "session.import", "key.create", ...
+	KeyID   *string        `json:"keyId"`
+	AppName *string        `json:"appName"`
+	User    *string        `json:"user"`
+	Detail  map[string]any `json:"detail"`
+	Outcome string         `json:"outcome"`
+}
+
+// AuditPage is a page of audit records, newest first.
+type AuditPage struct {
+	Records       []AuditRecord `json:"records"`
+	NextPageToken *string       `json:"nextPageToken"`
+}
+
 // ArtifactVersion is one saved version of an artifact: ADK's ArtifactVersion (Version,
 // CanonicalURI, CustomMetadata, CreateTime, MimeType) and what its content is. Kind says how it
 // was saved: "bytes" (inline data, or an upload), "text" (a Part's text, kept as UTF-8), or
