@@ -447,7 +447,8 @@ class OperationsTest < Minitest::Test
                "writesAppState" => true}.freeze
   operation :key_scope, "GET", "/auth/key", answer: KEY_SCOPE, &:key_scope
   operation :health, "GET", "/healthz", answer: {"status" => "ok"}, &:health
-  operation :readiness, "GET", "/readyz", answer: {"status" => "ready", "schemaRevision" => "0022"}, &:readiness
+  operation :readiness, "GET", "/readyz", answer: {"status" => "ready", "schemaRevision" => "0025", "recall" => "words"},
+            &:readiness
   operation :metrics, "GET", "/metrics", answer: "# TYPE sessionary_requests_total counter\n",
             headers: {"Content-Type" => "text/plain; charset=utf-8"}, &:metrics
 
