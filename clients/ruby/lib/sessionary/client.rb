@@ -702,6 +702,24 @@ module Sessionary
 
     # --- Operations -------------------------------------------------------------------------
 
+    # One page of the audit log, newest first (an admin key only): session deletes, imports,
+    # keys made and revoked, retention sweeps; those of an app, of a user of it (`user_id:`
+    # needs `app_name:`), of an `action:` (`session.delete`), with `time` >= `after_timestamp:`
+    # and < `before_timestamp:`. `page.records`; a record's `user` is a keyed hash of the user's
+    # id, never the id.
+    def list_audit_records(app_name: nil, user_id: nil, action: nil, after_timestamp: nil, before_timestamp: nil,
+                           page_size: nil, page_token: nil, request_options: nil)
+      query = present(app: app_name, userId: user_id, action: action, afterTimestamp: after_timestamp,
+                      beforeTimestamp: before_timestamp, pageSize: page_size, pageToken: page_token)
+      json("GET", "/audit", query: query, request_options: request_options)
+    end
+
+    # Every audit record (with the filters of `list_audit_records`), newest first, pages
+    # fetched as they are reached.
+    def audit_records(**filters)
+      pages("records") { |token| list_audit_records(page_token: token, **filters) }
+    end
+
     # What the API key of this client may reach (`/auth/key`).
     def key_scope(request_options: nil) = json("GET", "/auth/key", request_options: request_options)
 

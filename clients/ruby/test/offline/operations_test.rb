@@ -443,6 +443,18 @@ class OperationsTest < Minitest::Test
             answer: {"state" => {"units" => "metric"}}, result: {"units" => "metric"} do |c|
     c.update_user_state("app", "ada", {"units" => "metric"})
   end
+  A_RECORD = {"seq" => 7, "time" => TIME, "action" => "session.delete", "keyId" => "k1", "appName" => "app",
+              "user" => "u-hash", "detail" => {"session" => "s-hash"}, "outcome" => "ok"}.freeze
+  operation :list_audit_records, "GET", "/audit",
+            query: {"app" => "app", "userId" => "ada", "action" => "session.delete", "afterTimestamp" => "1.5",
+                    "pageSize" => "5"},
+            answer: {"records" => [A_RECORD], "nextPageToken" => nil} do |c|
+    c.list_audit_records(app_name: "app", user_id: "ada", action: "session.delete", after_timestamp: 1.5, page_size: 5)
+  end
+  operation :audit_records, "GET", "/audit", query: {"app" => "app"},
+            answer: {"records" => [A_RECORD], "nextPageToken" => nil}, result: [A_RECORD] do |c|
+    c.audit_records(app_name: "app")
+  end
   KEY_SCOPE = {"authEnabled" => false, "keyId" => nil, "appName" => nil, "userId" => nil, "readOnly" => false,
                "writesAppState" => true}.freeze
   operation :key_scope, "GET", "/auth/key", answer: KEY_SCOPE, &:key_scope
