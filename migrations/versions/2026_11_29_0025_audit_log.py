@@ -26,9 +26,7 @@ def upgrade() -> None:
     op.create_table(
         "audit_log",
         sa.Column("seq", sa.BigInteger(), sa.Identity(), nullable=False),
-        sa.Column(
-            "time", TIMESTAMP(timezone=True), nullable=False, server_default=sa.func.now()
-        ),
+        sa.Column("time", TIMESTAMP(timezone=True), nullable=False, server_default=sa.func.now()),
         sa.Column("action", sa.String(32), nullable=False),
         sa.Column("key_id", sa.String(32)),
         sa.Column("app_name", sa.String(128)),
