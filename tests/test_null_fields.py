@@ -18,6 +18,8 @@ SESSION = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
 
 # One call per operation whose JSON body has nullable fields: the body with nothing but what
 # the call needs; the test adds every nullable field as null. (method, path, body, status)
+USER_MEMORIES = SESSIONS.removesuffix("/sessions") + "/memories"
+APP_MEMORIES = SESSIONS.split("/users/")[0] + "/memories"
 CALLS: dict[str, tuple[str, str, dict[str, Any], int]] = {
     "create_session": ("POST", SESSIONS, {}, 201),
     "update_session_state": ("PATCH", session_url("base"), {}, 200),
@@ -45,6 +47,14 @@ CALLS: dict[str, tuple[str, str, dict[str, Any], int]] = {
         {"filename": "user:a", "artifact": {"text": "t", "inlineData": None, "fileData": None}},
         201,
     ),
+    # Memories: `null` leaves a memory's text as it is, and clears the rest.
+    "create_memory": ("POST", USER_MEMORIES, {"id": "m1", "text": "t"}, 201),
+    "create_app_memory": ("POST", APP_MEMORIES, {"id": "m1", "text": "t"}, 201),
+    "update_memory": ("PATCH", USER_MEMORIES + "/m1", {}, 200),
+    "update_app_memory": ("PATCH", APP_MEMORIES + "/m1", {}, 200),
+    "recall_memories": ("POST", USER_MEMORIES + ":recall", {"query": "t"}, 200),
+    "recall_app_memories": ("POST", APP_MEMORIES + ":recall", {"query": "t"}, 200),
+    "remember_session": ("POST", session_url("base") + ":remember", {}, 200),
 }
 
 

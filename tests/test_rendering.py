@@ -22,6 +22,7 @@ PATHS = {
     "event_id": "e1",
     "name": "user:notes.txt",
     "version": "0",
+    "memory_id": "m1",
 }
 S_ARTIFACTS = "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts"
 U_ARTIFACTS = "/apps/{app_name}/users/{user_id}/artifacts"
@@ -191,6 +192,44 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
     ("GET", U_ARTIFACTS + "/{name}/versions", {}, 200),
     ("GET", S_ARTIFACTS + "/{name}/versions/{version}", {}, 200),
     ("GET", U_ARTIFACTS + "/{name}/versions/{version}", {}, 200),
+    # Memories: the user's and the app's, each `m1`; events of the session added to memory.
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/memories",
+        {"json": {"id": "m1", "text": "likes tea", "ttl": 3600}},
+        201,
+    ),
+    ("POST", "/apps/{app_name}/memories", {"json": {"id": "m1", "text": "shop opens at 9"}}, 201),
+    (
+        "PATCH",
+        "/apps/{app_name}/users/{user_id}/memories" + "/{memory_id}",
+        {"json": {"topics": ["drinks"]}},
+        200,
+    ),
+    ("PATCH", "/apps/{app_name}/memories" + "/{memory_id}", {"json": {"topics": ["hours"]}}, 200),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/memories" + "/{memory_id}:rollback",
+        {"json": {"revision": 1}},
+        200,
+    ),
+    ("POST", "/apps/{app_name}/memories" + "/{memory_id}:rollback", {"json": {"revision": 1}}, 200),
+    ("GET", "/apps/{app_name}/users/{user_id}/memories" + "/{memory_id}", {}, 200),
+    ("GET", "/apps/{app_name}/memories" + "/{memory_id}", {}, 200),
+    ("GET", "/apps/{app_name}/users/{user_id}/memories", {}, 200),
+    ("GET", "/apps/{app_name}/memories", {}, 200),
+    ("GET", "/apps/{app_name}/users/{user_id}/memories" + "/{memory_id}/revisions", {}, 200),
+    ("GET", "/apps/{app_name}/memories" + "/{memory_id}/revisions", {}, 200),
+    (
+        "POST",
+        "/apps/{app_name}/users/{user_id}/memories" + ":recall",
+        {"json": {"query": "tea"}},
+        200,
+    ),
+    ("POST", "/apps/{app_name}/memories" + ":recall", {"json": {"query": "shop"}}, 200),
+    ("POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}:remember", {}, 200),
+    ("GET", "/embeddings", {}, 200),
+    ("GET", "/audit", {}, 200),
     ("GET", "/apps/{app_name}/users/{user_id}/sessions", {}, 200),
     ("GET", "/apps", {"params": {"pageSize": 1}}, 200),
     ("GET", "/apps/{app_name}/users", {}, 200),

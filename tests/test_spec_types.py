@@ -94,7 +94,7 @@ def test_no_default_is_null() -> None:
 def test_problem_fields_are_optional_but_never_null() -> None:
     problem = SCHEMAS["Problem"]
     optional = set(problem["properties"]) - set(problem["required"])
-    assert optional == {"instance", "errors", "currentVersion", "callIds"}
+    assert optional == {"instance", "errors", "currentVersion", "currentRevision", "callIds"}
     for name in optional:
         assert "anyOf" not in problem["properties"][name], name
 
@@ -248,7 +248,7 @@ def test_an_api_key_is_optional_where_keys_may_be_off() -> None:
     asks for a token for any operation that declares one)."""
     assert SPEC["security"] == [{}, {"HTTPBearer": []}]
     declared = {path for _, path, operation in OPERATIONS if "security" in operation}
-    assert declared == {"/healthz", "/readyz", "/metrics"}
+    assert declared == {"/healthz", "/readyz", "/metrics", "/embeddings"}
     assert all(operation["security"] == [] for _, path, operation in OPERATIONS if path in declared)
 
 

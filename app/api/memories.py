@@ -48,7 +48,7 @@ from app.schemas.memories import (
     RecallRequest,
     RecallResult,
     Remember,
-    Remembered,
+    RememberResult,
 )
 from app.services.auth import Need
 from app.services.memories import MemoryService
@@ -243,10 +243,10 @@ def _router(
         (listed, and restored by `:rollback`); a new text is embedded again."""
         changes: dict[str, Any] = {}
         given = body.model_fields_set
-        if "content" in given:
+        if body.content is not None:
             changes["content"] = body.content
-            changes["text"] = None if body.content is None else render.content_text(body.content)
-        elif "text" in given:
+            changes["text"] = render.content_text(body.content)
+        elif body.text is not None:
             changes["text"], changes["content"] = body.text, None
         if "author" in given:
             changes["author"] = body.author
@@ -342,7 +342,7 @@ session_router = APIRouter(
 
 @session_router.post(
     ":remember",
-    response_model=Remembered,
+    response_model=RememberResult,
     responses=problem_responses(404, 422, 503),
     dependencies=[authorized(Need.USER)],
 )

@@ -108,8 +108,12 @@ class MemoryCreate(_Expiry):
 class MemoryUpdate(_Expiry):
     """The fields to change; those left out stay as they are. Each update is a new revision."""
 
-    text: MemoryText | None = Field(default=None, description="Its new text.")
-    content: JsonObject | None = Field(default=None, description="Its new `Content`.")
+    text: MemoryText | None = Field(
+        default=None, description="Its new text (`null`: unchanged, as it keeps one)."
+    )
+    content: JsonObject | None = Field(
+        default=None, description="Its new `Content` (`null`: unchanged)."
+    )
     author: Annotated[str, StringConstraints(min_length=1, max_length=ID_LENGTH)] | None = Field(
         default=None, description="Who said it."
     )
@@ -132,7 +136,7 @@ class Remember(ControlBody):
     )
 
 
-class Remembered(WireModel):
+class RememberResult(WireModel):
     remembered: int = Field(ge=0, description="Events added to memory now (not before).")
 
 

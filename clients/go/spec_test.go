@@ -67,7 +67,7 @@ var typeOf = map[string]any{
 	"MemoryUpdate": MemoryUpdate{}, "MemoryRollback": MemoryRollback{}, "MemoryPage": MemoryPage{},
 	"MemoryRevisionEntry": MemoryRevision{}, "MemoryRevisionPage": MemoryRevisionPage{},
 	"RecallRequest": RecallQuery{}, "RecallResult": RecallResult{}, "RecalledMemory": RecalledMemory{},
-	"Remember": SessionRemember{}, "Remembered": Remembered{}, "EmbeddingsStatus": EmbeddingsStatus{},
+	"Remember": SessionRemember{}, "RememberResult": Remembered{}, "EmbeddingsStatus": EmbeddingsStatus{},
 	"AuditRecord": AuditRecord{}, "AuditPage": AuditPage{},
 }
 

@@ -2384,10 +2384,10 @@ export interface components {
             ttl?: number | null;
             /**
              * Text
-             * @description Its new text.
+             * @description Its new text (`null`: unchanged, as it keeps one).
              */
             text?: string | null;
-            /** @description Its new `Content`. */
+            /** @description Its new `Content` (`null`: unchanged). */
             content?: components["schemas"]["JsonObject"] | null;
             /**
              * Author
@@ -2743,8 +2743,8 @@ export interface components {
              */
             eventIds?: string[] | null;
         };
-        /** Remembered */
-        Remembered: {
+        /** RememberResult */
+        RememberResult: {
             /**
              * Remembered
              * Format: int64
@@ -9459,7 +9459,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Remembered"];
+                    "application/json": components["schemas"]["RememberResult"];
                 };
             };
             /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
