@@ -56,7 +56,7 @@ export type Embedding = Schemas["Embedding"];
 export type RecallRequest = Schemas["RecallRequest"];
 export type RecallResult = Schemas["RecallResult"];
 export type RecalledMemory = Schemas["RecalledMemory"];
-export type Remembered = Schemas["Remembered"];
+export type Remembered = Schemas["RememberResult"];
 export type EmbeddingsStatus = Schemas["EmbeddingsStatus"];
 /** One record of the audit log: which key (`keyId`, null with keys off) did what (`action`,
  * with ids and counts in `detail`, never content) when, to which app and user (`user`, a keyed
