@@ -29,6 +29,7 @@ from bench import (
     databases,
     live,
     loadgen,
+    memory,
     mixed,
     pgbouncer,
     portability,
@@ -102,15 +103,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, help="also write the report to this file")
     parser.add_argument(
         "--only",
-        choices=["s15", "s18"],
-        help="this scenario alone (S15 needs no DATABASE_URL; S18 does, as the others)",
+        choices=["s15", "s18", "s19"],
+        help="this scenario alone (S15 needs no DATABASE_URL; S18 and S19 do, as the others)",
     )
-    for sizing in dataclasses.fields(Sizes):
-        parser.add_argument(
-            "--" + sizing.name.replace("_", "-"),
-            type=int,
-            help=f"default {sizing.default} ({getattr(QUICK, sizing.name)} with --quick)",
-        )
+    for sizes, quick in ((Sizes, QUICK), (memory.Sizes, memory.QUICK)):
+        for sizing in dataclasses.fields(sizes):
+            parser.add_argument(
+                "--" + sizing.name.replace("_", "-"),
+                type=int,
+                help=f"default {sizing.default} ({getattr(quick, sizing.name)} with --quick)",
+            )
     return parser.parse_args(argv)
 
 
@@ -121,6 +123,15 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
         if getattr(args, sizing.name) is not None
     }
     return dataclasses.replace(QUICK if args.quick else Sizes(), **chosen)
+
+
+def memory_sizes_from(args: argparse.Namespace) -> memory.Sizes:
+    chosen = {
+        sizing.name: getattr(args, sizing.name)
+        for sizing in dataclasses.fields(memory.Sizes)
+        if getattr(args, sizing.name) is not None
+    }
+    return dataclasses.replace(memory.QUICK if args.quick else memory.Sizes(), **chosen)
 
 
 READ_KEY = seeded_key(READ_APP, 1, users=1, user_prefix="reader", session_prefix="long")
@@ -316,6 +327,9 @@ async def bench(args: argparse.Namespace) -> str:
         results = Results(cores=os.cpu_count() or 1)
         await run_artifacts(database_url, args.db_prefix, sizes, results)
         return render(results, header(), "S18")
+    if args.only == "s19":
+        s19 = await run_memory(database_url, args.db_prefix, sizes, memory_sizes_from(args))
+        return f"{header()}\n\n{s19.report()}"
     dbs = Databases.on(database_url, args.db_prefix)
     results = Results(cores=os.cpu_count() or 1)
     started = time.monotonic()
@@ -404,6 +418,7 @@ async def bench(args: argparse.Namespace) -> str:
             appends = 10 if args.quick else 60
             results.clients = await clients.run(database_url, args.db_prefix, appends, 1000)
         await run_artifacts(database_url, args.db_prefix, sizes, results)
+        s19 = await run_memory(database_url, args.db_prefix, sizes, memory_sizes_from(args))
 
         if not args.skip_growth:
             log(f"S6: loading {sizes.growth_events:,} events into each database")
@@ -447,7 +462,7 @@ async def bench(args: argparse.Namespace) -> str:
 
     results.notes.append(f"Sizes: {dataclasses.asdict(sizes)}.")
     results.notes.append(f"Whole run: {(time.monotonic() - started) / 60:.1f} min.")
-    return render(results, header())
+    return f"{render(results, header())}\n\n{s19.report()}"
 
 
 async def run_live(
@@ -660,6 +675,18 @@ async def run_artifacts(database_url: str, prefix: str, sizes: Sizes, results: R
     started = time.monotonic()
     results.artifacts = await artifacts.run(database_url, prefix, sizes)
     results.artifacts.notes.append(f"S18 took {(time.monotonic() - started) / 60:.1f} min.")
+
+
+async def run_memory(
+    database_url: str, prefix: str, sizes: Sizes, memory_sizes: memory.Sizes
+) -> memory.S19:
+    """S19: recall by meaning and by words, its quality on an evaluation set and its speed
+    at a million memories; the embedding worker's backfill, and appends meanwhile."""
+    log(
+        f"S19: memory, {memory_sizes.memory_users} users' facts asked four ways; recall among "
+        f"{memory_sizes.memory_app:,} memories; a backfill of {memory_sizes.memory_backfill:,}"
+    )
+    return await memory.run(database_url, prefix, memory_sizes, sizes)
 
 
 async def run_adoption(dbs: Databases, results: Results) -> None:
