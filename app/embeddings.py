@@ -42,6 +42,17 @@ MAX_CHARS = 8192
 # was trained on texts cut at 256 tokens; an average over twice that keeps more of a long
 # text while its cost stays bounded.
 MAX_TOKENS = 512
+# English function words (the Snowball list, which PostgreSQL's `english` search configuration
+# also drops), left out of a question before WordLlama embeds it.
+FUNCTION_WORDS = frozenset(
+    """i me my myself we our ours ourselves you your yours yourself yourselves he him his
+    himself she her hers herself it its itself they them their theirs themselves what which who
+    whom this that these those am is are was were be been being have has had having do does did
+    doing a an the and but if or because as until while of at by for with about against between
+    into through during before after above below to from up down in out on off over under again
+    further then once here there when where why how all any both each few more most other some
+    such no nor not only own same so than too very s t can will just don should now""".split()
+)
 
 
 class EmbeddingsUnavailable(Exception):
@@ -97,6 +108,15 @@ class Embedder(ABC):
                 vectors[i] = vector
         return vectors
 
+    async def embed_query(self, text: str) -> list[float]:
+        """The unit vector a recall compares memories with, for a query (not a memory)."""
+        (vector,) = await self.embed([self.query_text(text)])
+        return vector
+
+    def query_text(self, text: str) -> str:
+        """What of a query is embedded: all of it, unless the model is better served."""
+        return text
+
     @abstractmethod
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         """Unit vectors of at most `batch` texts, none empty, none past MAX_CHARS."""
@@ -122,6 +142,14 @@ class WordLlamaEmbedder(Embedder):
         self._inference: WordLlamaInference | None = None
         self._failed: EmbeddingsUnavailable | None = None
         self._loading = asyncio.Lock()
+
+    def query_text(self, text: str) -> str:
+        """The query's words without the function words, when it has others. WordLlama
+        averages its tokens' vectors, so in a short question "what is my" weighs as much as
+        "job" and the question lies nearest the user's other questions, not the statement that
+        answers it (S19's paraphrases: recall@5 0.76 with them, 0.86 without)."""
+        content = [word for word in re.findall(r"\w+", text) if word.lower() not in FUNCTION_WORDS]
+        return " ".join(content) if content else text
 
     @staticmethod
     def installed() -> bool:

@@ -18,11 +18,10 @@ own, and what it costs at a million memories.
   then indexed by `sessionary migrate` (as one recreates an index after a bulk load; its
   statements given an hour) and analysed; they are marked embedded by the server's model, so
   its worker has nothing to do.
-  Recall over HTTP, one request at a time; the meaning half's own statement three ways, each
-  on a connection of its own: as the server runs it (prepared, its plan cached), planned for
-  each query, and as an exact scan (index scans off), with how many of the exact ten nearest
-  each finds and how often it used the HNSW index. Revisions are not loaded: recall never
-  reads them.
+  Recall over HTTP, one request at a time; each half's own statement on a connection of its
+  own, the meaning half two ways: as the server runs it and as an exact scan (index scans
+  off), with how many of the exact ten nearest each finds and how often it used the HNSW
+  index. Revisions are not loaded: recall never reads them.
 - Backfill. `memory_backfill` events of sessions appended and added to memory through a
   server that embeds nothing, then a server with the default model, whose worker embeds them:
   its progress (`GET /embeddings`) and rate; S1's appends (bench/scenarios.py) on the first
@@ -656,16 +655,11 @@ async def http_latency(base: str, asked: list[str], mode: str, meter: Meter) -> 
     return Latency.of(samples)
 
 
-# The meaning half's statement, three ways, each on a connection of its own: as the server
-# runs it (asyncpg prepares it once a connection, and from its sixth run PostgreSQL may plan
-# it once for any vector); planned for each query's vector; with index scans off, which
-# leaves the exact scan of every one of the user's vectors.
+# The meaning half's statement, two ways, each on a connection of its own: as the server
+# runs it (planned for each query's vector: a prepared statement's generic plan skipped the
+# index); with index scans off, which leaves the exact scan of every one of the user's vectors.
 WAYS = {  # the setting of each, and what the report calls it
-    "served": ("", "as the server runs it (prepared; its plan cached)"),
-    "planned": (
-        "SET LOCAL plan_cache_mode = force_custom_plan",
-        "planned for each query (`plan_cache_mode = force_custom_plan`)",
-    ),
+    "served": ("", "as the server runs it (planned for each query)"),
     "exact": ("SET LOCAL enable_indexscan = off", "exact scan (`enable_indexscan = off`)"),
 }
 
@@ -720,8 +714,29 @@ class Nearest:
         )
 
 
+async def words_half(dsn: str, asked: list[str]) -> Latency:
+    """`by_words` as a recall of the heavy user by meaning and words runs it (every word)."""
+    config = Settings().search_config
+    connection = await asyncpg.connect(dsn)
+    try:
+        timed = []
+        for text in asked:
+            query = RecallQuery(
+                text, None, None, SPEED_LIMIT, 0.0, 0.0, [], None, None, True, "hybrid"
+            )
+            async with connection.transaction():
+                began = time.perf_counter()
+                await memory_rows.by_words(
+                    connection, APP, [HEAVY_USER, ""], text, query, config, CANDIDATES, every=True
+                )
+                timed.append(time.perf_counter() - began)
+    finally:
+        await connection.close()
+    return Latency.of(timed)
+
+
 async def nearest(dsn: str, asked: list[str], embedder: WordLlamaEmbedder) -> Nearest:
-    query_vectors = await embedder.embed(asked)
+    query_vectors = [await embedder.embed_query(text) for text in asked]
     return Nearest(
         {
             way: await meaning_half(dsn, setting, query_vectors, embedder.model)
@@ -741,6 +756,8 @@ class Speed:
     http: dict[str, Latency]
     elsewhere: float  # the share of the cores other work kept busy during the recalls
     nearest: Nearest
+    words: Latency  # the words half's statement beside meaning
+    shared_buffers: str
 
 
 async def run_speed(dsn: str, sizes: Sizes) -> Speed:
@@ -763,6 +780,12 @@ async def run_speed(dsn: str, sizes: Sizes) -> Speed:
             latency[mode] = await http_latency(base, asked, mode, meter)
     log(f"S19 speed: the meaning half by the HNSW index and exact, {sizes.memory_exact} queries")
     found = await nearest(dsn, asked[: sizes.memory_exact], embedder)
+    words = await words_half(dsn, asked[: sizes.memory_exact])
+    connection = await asyncpg.connect(dsn)
+    try:
+        shared_buffers = await connection.fetchval("SHOW shared_buffers")
+    finally:
+        await connection.close()
     chars = statistics.mean(len(text) for text in texts)
     return Speed(
         sizes.memory_app,
@@ -774,6 +797,8 @@ async def run_speed(dsn: str, sizes: Sizes) -> Speed:
         latency,
         meter.elsewhere,
         found,
+        words,
+        shared_buffers,
     )
 
 
@@ -959,9 +984,10 @@ class S19:
             "",
             f"S19 speed: recall of one user holding {s.user:,} memories in an app of {s.app:,}, "
             f"limit {SPEED_LIMIT}, one request at a time over HTTP ({self.sizes.memory_recalls} "
-            f"queries); the meaning half's statement on a connection of its own (asyncpg, "
-            f"{queried} queries) three ways: recall@10 is how many of the exact ten nearest it "
-            "found, index scans how often it used the HNSW index.",
+            f"queries); each half's statement on a connection of its own (asyncpg, "
+            f"{queried} queries), the meaning half two ways: recall@10 is how many of the exact "
+            "ten nearest it found, index scans how often it used the HNSW index; PostgreSQL's "
+            f"shared_buffers {s.shared_buffers}.",
             "",
             "| S19 recall | p50 ms | p95 ms | recall@10 | index scans |",
             "|---|--:|--:|--:|--:|",
@@ -975,6 +1001,8 @@ class S19:
                 f"| {way.index_scans} of {queried} |"
                 for name, way in n.ways.items()
             ),
+            f"| the words half beside meaning (every word) | {s.words.p50:.1f} "
+            f"| {s.words.p95:.1f} | | |",
             "",
             f"- S19: other work on the host kept {s.elsewhere:.0%} of its cores busy during the "
             "recalls over HTTP.",

@@ -192,6 +192,21 @@ async def test_a_statement_is_nearer_the_question_it_answers(
     assert cosine(statement, question) > cosine(statement, unrelated) + 0.1
 
 
+async def test_a_question_is_embedded_by_its_content_words(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    assert wordllama.query_text("What is my job?") == "job"
+    assert wordllama.query_text("Where did I park the car?") == "park car"
+    assert wordllama.query_text("Who am I?") == "Who am I?"  # nothing but function words
+    assert OpenAIEmbedder.query_text(wordllama, "What is my job?") == "What is my job?"
+    statement, unrelated = await wordllama.embed(
+        ["I work as a nurse, mostly night shifts.", "I have an interview tomorrow, any advice?"]
+    )
+    question = await wordllama.embed_query("What do I do for a living?")
+    assert cosine(statement, question) > cosine(unrelated, question)
+    assert question == (await wordllama.embed(["living"]))[0]
+
+
 async def test_a_long_text_is_cut_to_its_first_tokens() -> None:
     embedder = WordLlamaEmbedder(max_tokens=16)
     head = "the meeting with the accountants moved to Thursday morning at nine o'clock sharp"

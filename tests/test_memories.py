@@ -78,6 +78,22 @@ async def test_words_and_meaning_fuse_into_one_ranking(client):
     assert all(hit["wordScore"] is None for hit in only_meaning["memories"])
 
 
+async def test_beside_meaning_words_must_all_match_and_alone_any_will_do(client):
+    await remember(client, text="The wifi password for the cabin is x7k2p9.")
+    await remember(client, text="The cabin key is under the blue pot.")
+    await embedded(client)
+    hybrid = await recall(client, "cabin wifi password")
+    assert hybrid["recalledBy"] == "meaning+words"
+    by_words = {hit["memory"]["text"]: hit["wordScore"] for hit in hybrid["memories"]}
+    assert by_words["The wifi password for the cabin is x7k2p9."] > 0
+    assert by_words["The cabin key is under the blue pot."] is None
+    alone = await recall(client, "cabin wifi password", mode="words")
+    assert sorted(texts(alone)) == [
+        "The cabin key is under the blue pot.",
+        "The wifi password for the cabin is x7k2p9.",
+    ]
+
+
 async def test_a_memory_is_revised_listed_and_rolled_back(client):
     created = await remember(client, id="diet", text="I eat fish.", topics=["food"])
     assert created["revision"] == 1 and created["kind"] == "text" and created["scope"] == "user"

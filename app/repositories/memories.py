@@ -426,12 +426,16 @@ async def by_words(
     query: RecallQuery,
     config: str,
     limit: int,
+    *,
+    every: bool,
 ) -> list[tuple[str, str, float]]:
-    """The best `limit` memories that share a word with `words` (web-search syntax), best
-    first: (stored user id, id, score in [0, 1))."""
+    """The best `limit` memories that hold every word of the text `words` (`every`), or
+    that match `words` in web-search syntax, best first: (stored user id, id, score in
+    [0, 1))."""
+    parse = "plainto_tsquery" if every else "websearch_to_tsquery"
     rows = await connection.fetch(
         f"""SELECT m.user_id, m.id, ts_rank_cd(m.search, q, 32) AS score
-            FROM memories m, websearch_to_tsquery('{config}'::regconfig, $3) q
+            FROM memories m, {parse}('{config}'::regconfig, $3) q
             WHERE m.app_name = $1 AND m.user_id = ANY($2) AND m.search @@ q
               AND {_recall_filters(4)}
             ORDER BY score DESC, m.user_id, m.id LIMIT $7""",

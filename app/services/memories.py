@@ -298,11 +298,15 @@ class MemoryService:
             note = self.status.why_words_only(client_vector=vector is not None)
             if note is None and vector is None and query.text is not None:
                 vector, model, note = await self._embed_query(query.text)
-        words = any_word(query.text) if query.text and query.mode != "meaning" else None
+        by_meaning = note is None and vector is not None and model is not None
+        # Beside meaning, words are there for exact matches (names, codes, rare terms): a
+        # memory must hold every word, which also bounds what is ranked. Alone, any word.
+        words = None
+        if query.text and query.mode != "meaning":
+            words = query.text[:_WORDS_LIMIT] if by_meaning else any_word(query.text)
         halves: list[list[tuple[str, str, float]]] = []
         similarity: dict[tuple[str, str], float] = {}
         word_score: dict[tuple[str, str], float] = {}
-        by_meaning = note is None and vector is not None and model is not None
         async with self.pool.transaction(isolation="repeatable_read", readonly=True) as connection:
             if by_meaning:
                 assert vector is not None and model is not None
@@ -324,6 +328,7 @@ class MemoryService:
                     query,
                     self.settings.search_config,
                     candidates,
+                    every=by_meaning,
                 )
                 halves.append(matched)
                 word_score = {(user, memory_id): score for user, memory_id, score in matched}
@@ -347,7 +352,7 @@ class MemoryService:
         assert embedder is not None
         try:
             async with asyncio.timeout(QUERY_EMBEDDING_TIMEOUT):
-                (vector,) = await embedder.embed([text])
+                vector = await embedder.embed_query(text)
         except (EmbeddingsUnavailable, TimeoutError) as error:
             self.status.failure = str(error) or "no answer in time"
             return None, None, self.status.why_words_only(client_vector=False)
