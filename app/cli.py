@@ -26,7 +26,13 @@ from app.api import render
 from app.config import Settings
 from app.domain import ApiKey, SessionHeader
 from app.embedded import EmbeddedPostgres, EmbeddedPostgresError, running_url
-from app.errors import DatabaseUnavailable, NotFound, SchemaBehind, SessionaryError
+from app.errors import (
+    DatabaseUnavailable,
+    ErasureNotFound,
+    NotFound,
+    SchemaBehind,
+    SessionaryError,
+)
 from app.observability import log_config
 from app.protocol import capped_protocol
 from app.rules import portability as portability_format
@@ -34,6 +40,7 @@ from app.services.artifacts import ArtifactService
 from app.services.audit import AuditLog
 from app.services.auth import AuthService, GrantCache
 from app.services.contents import Contents
+from app.services.erasures import ErasureService
 from app.services.live import listening_connector
 from app.services.portability import ImportReport, PortabilityService
 from app.services.retention import RetentionService
@@ -251,6 +258,36 @@ async def _sweep(connector: db.Connector) -> None:
         print("another sweeper is at work (a server's); it deletes the expired sessions")
     else:
         print(f"swept {swept} expired sessions")
+
+
+def erase_user(args: argparse.Namespace) -> None:
+    asyncio.run(_erase_user(args, _connector("erase-user")))
+
+
+async def _erase_user(args: argparse.Namespace, connector: db.Connector) -> None:
+    pool = await db.DriverPool.open(connector, size=2)
+    try:
+        settings = Settings()
+        contents = Contents(pool, settings)
+        service = ErasureService(pool, settings, contents, AuditLog(pool, settings))
+        progress = Progress()
+        erasing = asyncio.create_task(service.erase_user(args.app, args.user, wait=None))
+        while not erasing.done():
+            await asyncio.wait([erasing], timeout=1)
+            with contextlib.suppress(ErasureNotFound):
+                shown = await service.status(args.app, args.user)
+                progress.show(_removed(shown.erasure.removed))
+        done = erasing.result()
+        await contents.close()
+    finally:
+        await pool.close()
+    progress.done(
+        f"erased user {args.user!r} of app {args.app!r}: {_removed(done.erasure.removed)}"
+    )
+
+
+def _removed(removed: dict[str, int]) -> str:
+    return ", ".join(f"{count:,} {kind}" for kind, count in sorted(removed.items()) if count) or "nothing"
 
 
 def export(args: argparse.Namespace) -> None:
@@ -477,6 +514,13 @@ def main(argv: list[str] | None = None) -> None:
         "sweep", help="delete every expired session now (servers also do it, periodically)"
     )
     sweep_parser.set_defaults(run=sweep)
+
+    erase_parser = commands.add_parser(
+        "erase-user", help="erase everything of a user of an app (as DELETE /apps/…/users/…)"
+    )
+    erase_parser.add_argument("--app", required=True, help="the app")
+    erase_parser.add_argument("--user", required=True, help="the user to erase")
+    erase_parser.set_defaults(run=erase_user)
 
     export_parser = commands.add_parser(
         "export", help="write sessions as NDJSON, with their app and user state"

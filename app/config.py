@@ -316,6 +316,25 @@ class Settings(BaseSettings):
         gt=0,
         description="Days an audit record is kept before the sweeper deletes it.",
     )
+    erase_batch: int = Field(
+        default=5000,
+        ge=1,
+        le=1_000_000,
+        description="Rows of a table an erase deletes in one transaction: a user with a million "
+        "events is erased in many short transactions, none holding the app's other users back.",
+    )
+    erase_wait: float = Field(
+        default=5,
+        ge=0,
+        le=300,
+        description="Seconds `DELETE /apps/{app}/users/{user}` waits for the erase to finish "
+        "before it answers 202 with the erase running (its status: GET …/erasure).",
+    )
+    user_self_erase: bool = Field(
+        default=False,
+        description="Whether a key made for one user may erase that user (by default only "
+        "app-wide and admin keys erase users).",
+    )
     token_estimator: str = Field(
         default="app.rules.context:estimate_tokens",
         pattern=r"^[\w.]+:\w+$",

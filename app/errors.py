@@ -184,6 +184,14 @@ class MemoryNotFound(NotFound):
         super().__init__(f"{subject} does not exist here (or has expired).")
 
 
+class ErasureNotFound(NotFound):
+    code = "erasure_not_found"
+    title = "Erasure not found"
+
+    def __init__(self, app_name: str, user_id: str) -> None:
+        super().__init__(f"User {user_id!r} of app {app_name!r} has not been erased.")
+
+
 class Conflict(SessionaryError):
     status = 409
     code = "conflict"
@@ -196,6 +204,18 @@ class SessionAlreadyExists(Conflict):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(f"A session with id {session_id!r} already exists for this user.")
+
+
+class UserBeingErased(Conflict):
+    code = "user_erasing"
+    title = "User being erased"
+
+    def __init__(self, app_name: str, user_id: str) -> None:
+        super().__init__(
+            f"User {user_id!r} of app {app_name!r} is being erased: nothing of theirs is written "
+            "until the erase is done (GET its status at "
+            f"/apps/{app_name}/users/{user_id}/erasure)."
+        )
 
 
 class SessionClosed(Conflict):

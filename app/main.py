@@ -20,6 +20,7 @@ from app.api import (
     context,
     directory,
     docs,
+    erasures,
     events,
     explorer,
     health,
@@ -197,6 +198,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.push_async_callback(services.live.close)
         sweeper = asyncio.create_task(services.retention.sweep_forever())
         stack.callback(sweeper.cancel)
+        eraser = asyncio.create_task(services.erasures.resume_forever())
+        stack.callback(eraser.cancel)
         if services.memories.worker is not None and recall.vectors is not None:
             embedding = asyncio.create_task(services.memories.worker.run_forever())
             stack.callback(embedding.cancel)
@@ -278,6 +281,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         directory,
         keys,
         audit,
+        erasures,
         health,
         explorer,
         docs,

@@ -507,3 +507,38 @@ class StorageServerSecret(Base):
 
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+
+
+class StorageErasure(Base):
+    """An erase of one user of an app: a job of bounded transactions. While it runs, its
+    `user_id` fences the user's writes (refused); once done, only the pseudonym is left."""
+
+    __tablename__ = "erasures"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    app_name: Mapped[str] = mapped_column(String(ID_LENGTH), nullable=False)
+    user_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    user_ref: Mapped[str] = mapped_column(String(64), nullable=False)
+    key_id: Mapped[str | None] = mapped_column(String(32))
+    removed: Mapped[Json] = mapped_column(JSONB, nullable=False, server_default=text("'{}'::jsonb"))
+    deleted_keys: Mapped[list[str]] = mapped_column(
+        ARRAY(String(32)), nullable=False, server_default=text("'{}'")
+    )
+    create_time: Mapped[datetime] = mapped_column(
+        Timestamp, nullable=False, server_default=func.now()
+    )
+    update_time: Mapped[datetime] = mapped_column(
+        Timestamp, nullable=False, server_default=func.now()
+    )
+    finish_time: Mapped[datetime | None] = mapped_column(Timestamp)
+
+    __table_args__ = (
+        Index(
+            "uq_erasures_running",
+            "app_name",
+            "user_id",
+            unique=True,
+            postgresql_where=text("user_id IS NOT NULL"),
+        ),
+        Index("ix_erasures_user_ref", "app_name", "user_ref", "create_time"),
+    )

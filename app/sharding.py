@@ -45,7 +45,7 @@ CO_LOCATED = (
     "memory_vectors",
 )
 # Small or seldom written, read by everyone: a copy on every node.
-REFERENCE = ("app_states", "api_keys", "audit_log", "server_secrets")
+REFERENCE = ("app_states", "api_keys", "audit_log", "server_secrets", "erasures")
 
 
 HAS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"

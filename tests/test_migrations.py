@@ -27,6 +27,7 @@ TABLES = {
     "memory_vectors",
     "audit_log",
     "server_secrets",
+    "erasures",
 }
 
 

@@ -6,12 +6,16 @@ them), not by FastAPI from the response models, so nothing else checks them agai
 The test fails too when the spec gains a JSON answer that no request here produces.
 """
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import httpx
 import jsonschema
+
+from app.config import Settings
+from tests.fixtures import client_of
 
 SPEC = json.loads((Path(__file__).parent.parent / "openapi" / "openapi.json").read_text())
 APP, USER, SESSION = "render-app", "ada", "s1"
@@ -267,8 +271,18 @@ def validator(method: str, path: str, status: int) -> jsonschema.Draft202012Vali
     return jsonschema.Draft202012Validator(schema)
 
 
+ERASURE = "/apps/{app_name}/users/{user_id}"
+# Erasing the user the calls above need: in a test of its own.
+ERASURE_ANSWERS = {
+    ("DELETE", ERASURE, 200),
+    ("DELETE", ERASURE, 202),
+    ("GET", ERASURE + "/erasure", 200),
+}
+
+
 async def test_every_rendered_body_matches_the_schema_of_its_answer(client: httpx.AsyncClient):
-    assert {(method, path, status) for method, path, _, status in CALLS} == declared_json_answers()
+    answers = {(method, path, status) for method, path, _, status in CALLS}
+    assert answers | ERASURE_ANSWERS == declared_json_answers()
     for method, path, options, status in CALLS:
         response = await client.request(method, path.format(**PATHS), **options)
         assert response.status_code == status, (method, path, response.text)
@@ -285,6 +299,31 @@ async def test_every_rendered_body_matches_the_schema_of_its_answer(client: http
         assert not errors, (method, path, status, errors)
     session = (await client.get(CALLS[0][1].format(**PATHS) + f"/{SESSION}")).json()
     assert (session["events"], session["status"]) == ([], "closed")  # reset, then closed
+
+
+async def test_an_erasures_answers_match_their_schemas(
+    client: httpx.AsyncClient, settings: Settings
+):
+    """Done within its wait (200), not done (202, with the erase's own settings), its status."""
+    base = ERASURE.format(**PATHS)
+    assert (await client.post(f"{base}/sessions", json={"events": [EVENT]})).status_code == 201
+    async with client_of(settings.model_copy(update={"erase_wait": 0, "erase_batch": 1})) as hasty:
+        answers = [
+            ("DELETE", ERASURE, await client.delete(base)),
+            ("GET", ERASURE + "/erasure", await client.get(f"{base}/erasure")),
+        ]
+        events = {"events": [{**EVENT, "id": f"erased-{n}"} for n in range(50)]}
+        assert (await client.post(f"{base}/sessions", json=events)).status_code == 201
+        answers.append(("DELETE", ERASURE, await hasty.delete(base)))
+        for method, path, response in answers:
+            body = response.json()
+            errors = validator(method, path, response.status_code).iter_errors(body)
+            assert not [error.message for error in errors], (method, path, body)
+        assert [response.status_code for _, _, response in answers] == [200, 200, 202]
+        for _ in range(1000):  # done before its server stops
+            if (await client.get(f"{base}/erasure")).json()["status"] == "done":
+                break
+            await asyncio.sleep(0.01)
 
 
 async def test_a_large_float_in_state_reads_back_as_jsonb_renders_it(client: httpx.AsyncClient):

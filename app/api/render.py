@@ -38,6 +38,7 @@ from app.rules.artifacts import canonical_uri
 from app.rules.scopes import merged_state
 from app.rules.search import as_html, event_text
 from app.rules.tool_calls import ToolCall
+from app.services.erasures import ErasureStatus
 
 
 def dumps(value: dict[str, Any]) -> bytes:
@@ -430,5 +431,22 @@ def audit_page(page: Page[AuditRecord]) -> bytes:
                 for record in page.items
             ],
             "nextPageToken": page.next_page_token,
+        }
+    )
+
+
+def erasure(status: ErasureStatus) -> bytes:
+    found = status.erasure
+    return dumps(
+        {
+            "id": found.id,
+            "appName": found.app_name,
+            "userId": status.user_id,
+            "status": "running" if found.running else "done",
+            "removed": found.removed,
+            "deletedKeyIds": found.deleted_keys,
+            "createTime": found.create_time.timestamp(),
+            "updateTime": found.update_time.timestamp(),
+            "finishTime": None if found.finish_time is None else found.finish_time.timestamp(),
         }
     )

@@ -29,6 +29,7 @@ from app.errors import ArtifactNotFound, InvalidInput, SessionNotFound
 from app.models import USER_SCOPE
 from app.repositories import artifacts as rows
 from app.repositories import sessions as session_rows
+from app.repositories.erasures import refuse_while_erasing
 from app.rules.artifacts import (
     ByteRange,
     check_name,
@@ -77,6 +78,7 @@ class ArtifactService:
         if new.file_uri is not None:
             check_reference(scope.app_name, scope.user_id, scope.session_id, new.file_uri)
         async with self.pool.transaction() as connection:
+            await refuse_while_erasing(connection, scope.app_name, scope.user_id)
             if key is not None:  # a missing or closed session is refused before any byte
                 await require_session(connection, key, writable=True)
             content_hash, size = None, 0

@@ -16,6 +16,7 @@ from app.db import DriverPool
 from app.domain import ApiKey
 from app.errors import AppStateForbidden, Forbidden, NotFound, Unauthorized
 from app.repositories import api_keys as key_rows
+from app.repositories.erasures import refuse_while_erasing
 from app.services.audit import AuditLog
 
 
@@ -128,6 +129,8 @@ class AuthService:
         secret = f"sk_{key_id}_{secrets.token_urlsafe(32)}"
         key = ApiKey(key_id, name, app_name, user_id, read_only, app_state_write)
         async with self.pool.transaction() as connection:
+            if app_name is not None and user_id is not None:
+                await refuse_while_erasing(connection, app_name, user_id)
             stored = await key_rows.insert_key(connection, key, hash_key(secret))
             scope = "admin" if app_name is None else "app" if user_id is None else "user"
             await self.audit.record(

@@ -18,6 +18,8 @@ from collections import deque
 from dataclasses import replace
 from typing import Any
 
+import asyncpg
+
 from app import paging
 from app.config import Settings
 from app.db import DriverPool
@@ -43,6 +45,7 @@ from app.errors import (
     StaleMemory,
 )
 from app.repositories import memories as memory_rows
+from app.repositories.erasures import refuse_while_erasing
 from app.services.preconditions import require_session
 
 logger = logging.getLogger(__name__)
@@ -135,6 +138,7 @@ class MemoryService:
         of its own (the server embeds it too, with its model, in the background)."""
         memory_id = memory_id or uuid.uuid4().hex
         async with self.pool.transaction() as connection:
+            await _refuse_while_erasing(connection, owner)
             created = await memory_rows.insert(
                 connection, owner, memory_id, draft, source, self.settings.search_config
             )
@@ -163,6 +167,7 @@ class MemoryService:
     ) -> StoredMemory:
         """Its next revision: the current one with `changes` (MemoryDraft's fields) made."""
         async with self.pool.transaction() as connection:
+            await _refuse_while_erasing(connection, owner)
             current = await self._held(connection, owner, memory_id, if_match)
             draft = replace(_draft_of(current), **changes)
             if current.kind == "event" and ("text" in changes or "content" in changes):
@@ -191,6 +196,7 @@ class MemoryService:
     ) -> StoredMemory:
         """Its next revision: a copy of revision `revision`."""
         async with self.pool.transaction() as connection:
+            await _refuse_while_erasing(connection, owner)
             current = await self._held(connection, owner, memory_id, if_match)
             past = await memory_rows.revision(connection, owner, memory_id, revision)
             if past is None:
@@ -270,6 +276,7 @@ class MemoryService:
         were new. Ids that are no events of the session are refused, nothing added."""
         authors = ["user"] if self.settings.memory_from == "user" and event_ids is None else None
         async with self.pool.transaction() as connection:
+            await refuse_while_erasing(connection, key.app_name, key.user_id)
             await require_session(connection, key)
             if event_ids:
                 missing = set(event_ids) - await memory_rows.found_events(
@@ -358,6 +365,12 @@ class MemoryService:
             return None, None, self.status.why_words_only(client_vector=False)
         self.status.failure = None
         return vector, embedder.model, None
+
+
+async def _refuse_while_erasing(connection: asyncpg.Connection, owner: MemoryOwner) -> None:
+    """A user's memories are not written while the user is erased (an app's have no user)."""
+    if owner.user_id is not None:
+        await refuse_while_erasing(connection, owner.app_name, owner.user_id)
 
 
 def _fuse(halves: list[list[tuple[str, str, float]]]) -> list[tuple[tuple[str, str], float]]:

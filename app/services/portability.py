@@ -42,6 +42,7 @@ from app.repositories import artifacts as artifact_rows
 from app.repositories import portability as rows
 from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
+from app.repositories.erasures import refuse_while_erasing
 from app.repositories.live import announce
 from app.rules import portability as format
 from app.rules.events import canonical_json, prepare
@@ -160,6 +161,7 @@ class PortabilityService:
         require_app_state_write(app_state_writable, [delta])
         limit = self.settings.max_state_bytes
         async with self.pool.transaction() as connection:
+            await refuse_while_erasing(connection, key.app_name, key.user_id)
             created = await session_rows.insert(connection, _row(key, header, delta.session), limit)
             replay = format.Replay(_history(header))
             if created:

@@ -14,6 +14,7 @@ from app.services.audit import AuditLog
 from app.services.auth import AuthService, GrantCache
 from app.services.contents import Contents
 from app.services.context import ContextService
+from app.services.erasures import ErasureService
 from app.services.events import EventService
 from app.services.group_commit import GroupCommit
 from app.services.history import HistoryService
@@ -37,6 +38,7 @@ class Services:
     auth: AuthService
     audit: AuditLog
     artifacts: ArtifactService
+    erasures: ErasureService
     events: EventService
     sessions: SessionService
     lineage: LineageService
@@ -85,6 +87,7 @@ class Services:
         return cls(
             auth=AuthService(pool, GrantCache(settings.auth_cache_seconds), audit),
             audit=audit,
+            erasures=ErasureService(pool, settings, artifacts.contents, audit),
             artifacts=artifacts,
             events=events,
             sessions=sessions,

@@ -29,6 +29,7 @@ from app.limits import MIN_LIFETIME
 from app.observability import EVENTS_APPENDED
 from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
+from app.repositories.erasures import refuse_while_erasing
 from app.repositories.live import announce
 from app.rules.events import prepare, prepare_batch, server_time
 from app.rules.scopes import split_delta
@@ -86,6 +87,7 @@ class SessionService:
         """In the caller's transaction: the session's row with `delta.session` as its state,
         and `delta`'s app and user keys merged into the shared state. Without an expiry of
         its own, a session lives `default_ttl` seconds (when set)."""
+        await refuse_while_erasing(connection, key.app_name, key.user_id)
         limit = self.settings.max_state_bytes
         created = server_time() if created is None else created
         default_ttl = self.settings.default_ttl

@@ -6,6 +6,7 @@ from app.config import Settings
 from app.db import DriverPool
 from app.errors import InvalidInput
 from app.repositories import shared_state as state_rows
+from app.repositories.erasures import refuse_while_erasing
 from app.rules.scopes import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 PREFIXES = (APP_PREFIX, USER_PREFIX, TEMP_PREFIX)
@@ -48,6 +49,7 @@ class SharedStateService:
     ) -> dict[str, Any]:
         limit = self.settings.max_state_bytes
         async with self.pool.transaction() as connection:
+            await refuse_while_erasing(connection, app_name, user_id)
             state = await state_rows.merge_user(
                 connection, app_name, user_id, _unprefixed(delta), limit
             )

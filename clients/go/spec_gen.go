@@ -10,6 +10,7 @@ var (
 	ErrCORSPreflightRefused error = &errorKind{code: "cors_preflight_refused"}
 	ErrCrossOriginRefused   error = &errorKind{code: "cross_origin_refused"}
 	ErrDatabaseUnavailable  error = &errorKind{code: "database_unavailable"}
+	ErrErasureNotFound      error = &errorKind{code: "erasure_not_found"}
 	ErrEventConflict        error = &errorKind{code: "event_conflict"}
 	ErrEventNotFound        error = &errorKind{code: "event_not_found"}
 	ErrForbidden            error = &errorKind{code: "forbidden"}
@@ -36,6 +37,7 @@ var (
 	ErrToolPairViolation    error = &errorKind{code: "tool_pair_violation"}
 	ErrUnauthorized         error = &errorKind{code: "unauthorized"}
 	ErrUnsupportedMediaType error = &errorKind{code: "unsupported_media_type"}
+	ErrUserErasing          error = &errorKind{code: "user_erasing"}
 	ErrValidation           error = &errorKind{code: "validation_error"}
 	ErrVersionExhausted     error = &errorKind{code: "version_exhausted"}
 )
@@ -48,6 +50,7 @@ var problemKinds = map[string]error{
 	"cors_preflight_refused": ErrCORSPreflightRefused,
 	"cross_origin_refused":   ErrCrossOriginRefused,
 	"database_unavailable":   ErrDatabaseUnavailable,
+	"erasure_not_found":      ErrErasureNotFound,
 	"event_conflict":         ErrEventConflict,
 	"event_not_found":        ErrEventNotFound,
 	"forbidden":              ErrForbidden,
@@ -74,6 +77,7 @@ var problemKinds = map[string]error{
 	"tool_pair_violation":    ErrToolPairViolation,
 	"unauthorized":           ErrUnauthorized,
 	"unsupported_media_type": ErrUnsupportedMediaType,
+	"user_erasing":           ErrUserErasing,
 	"validation_error":       ErrValidation,
 	"version_exhausted":      ErrVersionExhausted,
 }
@@ -154,6 +158,8 @@ var specOperations = []struct{ id, method, path string }{
 	{"list_users", "GET", "/apps/{app_name}/users"},
 	{"get_key_scope", "GET", "/auth/key"},
 	{"list_audit_records", "GET", "/audit"},
+	{"erase_user", "DELETE", "/apps/{app_name}/users/{user_id}"},
+	{"get_erasure", "GET", "/apps/{app_name}/users/{user_id}/erasure"},
 	{"healthz", "GET", "/healthz"},
 	{"readyz", "GET", "/readyz"},
 	{"metrics", "GET", "/metrics"},

@@ -12,6 +12,7 @@ module Sessionary
       "cors_preflight_refused" => "CORSPreflightRefusedError",
       "cross_origin_refused" => "CrossOriginRefusedError",
       "database_unavailable" => "DatabaseUnavailableError",
+      "erasure_not_found" => "ErasureNotFoundError",
       "event_conflict" => "EventConflictError",
       "event_not_found" => "EventNotFoundError",
       "forbidden" => "ForbiddenError",
@@ -38,6 +39,7 @@ module Sessionary
       "tool_pair_violation" => "ToolPairViolationError",
       "unauthorized" => "UnauthorizedError",
       "unsupported_media_type" => "UnsupportedMediaTypeError",
+      "user_erasing" => "UserErasingError",
       "validation_error" => "InvalidRequestError",
       "version_exhausted" => "VersionExhaustedError"
     }.freeze
@@ -118,6 +120,8 @@ module Sessionary
       ["list_users", "GET", "/apps/{app_name}/users"],
       ["get_key_scope", "GET", "/auth/key"],
       ["list_audit_records", "GET", "/audit"],
+      ["erase_user", "DELETE", "/apps/{app_name}/users/{user_id}"],
+      ["get_erasure", "GET", "/apps/{app_name}/users/{user_id}/erasure"],
       ["healthz", "GET", "/healthz"],
       ["readyz", "GET", "/readyz"],
       ["metrics", "GET", "/metrics"],
