@@ -461,6 +461,7 @@ var (
 	sessionOf        = regexp.MustCompile(sessionPath)
 	readsWithVersion = regexp.MustCompile(sessionPath + `(/events)?$`)
 	madeSession      = regexp.MustCompile(`^/apps/[^/]+/users/[^/]+/sessions(:import)?$`)
+	userOf           = regexp.MustCompile(`^/apps/[^/]+/users/[^/]+$`)
 	etag             = regexp.MustCompile(`^"(\d+)"$`)
 )
 
@@ -492,10 +493,12 @@ func (v *versions) ask(path string, query url.Values) url.Values {
 func (v *versions) note(req call, resp *http.Response) {
 	session := sessionOf.FindString(req.path)
 	if req.method == http.MethodDelete && session == req.path {
-		v.mu.Lock()
-		delete(v.at, session) // a new session may take its id
-		v.order = slices.DeleteFunc(v.order, func(known string) bool { return known == session })
-		v.mu.Unlock()
+		v.forget(func(known string) bool { return known == session }) // a new session may take its id
+		return
+	}
+	if req.method == http.MethodDelete && userOf.MatchString(req.path) {
+		// An erase of the user (running or done) has deleted every session of theirs already.
+		v.forget(func(known string) bool { return strings.HasPrefix(known, req.path+"/sessions/") })
 		return
 	}
 	match := etag.FindStringSubmatch(resp.Header.Get("ETag"))
@@ -524,6 +527,18 @@ func (v *versions) note(req call, resp *http.Response) {
 		}
 	}
 	v.at[session] = max(v.at[session], version)
+}
+
+// forget drops the version of each session gone.
+func (v *versions) forget(gone func(session string) bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, session := range v.order {
+		if gone(session) {
+			delete(v.at, session)
+		}
+	}
+	v.order = slices.DeleteFunc(v.order, gone)
 }
 
 func cloneValues(values url.Values) url.Values {

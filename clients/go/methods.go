@@ -633,6 +633,27 @@ func (c *Client) UpdateUserState(ctx context.Context, app, user string, stateDel
 	return answer(got.State, err)
 }
 
+// --- Erasure --------------------------------------------------------------------------------
+
+// EraseUser erases everything of a user of an app: every session with its events, the user's
+// state, memories and artifacts, the API keys made for the user (an app-wide or admin key's
+// call). From its start the user's writes fail with ErrUserErasing. The server answers 200
+// with the erase done, or 202 with it still running (Status "running"), which GetErasure
+// follows; both are the *Erasure, never an error. Erasing again erases what was written since.
+func (c *Client) EraseUser(ctx context.Context, app, user string, options ...RequestOption) (*Erasure, error) {
+	var erasure Erasure
+	err := c.send(ctx, with(call{method: http.MethodDelete}, options), &erasure, app, user)
+	return answer(&erasure, err)
+}
+
+// GetErasure is the user's latest erase, running (its progress so far) or done;
+// ErrErasureNotFound if the user was never erased.
+func (c *Client) GetErasure(ctx context.Context, app, user string, options ...RequestOption) (*Erasure, error) {
+	var erasure Erasure
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/erasure"}, options), &erasure, app, user)
+	return answer(&erasure, err)
+}
+
 // --- Operations ------------------------------------------------------------------------------
 
 // AuditFilter picks audit records: App's, UserID's of App (a user is one of an app: UserID

@@ -45,7 +45,7 @@ var methodOf = map[string]string{
 	"update_app_memory": "UpdateAppMemory", "delete_app_memory": "DeleteAppMemory",
 	"list_app_memory_revisions": "ListAppMemoryRevisions", "roll_back_app_memory": "RollBackAppMemory",
 	"remember_session": "Remember", "embeddings_status": "EmbeddingsStatus",
-	"list_audit_records": "ListAuditRecords",
+	"list_audit_records": "ListAuditRecords", "erase_user": "EraseUser", "get_erasure": "GetErasure",
 }
 
 var typeOf = map[string]any{
@@ -68,7 +68,7 @@ var typeOf = map[string]any{
 	"MemoryRevisionEntry": MemoryRevision{}, "MemoryRevisionPage": MemoryRevisionPage{},
 	"RecallRequest": RecallQuery{}, "RecallResult": RecallResult{}, "RecalledMemory": RecalledMemory{},
 	"Remember": SessionRemember{}, "RememberResult": Remembered{}, "EmbeddingsStatus": EmbeddingsStatus{},
-	"AuditRecord": AuditRecord{}, "AuditPage": AuditPage{},
+	"AuditRecord": AuditRecord{}, "AuditPage": AuditPage{}, "Erasure": Erasure{},
 }
 
 type spec struct {

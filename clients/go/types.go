@@ -498,6 +498,25 @@ type AuditPage struct {
 	NextPageToken *string       `json:"nextPageToken"`
 }
 
+// Erasure is an erase of a user of an app (EraseUser), as GetErasure reads it. Status is
+// "running" (the user's writes are refused with ErrUserErasing while what is left is deleted) or
+// "done" (nothing of the user is left); Removed counts the rows removed so far by kind
+// ("sessions", "events", "memories", "artifacts", "apiKeys", ...); DeletedKeyIDs are the ids of
+// the API keys made for the user, deleted. Times are epoch seconds; FinishTime is nil while it
+// runs. ID is the erase's id, as the audit log names it; UserID the user as asked for (the
+// server keeps no copy).
+type Erasure struct {
+	ID            string           `json:"id"`
+	AppName       string           `json:"appName"`
+	UserID        string           `json:"userId"`
+	Status        string           `json:"status"` // "running" or "done"
+	Removed       map[string]int64 `json:"removed"`
+	DeletedKeyIDs []string         `json:"deletedKeyIds"`
+	CreateTime    float64          `json:"createTime"`
+	UpdateTime    float64          `json:"updateTime"`
+	FinishTime    *float64         `json:"finishTime"`
+}
+
 // ArtifactVersion is one saved version of an artifact: ADK's ArtifactVersion (Version,
 // CanonicalURI, CustomMetadata, CreateTime, MimeType) and what its content is. Kind says how it
 // was saved: "bytes" (inline data, or an upload), "text" (a Part's text, kept as UTF-8), or
