@@ -63,8 +63,15 @@ async def erase_user(request: Request, app_name: AppName, user_id: UserId) -> Re
     return response
 
 
+NOT_ERASED = {
+    404: {**problem_responses(404)[404], "description": "Never erased (`erasure_not_found`)."}
+}
+
+
 @router.get(
-    f"{USER_PATH}/erasure", response_model=Erasure, responses=problem_responses(404, 422, 503)
+    f"{USER_PATH}/erasure",
+    response_model=Erasure,
+    responses=problem_responses(422, 503) | NOT_ERASED,
 )
 async def get_erasure(request: Request, app_name: AppName, user_id: UserId) -> Response:
     """The user's latest erase: running (with its progress so far) or done (with what it
