@@ -700,6 +700,29 @@ module Sessionary
            body: {stateDelta: state_delta}, idempotent: true, request_options: request_options).state
     end
 
+    # --- Erasing a user ---------------------------------------------------------------------
+
+    # Erases everything of a user of an app: every session (forks, children, closed ones) with
+    # its events, the user's state, memories, artifacts and the keys made for the user. The
+    # Erasure, done (`status` `done`, `removed` the rows removed by kind: `removed["sessions"]`)
+    # or, past the server's SESSIONARY_ERASE_WAIT, still running (a 202: `status` `running`,
+    # `finish_time` nil; get_erasure reads it again); both are answers, neither raises. While it
+    # runs, the user's writes raise UserErasingError. Erasing again is safe (it erases what was
+    # written since: nothing, usually), but not resent after a lost answer: once the first is
+    # done, the resend would be a second erase, answered with its counts (none) for the first's.
+    def erase_user(app_name, user_id, request_options: nil)
+      user = path("apps", app_name, "users", user_id)
+      erasure = json("DELETE", user, request_options: request_options)
+      @written.forget_under("#{user}/sessions/") # new sessions may take their ids
+      erasure
+    end
+
+    # The user's latest erase: running (its progress so far) or done (what it removed), as
+    # erase_user answers it; ErasureNotFoundError if the user was never erased.
+    def get_erasure(app_name, user_id, request_options: nil)
+      json("GET", path("apps", app_name, "users", user_id, "erasure"), request_options: request_options)
+    end
+
     # --- Operations -------------------------------------------------------------------------
 
     # One page of the audit log, newest first (an admin key only): session deletes, imports,
@@ -934,5 +957,8 @@ module Sessionary
     end
 
     def forget(session) = @lock.synchronize { @versions.delete(session) }
+
+    # Forgets every session whose path starts with `prefix` (a user's, once erased).
+    def forget_under(prefix) = @lock.synchronize { @versions.delete_if { |session, _| session.start_with?(prefix) } }
   end
 end

@@ -20,7 +20,8 @@ module Sessionary
   #         │   ├── SessionNotFoundError         404 session_not_found
   #         │   ├── EventNotFoundError           404 event_not_found
   #         │   ├── ArtifactNotFoundError        404 artifact_not_found
-  #         │   └── MemoryNotFoundError          404 memory_not_found
+  #         │   ├── MemoryNotFoundError          404 memory_not_found
+  #         │   └── ErasureNotFoundError         404 erasure_not_found
   #         ├── MethodNotAllowedError            405 method_not_allowed
   #         ├── ConflictError                    409 conflict
   #         │   ├── SessionAlreadyExistsError    409 session_already_exists
@@ -29,7 +30,8 @@ module Sessionary
   #         │   ├── ToolPairViolationError       409 tool_pair_violation
   #         │   ├── ToolCallsPendingError        409 tool_calls_pending (#call_ids)
   #         │   ├── VersionExhaustedError        409 version_exhausted
-  #         │   └── MemoryAlreadyExistsError     409 memory_already_exists
+  #         │   ├── MemoryAlreadyExistsError     409 memory_already_exists
+  #         │   └── UserErasingError             409 user_erasing
   #         ├── PreconditionFailedError          412: If-Match named another version
   #         │   ├── StaleSessionError            412 stale_session (#current_version)
   #         │   └── StaleMemoryError             412 stale_memory (#current_revision)
@@ -107,6 +109,8 @@ module Sessionary
   class ArtifactNotFoundError < NotFoundError; end
   # No memory of that id here (of this user, or of the app), or it has expired.
   class MemoryNotFoundError < NotFoundError; end
+  # The user of the app was never erased (Client#get_erasure).
+  class ErasureNotFoundError < NotFoundError; end
   class MethodNotAllowedError < APIError; end
   class ConflictError < APIError; end
   class SessionAlreadyExistsError < ConflictError; end
@@ -120,6 +124,9 @@ module Sessionary
   class VersionExhaustedError < ConflictError; end
   # A memory of that id exists already: update it, or create one with another id.
   class MemoryAlreadyExistsError < ConflictError; end
+  # The user is being erased: nothing of theirs is written until the erase is done
+  # (Client#get_erasure reads its status).
+  class UserErasingError < ConflictError; end
 
   # Queued events were not promoted: function calls are unanswered. Answer or heal them, or
   # promote with force: true.

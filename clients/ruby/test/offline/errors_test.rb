@@ -14,6 +14,8 @@ class ErrorAnswersTest < Minitest::Test
     assert_operator Sessionary::ToolCallsPendingError, :<, Sessionary::ConflictError
     assert_operator Sessionary::MemoryNotFoundError, :<, Sessionary::NotFoundError
     assert_operator Sessionary::MemoryAlreadyExistsError, :<, Sessionary::ConflictError
+    assert_operator Sessionary::ErasureNotFoundError, :<, Sessionary::NotFoundError
+    assert_operator Sessionary::UserErasingError, :<, Sessionary::ConflictError
     assert_operator Sessionary::StaleSessionError, :<, Sessionary::PreconditionFailedError
     assert_operator Sessionary::StaleMemoryError, :<, Sessionary::PreconditionFailedError
     assert_operator Sessionary::APITimeoutError, :<, Sessionary::APIConnectionError

@@ -443,6 +443,17 @@ class OperationsTest < Minitest::Test
             answer: {"state" => {"units" => "metric"}}, result: {"units" => "metric"} do |c|
     c.update_user_state("app", "ada", {"units" => "metric"})
   end
+  ERASED = {"id" => "er1", "appName" => "app", "userId" => "ada", "status" => "done",
+            "removed" => {"sessions" => 2, "events" => 5, "apiKeys" => 1}, "deletedKeyIds" => ["k2"],
+            "createTime" => TIME, "updateTime" => TIME + 1, "finishTime" => TIME + 1}.freeze
+  ERASING = ERASED.merge("status" => "running", "removed" => {"sessions" => 2, "events" => 0},
+                         "finishTime" => nil).freeze
+  operation :erase_user, "DELETE", "/apps/app/users/ada", answer: ERASED do |c|
+    c.erase_user("app", "ada")
+  end
+  operation :get_erasure, "GET", "/apps/app/users/ada/erasure", answer: ERASING do |c|
+    c.get_erasure("app", "ada")
+  end
   A_RECORD = {"seq" => 7, "time" => TIME, "action" => "session.delete", "keyId" => "k1", "appName" => "app",
               "user" => "u-hash", "detail" => {"session" => "s-hash"}, "outcome" => "ok"}.freeze
   operation :list_audit_records, "GET", "/audit",
@@ -463,6 +474,22 @@ class OperationsTest < Minitest::Test
             &:readiness
   operation :metrics, "GET", "/metrics", answer: "# TYPE sessionary_requests_total counter\n",
             headers: {"Content-Type" => "text/plain; charset=utf-8"}, &:metrics
+
+  def test_an_erase_still_running_is_answered_not_raised
+    api.on("DELETE", "/apps/app/users/ada", 202, ERASING, {"Location" => "/apps/app/users/ada/erasure"})
+    erasure = sessionary.erase_user("app", "ada")
+    assert_equal ["running", 2, nil], [erasure.status, erasure.removed["sessions"], erasure.finish_time]
+    assert_equal ERASING, erasure.to_h
+  end
+
+  def test_an_erasure_never_made_and_a_user_being_erased_are_their_own_errors
+    api.on("GET", "/apps/app/users/bob/erasure", 404, StubAPI.problem(404, "erasure_not_found"))
+    api.on("POST", "#{SESSION}/events", 409, StubAPI.problem(409, "user_erasing"))
+    missing = assert_raises(Sessionary::ErasureNotFoundError) { sessionary.get_erasure("app", "bob") }
+    assert_equal [404, "erasure_not_found"], [missing.status, missing.code]
+    erasing = assert_raises(Sessionary::UserErasingError) { sessionary.append_event("app", "ada", "s1", {}) }
+    assert_equal [409, "user_erasing"], [erasing.status, erasing.code]
+  end
 
   def test_the_table_names_every_method_of_the_client
     assert_equal (Sessionary::Client.public_instance_methods(false) - %i[session close]).sort, OPERATIONS.sort

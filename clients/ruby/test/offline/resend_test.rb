@@ -103,6 +103,13 @@ class ResendTest < Minitest::Test
     assert_equal 1, api.requests.size
   end
 
+  def test_an_erase_whose_answer_was_lost_is_not_sent_again
+    # A resend, once the first is done, would be a second erase, answered with its counts (none).
+    api.on("DELETE", "/apps/app/users/ada") { nil }
+    assert_raises(Sessionary::APIConnectionError) { sessionary.erase_user("app", "ada") }
+    assert_equal 1, api.requests.size
+  end
+
   def test_a_recall_or_a_remember_whose_answer_was_lost_is_sent_again_a_memory_write_is_not
     recalled = {"memories" => [], "recalledBy" => "words", "note" => nil}
     api.on("POST", "/apps/app/users/ada/memories:recall") { |_request, n| n == 1 ? nil : [200, recalled] }

@@ -106,6 +106,23 @@ class SendingTest < Minitest::Test
     assert_equal ["0", "2", "1", "2", nil], reads # created at 0, then 2 events; the fork's; deleted
   end
 
+  def test_reads_after_an_erase_of_the_user_ask_for_no_version_it_had
+    erased = {"id" => "er1", "appName" => "app", "userId" => "ada", "status" => "done", "removed" => {},
+              "deletedKeyIds" => [], "createTime" => 1.5, "updateTime" => 1.5, "finishTime" => 1.5}
+    api.on("POST", SESSIONS, 201, StubAPI.session("s1"), written(3))
+    api.on("POST", "/apps/app/users/bob/sessions", 201, StubAPI.session("s1", user: "bob"), written(4))
+    api.on("DELETE", "/apps/app/users/ada", 200, erased)
+    api.on("GET", SESSION, 200, StubAPI.session("s1"))
+    api.on("GET", "/apps/app/users/bob/sessions/s1", 200, StubAPI.session("s1", user: "bob"))
+    sessionary.create_session("app", "ada", session_id: "s1")
+    sessionary.create_session("app", "bob", session_id: "s1")
+    sessionary.erase_user("app", "ada")
+    sessionary.get_session("app", "ada", "s1")
+    sessionary.get_session("app", "bob", "s1")
+    reads = api.requests.select { |request| request.method == "GET" }.map { |request| request.query["minVersion"] }
+    assert_equal [nil, "4"], reads # ada's sessions are gone (new ones may take their ids); bob's not
+  end
+
   def test_an_update_sends_only_what_is_given_and_nil_where_it_clears
     api.on("PATCH", SESSION, 200, StubAPI.session("s1"))
     sessionary.update_session("app", "ada", "s1", labels: {"b" => "2"}, ttl: 3600)
