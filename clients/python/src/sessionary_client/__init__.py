@@ -18,6 +18,7 @@ from sessionary_client.errors import (
     CORSPreflightRefusedError,
     CrossOriginRefusedError,
     DatabaseUnavailableError,
+    ErasureNotFoundError,
     EventConflictError,
     EventNotFoundError,
     ForbiddenError,
@@ -48,6 +49,7 @@ from sessionary_client.errors import (
     TooManyStreamsError,
     UnauthorizedError,
     UnsupportedMediaTypeError,
+    UserErasingError,
     VersionExhaustedError,
 )
 from sessionary_client.models import (
@@ -60,6 +62,7 @@ from sessionary_client.models import (
     AuditRecord,
     ContextView,
     EmbeddingsStatus,
+    Erasure,
     Event,
     EventCount,
     EventPage,
@@ -107,6 +110,8 @@ __all__ = [
     "CrossOriginRefusedError",
     "DatabaseUnavailableError",
     "EmbeddingsStatus",
+    "Erasure",
+    "ErasureNotFoundError",
     "Event",
     "EventConflictError",
     "EventCount",
@@ -161,5 +166,6 @@ __all__ = [
     "ToolPairViolationError",
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
+    "UserErasingError",
     "VersionExhaustedError",
 ]

@@ -62,6 +62,7 @@ from sessionary_client.models import (
     ContextView,
     Embedding,
     EmbeddingsStatus,
+    Erasure,
     Event,
     EventCount,
     EventList,
@@ -1956,6 +1957,31 @@ class AsyncSessionaryClient:
             page_token = page["nextPageToken"]
             if page_token is None:
                 return
+
+    async def erase_user(
+        self, app_name: str, user_id: str, **options: Unpack[RequestOptions]
+    ) -> Erasure:
+        """Erase everything of a user of an app: sessions (with their events, forks and
+        children), state, memories, artifacts, the keys made for the user. From the start the
+        user's writes raise `UserErasingError`. The erase as the server answered it: `done`
+        (200), or still `running` (202, past the server's SESSIONARY_ERASE_WAIT; it runs on,
+        `get_erasure` shows its progress). Erasing again is safe: it erases what was written
+        since (nothing, usually)."""
+        # Not resent after a lost answer, as other deletes: once the first is done, a resend
+        # would be a second erase, answered with its counts (nothing) instead of the first's.
+        path = quoted_path("apps", app_name, "users", user_id)
+        response = await self._send("DELETE", path, **options)
+        self._written.forget_user(app_name, user_id)  # new sessions may take the ids
+        return cast(Erasure, response.json())
+
+    async def get_erasure(
+        self, app_name: str, user_id: str, **options: Unpack[RequestOptions]
+    ) -> Erasure:
+        """The user's latest erase: running (its progress so far) or done (what it removed);
+        `ErasureNotFoundError` if the user was never erased."""
+        path = quoted_path("apps", app_name, "users", user_id, "erasure")
+        response = await self._send("GET", path, idempotent=True, **options)
+        return cast(Erasure, response.json())
 
     async def health(self, **options: Unpack[RequestOptions]) -> Health:
         """The process answers (`/healthz`); says nothing about the database."""

@@ -288,6 +288,12 @@ class WrittenVersions:
     def forget(self, app_name: str, user_id: str, session_id: str) -> None:
         self._versions.pop((app_name, user_id, session_id), None)
 
+    def forget_user(self, app_name: str, user_id: str) -> None:
+        """Forget every session of the user (erased: new ones may take their ids)."""
+        with self._lock:
+            for key in [key for key in self._versions if key[:2] == (app_name, user_id)]:
+                del self._versions[key]
+
 
 Kept = TypeVar("Kept")
 

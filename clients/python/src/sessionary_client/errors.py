@@ -15,7 +15,8 @@
         │   ├── SessionNotFoundError         404 session_not_found
         │   ├── EventNotFoundError           404 event_not_found
         │   ├── ArtifactNotFoundError        404 artifact_not_found
-        │   └── MemoryNotFoundError          404 memory_not_found
+        │   ├── MemoryNotFoundError          404 memory_not_found
+        │   └── ErasureNotFoundError         404 erasure_not_found
         ├── MethodNotAllowedError            405 method_not_allowed
         ├── ConflictError                    409 conflict
         │   ├── SessionAlreadyExistsError    409 session_already_exists
@@ -24,7 +25,8 @@
         │   ├── ToolPairViolationError       409 tool_pair_violation
         │   ├── ToolCallsPendingError        409 tool_calls_pending (has `call_ids`)
         │   ├── VersionExhaustedError        409 version_exhausted
-        │   └── MemoryAlreadyExistsError     409 memory_already_exists
+        │   ├── MemoryAlreadyExistsError     409 memory_already_exists
+        │   └── UserErasingError             409 user_erasing
         ├── PreconditionFailedError          412: If-Match named another version
         │   ├── StaleSessionError            412 stale_session (has `current_version`)
         │   └── StaleMemoryError             412 stale_memory (has `current_revision`)
@@ -150,6 +152,10 @@ class MemoryNotFoundError(NotFoundError):
     """No such memory (or it expired), or no such revision of it."""
 
 
+class ErasureNotFoundError(NotFoundError):
+    """The user was never erased: no erase of theirs to show."""
+
+
 class MethodNotAllowedError(APIError):
     pass
 
@@ -190,6 +196,11 @@ class VersionExhaustedError(ConflictError):
 
 class MemoryAlreadyExistsError(ConflictError):
     """A memory with that id exists: update it, or create one with another id."""
+
+
+class UserErasingError(ConflictError):
+    """The user is being erased: nothing of theirs is written until the erase is done
+    (`get_erasure` shows its progress); a write after it starts the user afresh."""
 
 
 class PreconditionFailedError(APIError):

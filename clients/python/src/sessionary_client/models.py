@@ -389,6 +389,34 @@ class AuditPage(TypedDict):
     nextPageToken: str | None
 
 
+ErasureStatus = Literal["running", "done"]
+
+
+class Erasure(TypedDict):
+    """An erase of a user of an app, running or done: what it has removed so far."""
+
+    id: str
+    """The erase's id, as the audit log names it."""
+    appName: str
+    userId: str
+    """The user, as asked for (the server keeps no copy)."""
+    status: ErasureStatus
+    """`running`: the user's writes are refused (`UserErasingError`) and what is left is being
+    deleted; `done`: nothing of the user is left."""
+    removed: dict[str, int]
+    """Rows removed so far, by kind: `sessions`, `events`, `pendingEvents`, `userStates`,
+    `memories`, `memoryRevisions`, `memoryVectors`, `artifacts`, `artifactVersions`,
+    `artifactBlobs`, `artifactChunks`, `apiKeys`, and any other table holding users' rows."""
+    deletedKeyIds: list[str]
+    """The ids of the user's API keys, deleted."""
+    createTime: float
+    """When the erase started (epoch seconds)."""
+    updateTime: float
+    """When it last moved (epoch seconds)."""
+    finishTime: float | None
+    """When it was done; None while it runs."""
+
+
 class ScopeState(TypedDict):
     state: State
 
