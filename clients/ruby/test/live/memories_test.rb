@@ -99,7 +99,8 @@ class MemoriesTest < Minitest::Test
     status = @sessionary.embeddings_status
     assert_equal ["meaning+words", 0], [status.recall, status.pending]
     assert_kind_of String, status.model
-    by_meaning = @sessionary.recall_memories(APP, user, "what food do I like?", limit: 2)
+    # Every memory, however far (min_similarity -1): the nearest two, the best first.
+    by_meaning = @sessionary.recall_memories(APP, user, "what food do I like?", limit: 2, min_similarity: -1)
     assert_equal ["meaning+words", nil, 2], [by_meaning.recalled_by, by_meaning.note, by_meaning.memories.size]
     best = by_meaning.memories.first
     assert_equal "I'm vegetarian.", best.memory.text, "no word of the question is in it: found by meaning"
