@@ -727,7 +727,14 @@ async def words_half(dsn: str, asked: list[str]) -> Latency:
             async with connection.transaction():
                 began = time.perf_counter()
                 await memory_rows.by_words(
-                    connection, APP, [HEAVY_USER, ""], text, query, config, CANDIDATES, every=True
+                    connection,
+                    APP,
+                    [HEAVY_USER, ""],
+                    text,
+                    query,
+                    config,
+                    CANDIDATES,
+                    beside_meaning=True,
                 )
                 timed.append(time.perf_counter() - began)
     finally:

@@ -9,6 +9,8 @@ import httpx
 
 from app import db
 from app.config import Settings
+from app.domain import RecallQuery
+from app.repositories import memories as memory_rows
 from tests.embedding_server import EmbeddingServer, serve_embeddings
 from tests.fixtures import client_of
 from tests.helpers import APP, USER, append, assert_problem, create_session, session_url
@@ -92,6 +94,37 @@ async def test_beside_meaning_words_must_all_match_and_alone_any_will_do(client)
         "The cabin key is under the blue pot.",
         "The wifi password for the cabin is x7k2p9.",
     ]
+
+
+async def test_beside_meaning_a_memory_not_yet_embedded_is_found_by_any_word(database_url):
+    """Meaning cannot find what no model has embedded yet: words stay lenient for those."""
+    cabin = "The cabin key is under the blue pot."
+    settings = Settings(database_url=database_url, auth=False, embeddings="none")
+    async with client_of(settings) as client:
+        await remember(client, text=cabin)
+    query = RecallQuery(None, None, None, 10, 0, 0, [], None, None, True, "hybrid")
+    connection = await asyncpg.connect(database_url)
+    try:
+
+        async def found() -> list[str]:
+            rows = await memory_rows.by_words(
+                connection,
+                APP,
+                [USER],
+                "cabin wifi password",
+                query,
+                "english",
+                40,
+                beside_meaning=True,
+            )
+            return [memory_id for _, memory_id, _ in rows]
+
+        assert len(await found()) == 1
+        await connection.execute("UPDATE memories SET embedded_model = 'a-model'")
+        assert await found() == []
+    finally:
+        await connection.execute("TRUNCATE memories, memory_revisions")
+        await connection.close()
 
 
 async def test_a_memory_is_revised_listed_and_rolled_back(client):

@@ -6,6 +6,7 @@ its text: reads join the event, and a memory whose event or session is gone (or 
 reads as absent until the session's delete takes it.
 """
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -418,32 +419,60 @@ def _filter_values(query: RecallQuery) -> tuple[Any, ...]:
     return (query.topics, query.after, query.before)
 
 
+# The longest query of words: beyond it, the first words.
+WORDS_LIMIT = 1000
+
+
+def any_word(text: str) -> str | None:
+    """The query's words in web-search syntax for any of them (`a or b`): a question shares
+    few words with what answers it, and ranking favours memories sharing more."""
+    words = dict.fromkeys(word.lower() for word in re.findall(r"\w+", text))
+    words.pop("or", None)  # the syntax's own word
+    said = ""
+    for word in words:
+        joined = f"{said} or {word}" if said else word
+        if len(joined) > WORDS_LIMIT:
+            break
+        said = joined
+    return said or None
+
+
 async def by_words(
     connection: asyncpg.Connection,
     app_name: str,
     users: list[str],
-    words: str,
+    text: str,
     query: RecallQuery,
     config: str,
     limit: int,
     *,
-    every: bool,
+    beside_meaning: bool,
 ) -> list[tuple[str, str, float]]:
-    """The best `limit` memories that hold every word of the text `words` (`every`), or
-    that match `words` in web-search syntax, best first: (stored user id, id, score in
-    [0, 1))."""
-    parse = "plainto_tsquery" if every else "websearch_to_tsquery"
+    """The best `limit` memories by the words of `text`, best first: (stored user id, id,
+    score in [0, 1)). Alone, those sharing any word. Beside meaning, those holding every word,
+    and those no model has embedded yet (which meaning cannot find) sharing any: ranking every
+    memory that shares one common word is what a user of many memories cannot afford."""
+    matches = "m.search @@ q"
+    every: tuple[str, ...] = ()
+    if beside_meaning:
+        matches = (
+            "(m.search @@ plainto_tsquery($8::regconfig, $9)"
+            " OR (m.embedded_model IS NULL AND m.search @@ q))"
+        )
+        every = (text[:WORDS_LIMIT],)
     rows = await connection.fetch(
         f"""SELECT m.user_id, m.id, ts_rank_cd(m.search, q, 32) AS score
-            FROM memories m, {parse}('{config}'::regconfig, $3) q
-            WHERE m.app_name = $1 AND m.user_id = ANY($2) AND m.search @@ q
+            FROM memories m, websearch_to_tsquery($8::regconfig, $3) q
+            WHERE m.app_name = $1 AND m.user_id = ANY($2) AND {matches}
               AND {_recall_filters(4)}
             ORDER BY score DESC, m.user_id, m.id LIMIT $7""",
         app_name,
         users,
-        words,
+        any_word(text),
         *_filter_values(query),
         limit,
+        config,
+        *every,
     )
     return [(row["user_id"], row["id"], float(row["score"])) for row in rows]
 

@@ -11,7 +11,6 @@ every half that ran.
 
 import asyncio
 import logging
-import re
 import time
 import uuid
 from collections import deque
@@ -55,22 +54,6 @@ RRF_K = 60
 QUERY_EMBEDDING_TIMEOUT = 5.0
 # Candidates each half ranks, per memory asked for.
 CANDIDATES_PER_RESULT, MIN_CANDIDATES = 4, 40
-# The longest query of words: beyond it, the first words.
-_WORDS_LIMIT = 1000
-
-
-def any_word(text: str) -> str | None:
-    """The query's words in web-search syntax for any of them (`a or b`): a question shares
-    few words with what answers it, and ranking favours memories sharing more."""
-    words = dict.fromkeys(word.lower() for word in re.findall(r"\w+", text))
-    words.pop("or", None)  # the syntax's own word
-    said = ""
-    for word in words:
-        joined = f"{said} or {word}" if said else word
-        if len(joined) > _WORDS_LIMIT:
-            break
-        said = joined
-    return said or None
 
 
 class RecallStatus:
@@ -306,11 +289,7 @@ class MemoryService:
             if note is None and vector is None and query.text is not None:
                 vector, model, note = await self._embed_query(query.text)
         by_meaning = note is None and vector is not None and model is not None
-        # Beside meaning, words are there for exact matches (names, codes, rare terms): a
-        # memory must hold every word, which also bounds what is ranked. Alone, any word.
-        words = None
-        if query.text and query.mode != "meaning":
-            words = query.text[:_WORDS_LIMIT] if by_meaning else any_word(query.text)
+        words = query.text if query.text and query.mode != "meaning" else None
         halves: list[list[tuple[str, str, float]]] = []
         similarity: dict[tuple[str, str], float] = {}
         word_score: dict[tuple[str, str], float] = {}
@@ -335,7 +314,7 @@ class MemoryService:
                     query,
                     self.settings.search_config,
                     candidates,
-                    every=by_meaning,
+                    beside_meaning=by_meaning,
                 )
                 halves.append(matched)
                 word_score = {(user, memory_id): score for user, memory_id, score in matched}
