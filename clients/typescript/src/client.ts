@@ -50,6 +50,7 @@ import type {
   EventIn,
   EventPage,
   EmbeddingsStatus,
+  Erasure,
   EventsRemoved,
   Healed,
   Health,
@@ -1393,6 +1394,25 @@ export class Sessionary {
       ...this.#call(options),
     });
     return (await ok(answer)).state;
+  }
+
+  // --- Erasing a user -------------------------------------------------------------------------
+
+  /** Erases everything of the user of the app: their sessions with all they hold, their state,
+   * memories, artifacts and API keys. From the start their writes are refused
+   * (`UserErasingError`). The erasure, `done` with what it removed by kind, or still `running`
+   * if it did not finish within the server's SESSIONARY_ERASE_WAIT (a 202): `getErasure` shows
+   * its progress. Again, it erases what was written since. */
+  async eraseUser(appName: string, userId: string, options: CallOptions = {}): Promise<Erasure> {
+    const params = { path: { app_name: appName, user_id: userId } };
+    return ok(this.raw.DELETE(USER, { params, ...this.#call(options) }));
+  }
+
+  /** The user's latest erasure, `running` with its progress or `done`; `ErasureNotFoundError`
+   * if the user was never erased. */
+  async getErasure(appName: string, userId: string, options: CallOptions = {}): Promise<Erasure> {
+    const params = { path: { app_name: appName, user_id: userId } };
+    return ok(this.raw.GET(`${USER}/erasure`, { params, ...this.#call(options) }));
   }
 
   // --- Operations -----------------------------------------------------------------------------

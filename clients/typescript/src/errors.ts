@@ -15,7 +15,8 @@
  *         │   ├── SessionNotFoundError         404 session_not_found
  *         │   ├── EventNotFoundError           404 event_not_found
  *         │   ├── ArtifactNotFoundError        404 artifact_not_found
- *         │   └── MemoryNotFoundError          404 memory_not_found
+ *         │   ├── MemoryNotFoundError          404 memory_not_found
+ *         │   └── ErasureNotFoundError         404 erasure_not_found
  *         ├── MethodNotAllowedError            405 method_not_allowed
  *         ├── ConflictError                    409 conflict
  *         │   ├── SessionAlreadyExistsError    409 session_already_exists
@@ -24,7 +25,8 @@
  *         │   ├── ToolPairViolationError       409 tool_pair_violation
  *         │   ├── ToolCallsPendingError        409 tool_calls_pending (`callIds`)
  *         │   ├── VersionExhaustedError        409 version_exhausted
- *         │   └── MemoryAlreadyExistsError     409 memory_already_exists
+ *         │   ├── MemoryAlreadyExistsError     409 memory_already_exists
+ *         │   └── UserErasingError             409 user_erasing
  *         ├── PreconditionFailedError          412: If-Match named another version
  *         │   ├── StaleSessionError            412 stale_session (`currentVersion`)
  *         │   └── StaleMemoryError             412 stale_memory (`currentRevision`)
@@ -121,6 +123,8 @@ export class EventNotFoundError extends NotFoundError {}
 export class ArtifactNotFoundError extends NotFoundError {}
 /** No memory of that id here (of this user, or of the app), or it has expired. */
 export class MemoryNotFoundError extends NotFoundError {}
+/** The user was never erased: no erasure of theirs to show. */
+export class ErasureNotFoundError extends NotFoundError {}
 export class MethodNotAllowedError extends APIError {}
 export class ConflictError extends APIError {}
 export class SessionAlreadyExistsError extends ConflictError {}
@@ -134,6 +138,8 @@ export class ToolPairViolationError extends ConflictError {}
 export class VersionExhaustedError extends ConflictError {}
 /** A memory of that id exists already: update it, or create one with another id. */
 export class MemoryAlreadyExistsError extends ConflictError {}
+/** The user is being erased: their writes are refused until the erase is done. */
+export class UserErasingError extends ConflictError {}
 /** Queued events were not promoted: function calls are unanswered. Answer or heal them, or
  * promote with `force`. */
 export class ToolCallsPendingError extends ConflictError {

@@ -1271,6 +1271,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/apps/{app_name}/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase User
+         * @description Erase everything of a user of an app: every session (forks, children, closed ones)
+         *     with its events, pending input, tool-call records and usage; the user's state,
+         *     memories and their vectors, artifacts and their bytes; the keys made for the user. Live
+         *     streams of the user's sessions get a final `deleted` frame.
+         *
+         *     From the start, the user's writes are refused (409 `user_erasing`): an append racing the
+         *     erase lands before it and is erased, or is refused. The rest is deleted in short
+         *     transactions. Answers 200 with what was removed, by kind, once done; 202 if it is not done
+         *     within `SESSIONARY_ERASE_WAIT` seconds (it runs on; read its status at `…/erasure`).
+         *     Again, it erases what has been written since (nothing, usually). The audit log records
+         *     it, naming the user by pseudonym: after it, the user's id is in no table.
+         */
+        delete: operations["erase_user"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}/erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Erasure
+         * @description The user's latest erase: running (with its progress so far) or done (with what it
+         *     removed). 404 `erasure_not_found` if the user was never erased.
+         */
+        get: operations["get_erasure"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1736,6 +1787,56 @@ export interface components {
              * @description Memories embedded per second lately, by the worker of this process.
              */
             rate: number | null;
+        };
+        /** Erasure */
+        Erasure: {
+            /**
+             * Id
+             * @description The erase's id, as the audit log names it.
+             */
+            id: string;
+            /** Appname */
+            appName: string;
+            /**
+             * Userid
+             * @description The user, as asked for (the server keeps no copy).
+             */
+            userId: string;
+            /**
+             * Status
+             * @description `running`: the user's writes are refused (409 `user_erasing`) and what is left is being deleted; `done`: nothing of the user is left.
+             * @enum {string}
+             */
+            status: "running" | "done";
+            /**
+             * Removed
+             * @description Rows removed so far, by kind: `sessions`, `events`, `pendingEvents`, `userStates`, `memories`, `memoryRevisions`, `memoryVectors`, `artifacts`, `artifactVersions`, `artifactBlobs`, `artifactChunks`, `apiKeys`, and any other table holding users' rows.
+             */
+            removed: {
+                [key: string]: number;
+            };
+            /**
+             * Deletedkeyids
+             * @description The ids of the user's API keys, deleted.
+             */
+            deletedKeyIds: string[];
+            /**
+             * Createtime
+             * Format: double
+             * @description When the erase started (epoch seconds).
+             */
+            createTime: number;
+            /**
+             * Updatetime
+             * Format: double
+             * @description When it last moved (epoch seconds).
+             */
+            updateTime: number;
+            /**
+             * Finishtime
+             * @description When it was done; null while it runs.
+             */
+            finishTime: number | null;
         };
         /**
          * Event
@@ -2548,7 +2649,7 @@ export interface components {
              * @description Stable, machine-readable: what went wrong, for code to act on.
              * @enum {string}
              */
-            code: "artifact_not_found" | "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "memory_already_exists" | "memory_not_found" | "method_not_allowed" | "not_found" | "payload_too_large" | "range_not_satisfiable" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_memory" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "validation_error" | "version_exhausted";
+            code: "artifact_not_found" | "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "erasure_not_found" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "memory_already_exists" | "memory_not_found" | "method_not_allowed" | "not_found" | "payload_too_large" | "range_not_satisfiable" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_memory" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "user_erasing" | "validation_error" | "version_exhausted";
             /**
              * Instance
              * @description The request path; absent when the request was refused before its path was read (`headers_too_large`, `bad_request`).
@@ -10306,6 +10407,164 @@ export interface operations {
             };
             /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    erase_user: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            /** @description The erase runs on: its status is at the `Location` given. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_erasure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Never erased (`erasure_not_found`). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -63,6 +63,10 @@ export type EmbeddingsStatus = Schemas["EmbeddingsStatus"];
  * hash of the user's id, never the id), and how it went (`outcome`). */
 export type AuditRecord = Schemas["AuditRecord"];
 export type AuditPage = Schemas["AuditPage"];
+/** An erase of a user (`eraseUser`, `getErasure`): `running` (the user's writes refused, what
+ * is left being deleted) or `done`; `removed` counts the rows removed so far by kind
+ * (`sessions`, `events`, `memories`, …), `deletedKeyIds` the user's API keys deleted. */
+export type Erasure = Schemas["Erasure"];
 
 /**
  * What an append did with its event (`appendEventOutcome`), as the Python client's `Appended`
