@@ -149,7 +149,12 @@ test("recall finds memories by words at once, and by meaning once they are embed
   const status = await client.embeddingsStatus();
   assert.deepEqual([status.recall, status.pending], ["meaning+words", 0]);
   assert.equal(typeof status.model, "string");
-  const byMeaning = await client.recallMemories(app, "ada", { query: "what food do I like?", limit: 2 });
+  // Every memory, however far (minSimilarity -1): the nearest two, the best first.
+  const byMeaning = await client.recallMemories(app, "ada", {
+    query: "what food do I like?",
+    limit: 2,
+    minSimilarity: -1,
+  });
   assert.equal(byMeaning.recalledBy, "meaning+words");
   assert.equal(byMeaning.note, null);
   assert.equal(byMeaning.memories.length, 2);
