@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 if __package__ in (None, ""):  # run as `python bench/run.py`: make `bench` importable
@@ -27,6 +28,7 @@ from bench import (
     clients,
     cpu,
     databases,
+    erasure,
     live,
     loadgen,
     memory,
@@ -103,10 +105,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, help="also write the report to this file")
     parser.add_argument(
         "--only",
-        choices=["s15", "s18", "s19"],
-        help="this scenario alone (S15 needs no DATABASE_URL; S18 and S19 do, as the others)",
+        choices=["s15", "s18", "s19", "s20"],
+        help="this scenario alone (S15 needs no DATABASE_URL; the others do)",
     )
-    for sizes, quick in ((Sizes, QUICK), (memory.Sizes, memory.QUICK)):
+    for sizes, quick in (
+        (Sizes, QUICK),
+        (memory.Sizes, memory.QUICK),
+        (erasure.Sizes, erasure.QUICK),
+    ):
         for sizing in dataclasses.fields(sizes):
             parser.add_argument(
                 "--" + sizing.name.replace("_", "-"),
@@ -126,12 +132,22 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
 
 
 def memory_sizes_from(args: argparse.Namespace) -> memory.Sizes:
+    return _chosen(args, memory.Sizes, memory.QUICK)
+
+
+def erasure_sizes_from(args: argparse.Namespace) -> erasure.Sizes:
+    return _chosen(args, erasure.Sizes, erasure.QUICK)
+
+
+def _chosen(args: argparse.Namespace, sizes: Any, quick: Any) -> Any:
+    """A scenario's sizes (a dataclass) as the flags set them, from its defaults (or
+    `quick`'s, with --quick)."""
     chosen = {
         sizing.name: getattr(args, sizing.name)
-        for sizing in dataclasses.fields(memory.Sizes)
+        for sizing in dataclasses.fields(sizes)
         if getattr(args, sizing.name) is not None
     }
-    return dataclasses.replace(memory.QUICK if args.quick else memory.Sizes(), **chosen)
+    return dataclasses.replace(quick if args.quick else sizes(), **chosen)
 
 
 READ_KEY = seeded_key(READ_APP, 1, users=1, user_prefix="reader", session_prefix="long")
@@ -330,6 +346,9 @@ async def bench(args: argparse.Namespace) -> str:
     if args.only == "s19":
         s19 = await run_memory(database_url, args.db_prefix, sizes, memory_sizes_from(args))
         return f"{header()}\n\n{s19.report()}"
+    if args.only == "s20":
+        s20 = await run_erasure(database_url, args.db_prefix, sizes, erasure_sizes_from(args))
+        return f"{header()}\n\n{s20.report()}"
     dbs = Databases.on(database_url, args.db_prefix)
     results = Results(cores=os.cpu_count() or 1)
     started = time.monotonic()
@@ -419,6 +438,7 @@ async def bench(args: argparse.Namespace) -> str:
             results.clients = await clients.run(database_url, args.db_prefix, appends, 1000)
         await run_artifacts(database_url, args.db_prefix, sizes, results)
         s19 = await run_memory(database_url, args.db_prefix, sizes, memory_sizes_from(args))
+        s20 = await run_erasure(database_url, args.db_prefix, sizes, erasure_sizes_from(args))
 
         if not args.skip_growth:
             log(f"S6: loading {sizes.growth_events:,} events into each database")
@@ -462,7 +482,7 @@ async def bench(args: argparse.Namespace) -> str:
 
     results.notes.append(f"Sizes: {dataclasses.asdict(sizes)}.")
     results.notes.append(f"Whole run: {(time.monotonic() - started) / 60:.1f} min.")
-    return f"{render(results, header())}\n\n{s19.report()}"
+    return f"{render(results, header())}\n\n{s19.report()}\n\n{s20.report()}"
 
 
 async def run_live(
@@ -687,6 +707,17 @@ async def run_memory(
         f"{memory_sizes.memory_app:,} memories; a backfill of {memory_sizes.memory_backfill:,}"
     )
     return await memory.run(database_url, prefix, memory_sizes, sizes)
+
+
+async def run_erasure(
+    database_url: str, prefix: str, sizes: Sizes, erasure_sizes: erasure.Sizes
+) -> erasure.S20:
+    """S20: a user of a million events erased, and the app's other users' appends meanwhile."""
+    log(
+        f"S20: erasing a user of {erasure_sizes.erase_sessions:,} sessions of "
+        f"{erasure_sizes.erase_events_per_session:,} events"
+    )
+    return await erasure.run(database_url, prefix, erasure_sizes, sizes)
 
 
 async def run_adoption(dbs: Databases, results: Results) -> None:

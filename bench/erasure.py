@@ -1,0 +1,163 @@
+"""S20: erasing a user of 1,000 sessions and 1,000,000 events, and the app's other users'
+appends meanwhile.
+
+On a database of its own (`<prefix>_erasure`, migrated), the user's sessions and events are
+loaded in bulk (`databases.seed`, as S6 loads its million), then on a `sessionary serve` of
+its own: bursts of S1's appends (the append scenario of `bench/scenarios.py`, the Python
+generator, to other users' fresh sessions) before the erase; `DELETE /apps/{app}/users/{user}`
+(answered 202 at once: `SESSIONARY_ERASE_WAIT=0`), then bursts until its status
+(`GET …/erasure`, every 0.5 s) says done; bursts after. With each phase, the CPU each part
+spent (the server's workers, PostgreSQL), as S19 counts it.
+"""
+
+import asyncio
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import httpx
+
+from bench import databases, scenarios
+from bench.clients import postmaster_of
+from bench.databases import Databases
+from bench.memory import Meter, log
+from bench.scenarios import Burst
+from bench.server import Server
+from bench.sessionary_side import Sessionary
+from bench.workload import Sizes as LoadSizes
+
+APP = "bench-erasure"
+USER_PREFIX = "erased"  # `seed` names its one user erased0
+BURSTS = 3  # before the erase, and after it
+
+
+@dataclass(frozen=True)
+class Sizes:
+    erase_sessions: int = 1_000
+    erase_events_per_session: int = 1_000
+
+
+QUICK = Sizes(erase_sessions=20, erase_events_per_session=100)
+
+
+@dataclass
+class Phase:
+    bursts: list[Burst]
+    meter: Meter
+    appends: int  # made in its bursts, their warm-ups' with them
+
+
+@dataclass
+class S20:
+    sizes: Sizes
+    load_seconds: float
+    erase_seconds: float  # from the DELETE to the status saying done
+    removed: dict[str, int]
+    progress: list[tuple[float, int]]  # (seconds since the DELETE, events removed)
+    phases: dict[str, Phase]  # before, during, after
+
+    def report(self) -> str:
+        events = self.removed.get("events", 0)
+        lines = [
+            f"S20 erase: a user of {self.sizes.erase_sessions:,} sessions and {events:,} events "
+            f"erased in {self.erase_seconds:.1f} s ({events / self.erase_seconds:,.0f} events/s"
+            f"; loaded in bulk in {self.load_seconds:.0f} s). Removed: "
+            + ", ".join(f"{n:,} {kind}" for kind, n in sorted(self.removed.items()) if n)
+            + ". Events removed over time: "
+            + ", ".join(
+                f"{at:.0f} s: {n:,}" for at, n in self.progress[:: max(1, len(self.progress) // 8)]
+            )
+            + ".",
+            "",
+            "| S20 other users' appends (S1, the Python generator) | bursts | events/s "
+            "| p50 ms | p99 ms | CPU µs per append: server | PostgreSQL | other work's share |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|",
+        ]
+        for name, phase in self.phases.items():
+            burst = scenarios.median_burst(phase.bursts)
+            _, server, postgres = phase.meter.each(phase.appends)
+            lines.append(
+                f"| {name} | {len(phase.bursts)} | {burst.events_per_second:,.0f} "
+                f"| {burst.p50_ms:.1f} | {burst.p99_ms:.1f} | {server:.0f} | {postgres:.0f} "
+                f"| {phase.meter.elsewhere:.0%} |"
+            )
+        lines += [
+            "",
+            "- S20: each phase's figures are its bursts' medians; the CPU is all that each part "
+            "spent during the phase over the appends made (the erase's deletes are in "
+            "PostgreSQL's, during it).",
+        ]
+        return "\n".join(lines)
+
+
+async def _until_done(
+    http: httpx.AsyncClient, path: str, started: float
+) -> list[tuple[float, int]]:
+    progress = []
+    while True:
+        status: dict[str, Any] = (await http.get(path)).json()
+        progress.append((time.monotonic() - started, status["removed"].get("events", 0)))
+        if status["status"] == "done":
+            return progress
+        await asyncio.sleep(0.5)
+
+
+async def run(database_url: str, prefix: str, sizes: Sizes, appends: LoadSizes) -> S20:
+    names = Databases.on(database_url, f"{prefix}_erasure")
+    await databases.recreate(names)
+    databases.migrate(names.sessionary)
+    dsn = names.sessionary
+    events = sizes.erase_sessions * sizes.erase_events_per_session
+    log(f"S20: loading a user of {sizes.erase_sessions:,} sessions and {events:,} events")
+    loading = time.monotonic()
+    await databases.seed(
+        dsn,
+        "sessionary",
+        app=APP,
+        sessions=sizes.erase_sessions,
+        events_per_session=sizes.erase_events_per_session,
+        users=1,
+        user_prefix=USER_PREFIX,
+    )
+    load_seconds = time.monotonic() - loading
+    one_burst = replace(appends, repeat=1)
+    per_burst = one_burst.clients * 5 + one_burst.append_sessions * one_burst.appends_per_session
+    env = {"SESSIONARY_AUTH": "false", "SESSIONARY_ERASE_WAIT": "0"}
+    with Server(dsn, 2, env) as serve:
+        system = Sessionary(serve.host, serve.port)
+        postmaster = await postmaster_of(dsn)
+        phases: dict[str, Phase] = {}
+
+        async def bursts(label: str, count: int | None, until: asyncio.Task[Any] | None) -> None:
+            meter = Meter(serve.worker_pids, postmaster)
+            done: list[Burst] = []
+            with meter.measure():
+                while (count is not None and len(done) < count) or (
+                    until is not None and not until.done()
+                ):
+                    done.append(
+                        await scenarios.append(system, one_burst, f"s20-{label}{len(done)}")
+                    )
+            phases[label] = Phase(done, meter, len(done) * per_burst)
+
+        try:
+            log(f"S20: {BURSTS} S1 bursts before the erase")
+            await bursts("before", BURSTS, None)
+            base = f"http://{serve.host}:{serve.port}"
+            async with httpx.AsyncClient(base_url=base, timeout=600) as http:
+                path = f"/apps/{APP}/users/{USER_PREFIX}0"
+                started = time.monotonic()
+                answer = await http.delete(path)
+                if answer.status_code not in (200, 202):
+                    raise RuntimeError(f"the erase answered {answer.status_code}: {answer.text}")
+                log("S20: the erase runs; S1 bursts until it is done")
+                watching = asyncio.create_task(_until_done(http, f"{path}/erasure", started))
+                await bursts("during the erase", None, watching)
+                progress = await watching
+                erase_seconds = progress[-1][0]
+                removed = (await http.get(f"{path}/erasure")).json()["removed"]
+            log(f"S20: {BURSTS} S1 bursts after it")
+            await bursts("after", BURSTS, None)
+        finally:
+            await system.close()
+    return S20(sizes, load_seconds, erase_seconds, removed, progress, phases)
