@@ -287,7 +287,10 @@ async def _erase_user(args: argparse.Namespace, connector: db.Connector) -> None
 
 
 def _removed(removed: dict[str, int]) -> str:
-    return ", ".join(f"{count:,} {kind}" for kind, count in sorted(removed.items()) if count) or "nothing"
+    return (
+        ", ".join(f"{count:,} {kind}" for kind, count in sorted(removed.items()) if count)
+        or "nothing"
+    )
 
 
 def export(args: argparse.Namespace) -> None:

@@ -4,6 +4,8 @@
 for the user erases that user only where `SESSIONARY_USER_SELF_ERASE` allows it.
 """
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response, status
 
 from app.api import render
@@ -63,7 +65,7 @@ async def erase_user(request: Request, app_name: AppName, user_id: UserId) -> Re
     return response
 
 
-NOT_ERASED = {
+NOT_ERASED: dict[int | str, dict[str, Any]] = {
     404: {**problem_responses(404)[404], "description": "Never erased (`erasure_not_found`)."}
 }
 
