@@ -298,6 +298,15 @@ class Settings(BaseSettings):
         le=2048,
         description="Texts embedded per call to the model.",
     )
+    embeddings_pace: float = Field(
+        default=0.1,
+        gt=0,
+        le=1,
+        description="The share of its time the embedding worker works while the database is "
+        "serving requests (other connections are busy): it rests the rest, so that a backfill "
+        "takes no more than this of what appends need. On an idle database it works "
+        "throughout. 1: never rests.",
+    )
     memory_from: Literal["user", "all"] = Field(
         default="user",
         description="What a session adds to memory (`add_session_to_memory`): `user`, the "

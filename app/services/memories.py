@@ -375,6 +375,11 @@ def _draft_of(memory: StoredMemory) -> MemoryDraft:
     )
 
 
+def rest(worked: float, pace: float) -> float:
+    """Seconds to rest after a batch that took `worked` seconds, to work `pace` of the time."""
+    return worked * (1 / pace - 1)
+
+
 class EmbeddingWorker:
     """Embeds memories off the request path: what is queued (new, or changed since embedded),
     then, once after each start, a pass over those embedded by another model (a change of
@@ -436,9 +441,17 @@ class EmbeddingWorker:
             async with lock.transaction():
                 if not await lock.fetchval("SELECT pg_try_advisory_xact_lock($1)", self.LOCK):
                     return
-                worked = True
-                while worked:
-                    worked = await self.step()
+                while True:
+                    began = time.monotonic()
+                    if not await self.step():
+                        break
+                    worked = time.monotonic() - began
+                    # On a connection of the pool's: the lock's transaction would see one
+                    # snapshot of the others' activity for as long as it lasts.
+                    async with self.pool.connection() as connection:
+                        serving = await memory_rows.serving(connection)
+                    if serving:
+                        await asyncio.sleep(rest(worked, self.settings.embeddings_pace))
         finally:
             await lock.close()
 
