@@ -110,6 +110,34 @@ async def test_a_stream_hears_appends_made_through_the_pooler(http, server):
     assert (frame.event, frame.id) == ("appended", 1)
 
 
+async def test_a_user_is_erased_through_the_pooler_while_writers_race_it(http):
+    """The erase's fence is transaction-scoped advisory locks: fine behind a transaction
+    pooler, where a session-level lock would be another client's."""
+    user = f"/apps/{APP}/users/erased"
+    for n in range(3):
+        created = await http.post(f"{user}/sessions", json={"sessionId": f"s{n}"})
+        assert created.status_code == 201, created.text
+
+    async def writer(n: int) -> set[int]:
+        answered = set()
+        for i in range(20):
+            appended = await http.post(
+                f"{user}/sessions/s{n % 3}/events", json=delta_event({f"w{n}": i})
+            )
+            state = await http.patch(f"{user}/state", json={"stateDelta": {f"w{n}": i}})
+            answered |= {appended.status_code, state.status_code}
+        return answered
+
+    writers = [asyncio.create_task(writer(n)) for n in range(4)]
+    await asyncio.sleep(0.1)
+    erased = await http.delete(user)
+    answered = set().union(*await asyncio.gather(*writers))
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["status"] == "done" and erased.json()["removed"]["sessions"] == 3
+    assert answered <= {200, 201, 404, 409}
+    assert (await http.get(f"{user}/sessions")).json()["sessions"] == []
+
+
 def test_keys_are_made_and_checked_through_the_pooler(pooled_url, direct_url):
     made = sessionary(pooled_url, "keys", "create", "--app", APP, env=POOLING)
     assert made.returncode == 0, made.stderr
