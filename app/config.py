@@ -332,6 +332,14 @@ class Settings(BaseSettings):
         description="Rows of a table an erase deletes in one transaction: a user with a million "
         "events is erased in many short transactions, none holding the app's other users back.",
     )
+    erase_pace: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="The share of its time an erase works while the database is serving other "
+        "requests; it rests the rest, so that the app's other users keep their share of the "
+        "cores. On an idle database it works throughout. 1: never rests.",
+    )
     erase_wait: float = Field(
         default=5,
         ge=0,

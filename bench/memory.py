@@ -835,6 +835,19 @@ async def bursts(
         return [await scenarios.append(system, appends, f"{label}{n}") for n in range(count)]
 
 
+async def settle(dsn: str) -> None:
+    """What a load leaves to do, done before anything is measured, as the other scenarios
+    do: vacuumed and analysed (the search indexes' pending entries merged), checkpointed.
+    Otherwise autovacuum takes the load's tables while the worker embeds, and the appends
+    meanwhile pay for it."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        await connection.execute("VACUUM ANALYZE")
+    finally:
+        await connection.close()
+    await databases.checkpoint(dsn)
+
+
 async def seed_backfill(
     dsn: str, count: int, appends: LoadSizes, times: int
 ) -> tuple[list[Burst], Meter]:
@@ -863,6 +876,7 @@ async def seed_backfill(
             remembered = await load(http, sessions)
         if remembered != count:
             raise RuntimeError(f"{remembered} memories of {count} events")
+        await settle(dsn)
         log(f"S19 backfill: {times} S1 bursts before the worker")
         meter = Meter(serve.worker_pids, await postmaster_of(dsn))
         system = Sessionary(serve.host, serve.port)

@@ -11,7 +11,6 @@ from app import db
 from app.config import Settings
 from app.domain import RecallQuery
 from app.repositories import memories as memory_rows
-from app.services.memories import rest
 from tests.embedding_server import EmbeddingServer, serve_embeddings
 from tests.fixtures import client_of
 from tests.helpers import APP, USER, append, assert_problem, create_session, session_url
@@ -126,23 +125,6 @@ async def test_beside_meaning_a_memory_not_yet_embedded_is_found_by_any_word(dat
     finally:
         await connection.execute("TRUNCATE memories, memory_revisions")
         await connection.close()
-
-
-async def test_the_worker_rests_while_the_database_serves_others(new_database):
-    assert rest(2.0, 0.25) == 6.0  # works a quarter of its time
-    assert rest(2.0, 1) == 0
-    url = await asyncio.to_thread(new_database)
-    watching, busy = await asyncpg.connect(url), await asyncpg.connect(url)
-    try:
-        assert not await memory_rows.serving(watching)
-        sleeping = asyncio.create_task(busy.execute("SELECT pg_sleep(1)"))
-        await asyncio.sleep(0.3)
-        assert await memory_rows.serving(watching)
-        await sleeping
-        assert not await memory_rows.serving(watching)
-    finally:
-        await watching.close()
-        await busy.close()
 
 
 async def test_a_memory_is_revised_listed_and_rolled_back(client):

@@ -593,18 +593,6 @@ async def embedded(
         )
 
 
-async def serving(connection: asyncpg.Connection) -> bool:
-    """Whether other connections to the database are running statements now (the embedding
-    worker rests then)."""
-    return bool(
-        await connection.fetchval(
-            """SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database()
-                   AND state = 'active' AND pid <> pg_backend_pid()
-                   AND backend_type = 'client backend')"""
-        )
-    )
-
-
 async def pending(connection: asyncpg.Connection, model: str) -> int:
     """Memories not yet embedded with `model`."""
     return int(

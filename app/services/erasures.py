@@ -14,6 +14,7 @@ started erase always finishes; one step runs at a time.
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 
 import asyncpg
@@ -27,6 +28,7 @@ from app.repositories.erasures import Erasure, UserTable
 from app.repositories.live import announce
 from app.services.audit import ACTING_KEY, AuditLog
 from app.services.contents import Contents
+from app.services.pacing import pace
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +119,13 @@ class ErasureService:
         while True:
             taken = 0
             for table in tables:
-                while deleted := await self._step(erasure_id, table, app_name, user_id):
+                while True:
+                    began = time.monotonic()
+                    deleted = await self._step(erasure_id, table, app_name, user_id)
+                    if not deleted:
+                        break
                     taken += deleted
+                    await pace(self.pool, time.monotonic() - began, self.settings.erase_pace)
                 if deleted is None:
                     return
             if not taken:

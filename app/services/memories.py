@@ -45,6 +45,7 @@ from app.errors import (
 )
 from app.repositories import memories as memory_rows
 from app.repositories.erasures import refuse_while_erasing
+from app.services.pacing import pace
 from app.services.preconditions import require_session
 
 logger = logging.getLogger(__name__)
@@ -375,11 +376,6 @@ def _draft_of(memory: StoredMemory) -> MemoryDraft:
     )
 
 
-def rest(worked: float, pace: float) -> float:
-    """Seconds to rest after a batch that took `worked` seconds, to work `pace` of the time."""
-    return worked * (1 / pace - 1)
-
-
 class EmbeddingWorker:
     """Embeds memories off the request path: what is queued (new, or changed since embedded),
     then, once after each start, a pass over those embedded by another model (a change of
@@ -446,12 +442,7 @@ class EmbeddingWorker:
                     if not await self.step():
                         break
                     worked = time.monotonic() - began
-                    # On a connection of the pool's: the lock's transaction would see one
-                    # snapshot of the others' activity for as long as it lasts.
-                    async with self.pool.connection() as connection:
-                        serving = await memory_rows.serving(connection)
-                    if serving:
-                        await asyncio.sleep(rest(worked, self.settings.embeddings_pace))
+                    await pace(self.pool, worked, self.settings.embeddings_pace)
         finally:
             await lock.close()
 
