@@ -299,7 +299,7 @@ class Settings(BaseSettings):
         description="Texts embedded per call to the model.",
     )
     embeddings_pace: float = Field(
-        default=0.1,
+        default=0.05,
         gt=0,
         le=1,
         description="The share of its time the embedding worker works while the database is "

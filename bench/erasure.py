@@ -119,6 +119,7 @@ async def run(database_url: str, prefix: str, sizes: Sizes, appends: LoadSizes) 
         users=1,
         user_prefix=USER_PREFIX,
     )
+    await databases.checkpoint(dsn)  # `seed` has vacuumed and analysed it
     load_seconds = time.monotonic() - loading
     one_burst = replace(appends, repeat=1)
     per_burst = one_burst.clients * 5 + one_burst.append_sessions * one_burst.appends_per_session
