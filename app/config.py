@@ -303,8 +303,8 @@ class Settings(BaseSettings):
         gt=0,
         le=1,
         description="The share of its time the embedding worker works while the database is "
-        "serving requests (other connections are busy): it rests the rest, so that a backfill "
-        "takes no more than this of what appends need. On an idle database it works "
+        "busy (two or more other connections running statements): it rests the rest, so that "
+        "a backfill takes no more than this of what appends need. Otherwise it works "
         "throughout. 1: never rests.",
     )
     memory_from: Literal["user", "all"] = Field(
@@ -336,9 +336,10 @@ class Settings(BaseSettings):
         default=0.5,
         gt=0,
         le=1,
-        description="The share of its time an erase works while the database is serving other "
-        "requests; it rests the rest, so that the app's other users keep their share of the "
-        "cores. On an idle database it works throughout. 1: never rests.",
+        description="The share of its time an erase works while the database is busy (two "
+        "or more other connections running statements); it rests the rest, so that the app's "
+        "other users keep their share of the cores. Otherwise it works throughout. 1: never "
+        "rests.",
     )
     erase_wait: float = Field(
         default=5,

@@ -18,24 +18,29 @@ def test_a_share_of_the_time_at_work_is_the_rest_that_follows():
     assert rest(2.0, 1) == 0
 
 
-async def test_work_rests_while_another_connection_runs_a_statement(new_database):
+async def test_work_rests_while_other_connections_keep_the_database_busy(new_database):
     url = await asyncio.to_thread(new_database)
-    watching, busy = await asyncpg.connect(url), await asyncpg.connect(url)
+    watching = await asyncpg.connect(url)
+    others = [await asyncpg.connect(url) for _ in range(2)]
     pool = await db.DriverPool.open(db.connector(url, Settings(database_url=url)), size=1)
     try:
-        assert not await activity.serving(watching)
+        assert not await activity.busy(watching)
         began = time.monotonic()
         await pace(pool, 5.0, 0.5)
         assert time.monotonic() - began < 2.5  # idle: no rest (it would be 5 s)
-        sleeping = asyncio.create_task(busy.execute("SELECT pg_sleep(1)"))
+        one = asyncio.create_task(others[0].execute("SELECT pg_sleep(1)"))
         await asyncio.sleep(0.3)
-        assert await activity.serving(watching)
+        assert not await activity.busy(watching)  # one request at a time is not busy
+        two = asyncio.create_task(others[1].execute("SELECT pg_sleep(1)"))
+        await asyncio.sleep(0.3)
+        assert await activity.busy(watching)
         began = time.monotonic()
         await pace(pool, 0.2, 0.5)
         assert time.monotonic() - began >= 0.2  # rested as long as it worked
-        await sleeping
-        assert not await activity.serving(watching)
+        await asyncio.gather(one, two)
+        assert not await activity.busy(watching)
     finally:
         await pool.close()
         await watching.close()
-        await busy.close()
+        for other in others:
+            await other.close()

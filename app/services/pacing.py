@@ -1,6 +1,6 @@
 """Pacing background work (embedding memories, erasing users) so that it leaves requests
-their share of the cores: while the database serves other connections, the work takes
-`share` of the time and rests the rest; on an idle database it runs throughout."""
+their share of the cores: while the database is busy serving others, the work takes `share`
+of the time and rests the rest; otherwise it runs throughout."""
 
 import asyncio
 
@@ -15,10 +15,10 @@ def rest(worked: float, share: float) -> float:
 
 async def pace(pool: DriverPool, worked: float, share: float) -> None:
     """After a step of background work that took `worked` seconds: rest, if the database is
-    serving others and `share` is under 1."""
+    busy and `share` is under 1."""
     if share >= 1:
         return
     async with pool.connection() as connection:
-        busy = await activity.serving(connection)
+        busy = await activity.busy(connection)
     if busy:
         await asyncio.sleep(rest(worked, share))
