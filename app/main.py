@@ -127,6 +127,11 @@ TAGS = [
     {"name": "state", "description": "App and user state, shared by their sessions."},
     {"name": "keys", "description": "What the API key of a request may do."},
     {
+        "name": "erasure",
+        "description": "Erasing everything of a user on request, as a job whose progress can "
+        "be read.",
+    },
+    {
         "name": "audit",
         "description": "What was erased, deleted, imported and swept, and which keys were "
         "made and revoked: by whom, never with content (admin keys).",
