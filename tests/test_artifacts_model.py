@@ -10,33 +10,22 @@ step, the stored bytes add up: each content is counted by exactly the versions t
 no chunk or content is left that nothing holds.
 """
 
-import asyncio
 import hashlib
 import itertools
-import os
 import uuid
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    precondition,
-    rule,
-    run_state_machine_as_test,
-)
+from hypothesis.stateful import initialize, invariant, precondition, rule
 
-T = TypeVar("T")
+from tests.machines import EXAMPLES, ServiceMachine
+
 USER = "ada"
 NAMES = ["doc", "img", "user:pref"]
 CONTENTS = st.sampled_from([b"", b"a", b"bb", b"c" * 5000])
-EXAMPLES = int(os.environ.get("SESSIONARY_HISTORY_EXAMPLES", "15"))
 MARKER = ("application/octet-stream", b"")  # ADK's rewind marker
 
 
@@ -60,12 +49,7 @@ def digest(version: Version) -> str:
     return hashlib.sha256(version.content).hexdigest()
 
 
-class ArtifactMachine(RuleBasedStateMachine):
-    client: httpx.AsyncClient
-    app_under_test: FastAPI
-    loop: asyncio.AbstractEventLoop
-    reads: int  # of the service checked against the model, over the run
-
+class ArtifactMachine(ServiceMachine):
     def __init__(self) -> None:
         super().__init__()
         self.app = f"artifacts-{uuid.uuid4().hex[:8]}"
@@ -73,12 +57,6 @@ class ArtifactMachine(RuleBasedStateMachine):
         self.user_names: dict[str, list[Version]] = {}
         self.counter = itertools.count()
         self.touched: list[Session] = []
-
-    def call(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
-
-    def request(self, method: str, url: str, **options: Any) -> httpx.Response:
-        return self.call(self.client.request(method, url, **options))
 
     def url(self, session: Session, suffix: str = "", app: str | None = None) -> str:
         return f"/apps/{app or self.app}/users/{USER}/sessions/{session.id}{suffix}"
@@ -319,17 +297,6 @@ async def bytes_add_up(app: FastAPI, app_name: str) -> None:
 
 
 async def test_artifacts_hold_under_every_operation(client: httpx.AsyncClient, app: FastAPI):
-    ArtifactMachine.client = client
-    ArtifactMachine.app_under_test = app
-    ArtifactMachine.loop = asyncio.get_running_loop()
-    ArtifactMachine.reads = 0
-    config = settings(
-        max_examples=EXAMPLES,
-        stateful_step_count=25,
-        deadline=None,
-        derandomize="SESSIONARY_HISTORY_EXAMPLES" not in os.environ,
-        suppress_health_check=list(HealthCheck),
-    )
-    await asyncio.to_thread(run_state_machine_as_test, ArtifactMachine, settings=config)
-    print(f"artifacts model: {ArtifactMachine.reads} reads checked")
-    assert ArtifactMachine.reads > EXAMPLES * 5
+    reads = await ArtifactMachine.run(client, app, steps=25)
+    print(f"artifacts model: {reads} reads checked")
+    assert reads > EXAMPLES * 5

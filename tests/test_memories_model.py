@@ -8,30 +8,19 @@ every revision), the listings hold exactly the model's, and recall by words of e
 own word finds exactly the memories that hold it.
 """
 
-import asyncio
 import itertools
-import os
 import uuid
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    precondition,
-    rule,
-    run_state_machine_as_test,
-)
+from hypothesis.stateful import initialize, invariant, precondition, rule
 
-T = TypeVar("T")
+from tests.machines import EXAMPLES, ServiceMachine
+
 USER = "ada"
-EXAMPLES = int(os.environ.get("SESSIONARY_HISTORY_EXAMPLES", "15"))
 # Words no other text holds, one per text, so that recall by words names exactly its memories.
 WORDS = ["zebra", "quartz", "mango", "violet", "falcon"]
 TOPICS = st.lists(st.sampled_from(["a", "b"]), max_size=2, unique=True)
@@ -46,24 +35,13 @@ class Memory:
     event: tuple[str, str] | None = None  # (session id, event id) of a remembered event
 
 
-class MemoryMachine(RuleBasedStateMachine):
-    client: httpx.AsyncClient
-    app_under_test: FastAPI
-    loop: asyncio.AbstractEventLoop
-    reads: int  # of the service checked against the model, over the run
-
+class MemoryMachine(ServiceMachine):
     def __init__(self) -> None:
         super().__init__()
         self.app = f"memories-{uuid.uuid4().hex[:8]}"
         self.memories: dict[str, Memory] = {}
         self.sessions: dict[str, list[tuple[str, str]]] = {}  # id → its user events (id, text)
         self.counter = itertools.count()
-
-    def call(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
-
-    def request(self, method: str, url: str, **options: Any) -> httpx.Response:
-        return self.call(self.client.request(method, url, **options))
 
     def base(self, scope: str) -> str:
         users = f"/users/{USER}" if scope == "user" else ""
@@ -299,17 +277,6 @@ class MemoryMachine(RuleBasedStateMachine):
 
 
 async def test_memories_hold_under_every_operation(client: httpx.AsyncClient, app: FastAPI):
-    MemoryMachine.client = client
-    MemoryMachine.app_under_test = app
-    MemoryMachine.loop = asyncio.get_running_loop()
-    MemoryMachine.reads = 0
-    config = settings(
-        max_examples=EXAMPLES,
-        stateful_step_count=20,
-        deadline=None,
-        derandomize="SESSIONARY_HISTORY_EXAMPLES" not in os.environ,
-        suppress_health_check=list(HealthCheck),
-    )
-    await asyncio.to_thread(run_state_machine_as_test, MemoryMachine, settings=config)
-    print(f"memories model: {MemoryMachine.reads} reads checked")
-    assert MemoryMachine.reads > EXAMPLES * 5
+    reads = await MemoryMachine.run(client, app, steps=20)
+    print(f"memories model: {reads} reads checked")
+    assert reads > EXAMPLES * 5
