@@ -29,7 +29,7 @@ async def remember(client: httpx.AsyncClient, base: str = M, **body: Any) -> dic
 
 async def embedded(client: httpx.AsyncClient) -> None:
     """Wait until the worker has embedded every memory."""
-    for _ in range(200):
+    for _ in range(600):
         status = (await client.get("/embeddings")).json()
         if status["pending"] == 0:
             return

@@ -39,6 +39,13 @@ async def test_work_rests_while_other_connections_keep_the_database_busy(new_dat
         assert time.monotonic() - began >= 0.2  # rested as long as it worked
         await asyncio.gather(one, two)
         assert not await activity.busy(watching)
+        three = asyncio.create_task(others[0].execute("SELECT pg_sleep(0.5)"))
+        four = asyncio.create_task(others[1].execute("SELECT pg_sleep(0.5)"))
+        await asyncio.sleep(0.2)
+        began = time.monotonic()
+        await pace(pool, 5.0, 0.5)
+        assert 0.2 <= time.monotonic() - began < 2.5  # rested until the load ended, not 5 s
+        await asyncio.gather(three, four)
     finally:
         await pool.close()
         await watching.close()
