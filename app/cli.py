@@ -1,5 +1,5 @@
-"""The `sessionary` command: serve, migrate, keys, sweep, export, import, import-adk,
-openapi, mcp."""
+"""The `sessionary` command: serve, migrate, keys, sweep, erase-user, export, export-user,
+import, import-adk, openapi, mcp."""
 
 import argparse
 import asyncio
@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app import db, sharding, workers
 from app.api import render
 from app.config import Settings
-from app.domain import ApiKey, SessionHeader
+from app.domain import ApiKey, MemoryLine, SessionHeader, SharedState
 from app.embedded import EmbeddedPostgres, EmbeddedPostgresError, running_url
 from app.errors import (
     DatabaseUnavailable,
@@ -297,22 +297,33 @@ def export(args: argparse.Namespace) -> None:
     asyncio.run(_export(args, _connector("export")))
 
 
+def export_user(args: argparse.Namespace) -> None:
+    asyncio.run(_export(args, _connector("export-user")))
+
+
 async def _export(args: argparse.Namespace, connector: db.Connector) -> None:
     progress = Progress()
-    sessions = events = shared = 0
+    sessions = events = shared = memories = 0
     async with _portability(connector) as service:
         with _output(args.output) as out:
-            async for item in service.export_all(args.app, args.user):
+            if args.run is export_user:
+                items = service.export_user(args.app, args.user)
+            else:
+                items = service.export_all(args.app, args.user)
+            async for item in items:
                 out.write(render.export_line(item))
                 if isinstance(item, bytes):
                     events += 1
                 elif isinstance(item, SessionHeader):
                     sessions += 1
-                else:
+                elif isinstance(item, SharedState):
                     shared += 1
+                elif isinstance(item, MemoryLine):
+                    memories += 1
                 progress.show(f"{sessions:,} sessions, {events:,} events")
     progress.done(
-        f"exported {sessions:,} sessions, {events:,} events and {shared:,} app or user states"
+        f"exported {sessions:,} sessions, {events:,} events, {shared:,} app or user states "
+        f"and {memories:,} memories"
     )
 
 
@@ -375,7 +386,8 @@ async def _import_adk(args: argparse.Namespace, connector: db.Connector) -> Impo
 def _summarise(progress: "Progress", report: ImportReport) -> None:
     progress.done(
         f"imported {report.created:,} sessions ({report.events:,} events), "
-        f"{report.unchanged:,} already there, {report.shared_states:,} app or user states; "
+        f"{report.unchanged:,} already there, {report.shared_states:,} app or user states, "
+        f"{report.memories:,} memories, {report.artifact_versions:,} user artifact versions; "
         f"{len(report.refused):,} refused"
     )
     for refusal in report.refused:
@@ -526,15 +538,27 @@ def main(argv: list[str] | None = None) -> None:
     erase_parser.set_defaults(run=erase_user)
 
     export_parser = commands.add_parser(
-        "export", help="write sessions as NDJSON, with their app and user state"
+        "export",
+        help="write sessions as NDJSON, with app and user state, users' artifacts and memories",
     )
     export_parser.add_argument("--app", help="only this app's (default: every app's)")
     export_parser.add_argument("--user", help="only this user's (default: every user's)")
     export_parser.add_argument("--output", "-o", default="-", help="a file (default: stdout)")
     export_parser.set_defaults(run=export)
 
+    export_user_parser = commands.add_parser(
+        "export-user",
+        help="write everything of a user of an app as NDJSON (as GET /apps/…/users/…:export)",
+    )
+    export_user_parser.add_argument("--app", required=True, help="the app")
+    export_user_parser.add_argument("--user", required=True, help="the user")
+    export_user_parser.add_argument("--output", "-o", default="-", help="a file (default: stdout)")
+    export_user_parser.set_defaults(run=export_user)
+
     import_parser = commands.add_parser(
-        "import", help="store the sessions of an export; those stored already are skipped"
+        "import",
+        help="store what an export holds (`export` or `export-user`); what is stored already "
+        "is skipped",
     )
     import_parser.add_argument("file", nargs="?", default="-", help="default: stdin")
     import_parser.set_defaults(run=import_)

@@ -145,6 +145,13 @@ class Settings(BaseSettings):
         "larger is a 413 and nothing is kept. Artifacts are the one body past "
         "SESSIONARY_MAX_BODY_BYTES.",
     )
+    max_import_bytes: int = Field(
+        default=4 * 1024 * MiB,
+        ge=1024,
+        description="Largest export a user's import (`POST /apps/{app}/users/{user}:import`) "
+        "takes (streamed into one transaction, never held whole); larger is a 413 and "
+        "nothing is kept.",
+    )
     artifact_store: str | None = Field(
         default=None,
         pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$",

@@ -425,8 +425,33 @@ class ArtifactBytes:
     data: bytes
 
 
-# A line of an export: a header, an event (its JSON), an artifact's version or bytes.
-ExportItem = SessionHeader | SharedState | bytes | StoredArtifact | ArtifactBytes
+@dataclass(frozen=True)
+class UserArtifactsHeader:
+    """What a user's export says before their `user:` artifacts' lines."""
+
+    app_name: str
+    user_id: str
+    artifact_lines: int
+
+
+@dataclass(frozen=True)
+class MemoryLine:
+    """A memory with its revisions and vectors, as the UTF-8 JSON PostgreSQL rendered."""
+
+    data: bytes
+
+
+# A line of an export: a header, an event (its JSON), an artifact's version or bytes, a
+# memory.
+ExportItem = (
+    SessionHeader
+    | SharedState
+    | bytes
+    | StoredArtifact
+    | ArtifactBytes
+    | UserArtifactsHeader
+    | MemoryLine
+)
 
 
 @dataclass(frozen=True)

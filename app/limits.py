@@ -28,6 +28,8 @@ SESSION_VERBS = (
     "export",
     "remember",
 )
+# The verbs of a user's path (`…/users/{id}:export`), which a user id ending in one would hide.
+USER_VERBS = ("export", "import")
 # The verb of a memory's path (`…/memories/{id}:rollback`), which no memory id ends in.
 MEMORY_VERB = "rollback"
 DISPLAY_NAME_LENGTH = 1024

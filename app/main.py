@@ -245,6 +245,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         BodyLimitMiddleware,
         max_bytes=settings.max_body_bytes,
         max_upload_bytes=settings.max_artifact_bytes,
+        max_import_bytes=settings.max_import_bytes,
     )
     app.add_middleware(PathGuardMiddleware)
     app.add_middleware(HeadAsGetMiddleware)

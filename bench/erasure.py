@@ -1,5 +1,5 @@
 """S20: erasing a user of 1,000 sessions and 1,000,000 events, and the app's other users'
-appends meanwhile.
+appends meanwhile; exporting the same user first, and importing the export afterwards.
 
 On a database of its own (`<prefix>_erasure`, migrated), the user's sessions and events are
 loaded in bulk (`databases.seed`, as S6 loads its million), then on a `sessionary serve` of
@@ -7,12 +7,17 @@ its own: bursts of S1's appends (the append scenario of `bench/scenarios.py`, th
 generator, to other users' fresh sessions) before the erase; `DELETE /apps/{app}/users/{user}`
 (answered 202 at once: `SESSIONARY_ERASE_WAIT=0`), then bursts until its status
 (`GET …/erasure`, every 0.5 s) says done; bursts after. With each phase, the CPU each part
-spent (the server's workers, PostgreSQL), as S19 counts it.
+spent (the server's workers, PostgreSQL), as S19 counts it. Before the erase the user is
+exported (`GET …/users/{user}:export`, to a file) and after it imported under another id
+(`POST …/users/{other}:import`, streamed from the file), each timed alone: MB/s.
 """
 
 import asyncio
+import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -55,9 +60,13 @@ class S20:
     removed: dict[str, int]
     progress: list[tuple[float, int]]  # (seconds since the DELETE, events removed)
     phases: dict[str, Phase]  # before, during, after
+    export_bytes: int
+    export_seconds: float
+    import_seconds: float
 
     def report(self) -> str:
         events = self.removed.get("events", 0)
+        megabytes = self.export_bytes / MB
         lines = [
             f"S20 erase: a user of {self.sizes.erase_sessions:,} sessions and {events:,} events "
             f"erased in {self.erase_seconds:.1f} s ({events / self.erase_seconds:,.0f} events/s"
@@ -68,6 +77,11 @@ class S20:
                 f"{at:.0f} s: {n:,}" for at, n in self.progress[:: max(1, len(self.progress) // 8)]
             )
             + ".",
+            "",
+            f"S20 export and import of that user: {megabytes:,.0f} MB of NDJSON exported in "
+            f"{self.export_seconds:.1f} s ({megabytes / self.export_seconds:,.1f} MB/s), "
+            f"imported under another id in {self.import_seconds:.1f} s "
+            f"({megabytes / self.import_seconds:,.1f} MB/s, one transaction).",
             "",
             "| S20 other users' appends (S1, the Python generator) | bursts | events/s "
             "| p50 ms | p99 ms | CPU µs per append: server | PostgreSQL | other work's share |",
@@ -88,6 +102,40 @@ class S20:
             "PostgreSQL's, during it).",
         ]
         return "\n".join(lines)
+
+
+MB = 1_000_000
+
+
+async def _export(http: httpx.AsyncClient, path: str, file: Path) -> tuple[int, float]:
+    """The user's export written to `file`: its size and the seconds it took."""
+    began = time.monotonic()
+    size = 0
+    with file.open("wb") as out:
+        async with http.stream("GET", f"{path}:export") as answer:
+            if answer.status_code != 200:
+                raise RuntimeError(f"the export answered {answer.status_code}")
+            async for chunk in answer.aiter_raw():
+                out.write(chunk)
+                size += len(chunk)
+    return size, time.monotonic() - began
+
+
+async def _import(http: httpx.AsyncClient, path: str, file: Path) -> float:
+    """`file` imported at `path`, streamed: the seconds it took."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        with file.open("rb") as source:
+            while chunk := source.read(1 << 20):
+                yield chunk
+
+    began = time.monotonic()
+    answer = await http.post(
+        f"{path}:import", content=chunks(), headers={"content-type": "application/x-ndjson"}
+    )
+    if answer.status_code != 200:
+        raise RuntimeError(f"the import answered {answer.status_code}: {answer.text}")
+    return time.monotonic() - began
 
 
 async def _until_done(
@@ -145,8 +193,11 @@ async def run(database_url: str, prefix: str, sizes: Sizes, appends: LoadSizes) 
             log(f"S20: {BURSTS} S1 bursts before the erase")
             await bursts("before", BURSTS, None)
             base = f"http://{serve.host}:{serve.port}"
-            async with httpx.AsyncClient(base_url=base, timeout=600) as http:
+            async with httpx.AsyncClient(base_url=base, timeout=3600) as http:
                 path = f"/apps/{APP}/users/{USER_PREFIX}0"
+                exported = Path(tempfile.mkdtemp(prefix="s20-")) / "user.ndjson"
+                log("S20: exporting the user")
+                export_bytes, export_seconds = await _export(http, path, exported)
                 started = time.monotonic()
                 answer = await http.delete(path)
                 if answer.status_code not in (200, 202):
@@ -159,6 +210,21 @@ async def run(database_url: str, prefix: str, sizes: Sizes, appends: LoadSizes) 
                 removed = (await http.get(f"{path}/erasure")).json()["removed"]
             log(f"S20: {BURSTS} S1 bursts after it")
             await bursts("after", BURSTS, None)
+            log("S20: importing the export under another user")
+            async with httpx.AsyncClient(base_url=base, timeout=3600) as http:
+                import_seconds = await _import(http, f"/apps/{APP}/users/imported0", exported)
+            exported.unlink()
+            exported.parent.rmdir()
         finally:
             await system.close()
-    return S20(sizes, load_seconds, erase_seconds, removed, progress, phases)
+    return S20(
+        sizes,
+        load_seconds,
+        erase_seconds,
+        removed,
+        progress,
+        phases,
+        export_bytes,
+        export_seconds,
+        import_seconds,
+    )

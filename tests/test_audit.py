@@ -146,3 +146,66 @@ async def test_old_records_are_swept(audited):
     assert swept.returncode == 0, swept.stderr
     (sweep,) = await records(client, admin)
     assert sweep["action"] == "retention.sweep" and sweep["detail"]["auditRecords"] == kept
+
+
+async def test_the_log_holds_every_action_of_a_users_life_and_no_content(audited):
+    """A user's keys, sessions deleted and imported, their data exported and imported, the
+    sweep and the erase: each is in the log, and nothing the user said or named is, in any
+    column of any record."""
+    client, admin, app_key, url = audited
+    user_key = await asyncio.to_thread(keys_command, url, "create", "--app", APP, "--user", USER)
+    event = {"author": "user", "content": {"parts": [{"text": SECRET_WORDS}]}}
+    for session_id, ttl in (("private-chat", None), ("brief", 1)):
+        made = await client.post(
+            f"/apps/{APP}/users/{USER}/sessions",
+            json={"sessionId": session_id, "events": [event], "ttl": ttl},
+            headers=bearer(user_key),
+        )
+        assert made.status_code == 201, made.text
+    exported = await client.get(f"{session_url('private-chat')}:export", headers=bearer(app_key))
+    assert (await client.delete(session_url("private-chat"), headers=bearer(app_key))).is_success
+    ndjson = {"content-type": "application/x-ndjson"}
+    imported = await client.post(
+        f"/apps/{APP}/users/{USER}/sessions:import",
+        content=exported.content,
+        headers={**bearer(app_key), **ndjson},
+    )
+    assert imported.status_code == 201, imported.text
+    everything = await client.get(f"/apps/{APP}/users/{USER}:export", headers=bearer(user_key))
+    moved = await client.post(
+        f"/apps/{APP}/users/carol:import",
+        content=everything.content,
+        headers={**bearer(app_key), **ndjson},
+    )
+    assert moved.status_code == 200, moved.text
+    await asyncio.sleep(1.1)
+    assert (await asyncio.to_thread(_sweep, url)).returncode == 0
+    await asyncio.to_thread(keys_command, url, "revoke", user_key.split("_")[1])  # checked
+    erased = await client.delete(f"/apps/{APP}/users/{USER}", headers=bearer(app_key))
+    assert erased.status_code == 200, erased.text
+
+    actions = {record["action"] for record in await records(client, admin, pageSize=100)}
+    assert actions == {
+        "key.create",
+        "key.revoke",
+        "session.delete",
+        "session.import",
+        "user.export",
+        "user.import",
+        "retention.sweep",
+        "user.erase",
+    }
+    mine = {record["action"] for record in await records(client, admin, app=APP, userId=USER)}
+    # The sweep names no user, a revocation names its key; the import was carol's.
+    assert mine == actions - {"retention.sweep", "key.revoke", "user.import"}
+    carols = await records(client, admin, app=APP, userId="carol")
+    assert [record["action"] for record in carols] == ["user.import"]
+    connection = await asyncpg.connect(url)
+    try:
+        rows = await connection.fetch("SELECT audit_log::text AS said FROM audit_log")
+    finally:
+        await connection.close()
+    assert len(rows) >= len(actions)
+    for row in rows:
+        for private in (USER, "carol", "private-chat", "brief", "4111", "card number"):
+            assert private not in row["said"], (private, row["said"])

@@ -198,6 +198,17 @@ def endpoints(user: str) -> dict[str, tuple[Request, bool, set[str]]]:
             True,
             app_state,
         ),
+        "export user": (plain("GET", f"{base}:export"), False, own),
+        "import user": (
+            lambda http, admin, key: http.post(
+                f"{base}:import",
+                content=b'{"format": "sessionary.userState.v1", "appName": "a", '
+                b'"userId": "u", "state": {"k": 1}}\n',
+                headers={**bearer(key), "content-type": "application/x-ndjson"},
+            ),
+            True,
+            own,
+        ),
         "get user state": (plain("GET", f"{base}/state"), False, own),
         "patch user state": (
             plain("PATCH", f"{base}/state", json={"stateDelta": {"u": 1}}),

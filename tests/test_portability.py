@@ -334,7 +334,7 @@ async def test_the_commands_move_every_session_and_shared_state_to_another_datab
     await create_session(client, user="bob", sessionId="b", state={"app:flag": 1, "user:x": 2})
     exported = sessionary(database_url, "export", "--app", APP)
     assert exported.returncode == 0, exported.stderr
-    assert b"exported 3 sessions, 6 events and 3 app or user states" in exported.stderr
+    assert b"exported 3 sessions, 6 events, 3 app or user states and 0 memories" in exported.stderr
     kinds = [json.loads(line)["format"] for line in exported.stdout.splitlines()[:3]]
     assert kinds == ["sessionary.appState.v1", *["sessionary.userState.v1"] * 2]
 
@@ -385,6 +385,7 @@ def test_a_refused_line_is_named_once(database_url):
     lines = refused.stderr.decode().splitlines()
     assert lines[1:] == [
         "  Line 1 is not a header: its `format` must be one of sessionary.session.v1, "
-        "sessionary.appState.v1, sessionary.userState.v1.",
+        "sessionary.appState.v1, sessionary.userState.v1, sessionary.userArtifacts.v1, "
+        "sessionary.memory.v1.",
         "  Line 2 is not JSON: Expecting value: line 1 column 1 (char 0)",
     ]

@@ -119,6 +119,7 @@ CALLS: list[tuple[str, str, dict[str, Any], int]] = [
     ),
     ("POST", "/apps/{app_name}/users/{user_id}/sessions:import", EXPORT, 201),
     ("POST", "/apps/{app_name}/users/{user_id}/sessions:import", EXPORT, 200),
+    ("POST", "/apps/{app_name}/users/{user_id}:import", EXPORT, 200),
     (
         "POST",
         "/apps/{app_name}/users/{user_id}/sessions/{session_id}/children",

@@ -24,13 +24,18 @@ class BodyTooLarge(HTTPException):
 # An artifact's upload, the one body that may pass SESSIONARY_MAX_BODY_BYTES: streamed into
 # storage, never held whole, up to a limit of its own.
 _UPLOAD = re.compile(r"^/apps/[^/]+/users/[^/]+(/sessions/[^/]+)?/artifacts/.")
+# A user's import, streamed into one transaction, never held whole: a limit of its own.
+_USER_IMPORT = re.compile(r"^/apps/[^/]+/users/[^/]+:import$")
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int, max_upload_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, max_upload_bytes: int, max_import_bytes: int
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.max_upload_bytes = max_upload_bytes
+        self.max_import_bytes = max_import_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -39,6 +44,8 @@ class BodyLimitMiddleware:
         limit, setting = self.max_bytes, "SESSIONARY_MAX_BODY_BYTES"
         if scope["method"] == "POST" and _UPLOAD.match(scope["path"]):
             limit, setting = self.max_upload_bytes, "SESSIONARY_MAX_ARTIFACT_BYTES"
+        elif scope["method"] == "POST" and _USER_IMPORT.match(scope["path"]):
+            limit, setting = self.max_import_bytes, "SESSIONARY_MAX_IMPORT_BYTES"
         declared = Headers(scope=scope).get("content-length", "")
         received = 0
 

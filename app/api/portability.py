@@ -15,7 +15,7 @@ from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import ExportItem, SessionHeader, SessionKey
 from app.errors import InvalidInput, PayloadTooLarge, UnsupportedMediaType
 from app.rules import portability as format
-from app.schemas import Session, SessionExport
+from app.schemas import Session, SessionExport, UserImport
 from app.services.auth import Need
 from app.services.portability import BATCH, read_record
 
@@ -53,6 +53,35 @@ FORMS = {
             ]
         },
     },
+}
+
+
+USER_PATH = "/apps/{app_name}/users/{user_id:user}"
+USER_LINES = (
+    "NDJSON (`application/x-ndjson`), one JSON object per line: the user's state "
+    "(`UserStateExport`), then each session as `…/sessions/{id}:export` gives it (a "
+    "`SessionExport` header, its events, its artifact lines), then the user's `user:` "
+    "artifacts (a `UserArtifactsExport` line, then as many artifact lines as it says), then "
+    "each memory (`MemoryExport`) with its revisions and vectors. Each part only where there "
+    "is one: a user with nothing stored exports nothing."
+)
+USER_FORMS = {
+    NDJSON: {
+        "schema": {"$ref": COMPONENTS + "UserNdjson"},
+        "x-itemSchema": {
+            "oneOf": [
+                {"$ref": COMPONENTS + name}
+                for name in (
+                    "UserStateExport",
+                    "SessionExport",
+                    "Event",
+                    "ExportedArtifact",
+                    "UserArtifactsExport",
+                    "MemoryExport",
+                )
+            ]
+        },
+    }
 }
 
 
@@ -111,6 +140,63 @@ async def _lines(first: ExportItem, rest: AsyncIterator[ExportItem]) -> AsyncIte
     yield render.export_line(first)
     async for item in rest:
         yield render.export_line(item)
+
+
+@router.get(
+    USER_PATH + ":export",
+    response_class=StreamingResponse,
+    responses={
+        200: {"description": USER_LINES, "content": USER_FORMS},
+        **problem_responses(422, 503),
+    },
+)
+async def export_user(request: Request, app_name: AppName, user_id: UserId) -> Response:
+    """Everything stored of a user of an app, streamed from one snapshot: what
+    `…/users/{user}:import` takes back, here or on another Sessionary, where every read
+    (points in time, revisions and recall included) gives what it gives here. The app's own
+    state and memories are not the user's: they stay out. The audit log records the export."""
+    items = services(request).portability.export_user(app_name, user_id)
+    return StreamingResponse((render.export_line(item) async for item in items), media_type=NDJSON)
+
+
+@router.post(
+    USER_PATH + ":import",
+    response_model=UserImport,
+    responses=problem_responses(403, 409, 413, 415, 422, 503),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": USER_LINES + " As `…/users/{user}:export` sends it.",
+            "content": USER_FORMS,
+        }
+    },
+)
+async def import_user(
+    request: Request, app_name: AppName, user_id: UserId, app_state_writable: AppStateWritable
+) -> Response:
+    """Store a user's export under this app and user (its lines' own app and user may name
+    others: this path decides): every session with its events and artifacts, the user's
+    state (merged: its keys win), `user:` artifacts and memories with their revisions and
+    vectors, as they were. All or nothing, in one transaction, streamed (never held whole):
+    up to `SESSIONARY_MAX_IMPORT_BYTES`.
+
+    200 with what was created and what was there already the same: the same export again
+    creates nothing. Anything stored under the same id and different is a 409
+    (`session_already_exists`, `memory_already_exists`, `conflict` for `user:` artifacts),
+    an expired session or memory a 422, as is a line of the app's (its state, its memories)."""
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != NDJSON:
+        raise UnsupportedMediaType(
+            f"Send a user's export as NDJSON, with Content-Type: {NDJSON}, as "
+            "`…/users/{user}:export` gives it."
+        )
+    done = await services(request).portability.import_user(
+        app_name,
+        user_id,
+        format.numbered_stream(request.stream()),
+        app_state_writable=app_state_writable,
+    )
+    return respond(render.user_import(done), status.HTTP_200_OK)
 
 
 async def _document(header: ExportItem, items: AsyncIterator[ExportItem]) -> AsyncIterator[bytes]:

@@ -20,6 +20,7 @@ from app.domain import (
     ContextRead,
     EventSpan,
     ExportItem,
+    MemoryLine,
     MemoryRevision,
     Page,
     Recall,
@@ -31,6 +32,7 @@ from app.domain import (
     StoredSession,
     Tally,
     Usage,
+    UserArtifactsHeader,
 )
 from app.repositories.audit import AuditRecord
 from app.rules import portability
@@ -39,6 +41,7 @@ from app.rules.scopes import merged_state
 from app.rules.search import as_html, event_text
 from app.rules.tool_calls import ToolCall
 from app.services.erasures import ErasureStatus
+from app.services.portability import Counts, UserImported
 
 
 def dumps(value: dict[str, Any]) -> bytes:
@@ -107,7 +110,16 @@ def export_line(item: ExportItem) -> bytes:
     artifact's version or a piece of its bytes."""
     if isinstance(item, bytes):
         return item + b"\n"
-    if isinstance(item, SessionHeader):
+    if isinstance(item, MemoryLine):
+        return item.data + b"\n"
+    if isinstance(item, UserArtifactsHeader):
+        record = {
+            "format": portability.USER_ARTIFACTS_FORMAT,
+            "appName": item.app_name,
+            "userId": item.user_id,
+            "artifactLines": item.artifact_lines,
+        }
+    elif isinstance(item, SessionHeader):
         session = item.session
         record = {
             "format": portability.SESSION_FORMAT,
@@ -448,5 +460,25 @@ def erasure(status: ErasureStatus) -> bytes:
             "createTime": found.create_time.timestamp(),
             "updateTime": found.update_time.timestamp(),
             "finishTime": None if found.finish_time is None else found.finish_time.timestamp(),
+        }
+    )
+
+
+def user_import(done: UserImported) -> bytes:
+    """A `UserImport`."""
+
+    def counts(tally: Counts) -> dict[str, int]:
+        return {
+            "sessions": tally.sessions,
+            "events": tally.events,
+            "memories": tally.memories,
+            "artifactVersions": tally.artifact_versions,
+        }
+
+    return dumps(
+        {
+            "created": counts(done.created),
+            "unchanged": counts(done.unchanged),
+            "userStateKeys": done.user_state_keys,
         }
     )

@@ -27,7 +27,7 @@ from app.api.deps import Authorized, Public, authorize
 from app.api.fastapi_binding import plain_handler as _plain_handler
 from app.api.fastapi_binding import query_names
 from app.errors import InvalidInput, UnsupportedMediaType
-from app.limits import MEMORY_VERB, SESSION_VERBS
+from app.limits import MEMORY_VERB, SESSION_VERBS, USER_VERBS
 from app.services.auth import Need
 
 
@@ -56,6 +56,16 @@ class MemoryIdConvertor(SessionIdConvertor):
 
 
 register_url_convertor("memory", MemoryIdConvertor())
+
+
+class UserIdConvertor(SessionIdConvertor):
+    """A user id in a path never ends in `:export` or `:import`, the verbs of a user's path:
+    `DELETE …/users/x:export` is a 405, not an erase of a user `x:export`."""
+
+    regex = "[^/]+" + "".join(f"(?<!:{verb})" for verb in USER_VERBS)
+
+
+register_url_convertor("user", UserIdConvertor())
 
 
 class ArtifactNameConvertor(Convertor[str]):

@@ -18,8 +18,11 @@ from app.limits import INT64_MAX
 from app.schemas import (
     EventIn,
     ExportedSession,
+    MemoryExport,
     Problem,
     SessionExport,
+    UserArtifactsExport,
+    UserStateExport,
 )
 from app.schemas.genai import GENAI_SCHEMAS
 
@@ -29,7 +32,15 @@ BEARER = "HTTPBearer"
 
 # Named schemas no route's JSON names (a problem+json answer, an export's header line), and
 # the shapes of an event's `content` and `usageMetadata`.
-MODELS: tuple[type[BaseModel], ...] = (Problem, SessionExport, ExportedSession, *GENAI_SCHEMAS)
+MODELS: tuple[type[BaseModel], ...] = (
+    Problem,
+    SessionExport,
+    ExportedSession,
+    UserStateExport,
+    UserArtifactsExport,
+    MemoryExport,
+    *GENAI_SCHEMAS,
+)
 
 # The schema of an export's NDJSON form (`app.api.portability`).
 NDJSON_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -42,6 +53,15 @@ NDJSON_SCHEMAS: dict[str, dict[str, Any]] = {
         "`SessionExport` (the header), then `eventCount` lines each an `Event` as stored, in "
         "seq order. Read it line by line: an export may be larger "
         "than memory.",
+    },
+    "UserNdjson": {
+        "type": "string",
+        "format": "binary",
+        "contentMediaType": "application/x-ndjson",
+        "description": "A user's export as NDJSON: one JSON object per line, each a "
+        "`UserStateExport`, a session's export (`SessionExport`, then its events and artifact "
+        "lines), a `UserArtifactsExport` and its artifact lines, or a `MemoryExport`. Read it "
+        "line by line: an export may be larger than memory.",
     },
 }
 

@@ -401,6 +401,26 @@ async def session_versions(connection: asyncpg.Connection, key: SessionKey) -> l
     return [stored_artifact(row) for row in await fetch(connection, statement)]
 
 
+async def user_scope_owners(
+    connection: asyncpg.Connection, app_name: str | None, user_id: str | None
+) -> list[Owner]:
+    """The users with `user:` artifacts within an export's reach (every app, or every user,
+    where None), in order."""
+    versions = StorageArtifactVersion
+    reach = [versions.session_id == USER_SCOPE]
+    if app_name is not None:
+        reach.append(versions.app_name == app_name)
+    if user_id is not None:
+        reach.append(versions.user_id == user_id)
+    statement = (
+        select(versions.app_name, versions.user_id)
+        .distinct()
+        .where(*reach)
+        .order_by(versions.app_name, versions.user_id)
+    )
+    return [(row[0], row[1]) for row in await fetch(connection, statement)]
+
+
 _NAMED = (
     StorageArtifactVersion.app_name == _APP,
     StorageArtifactVersion.user_id == _USER,

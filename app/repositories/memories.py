@@ -7,6 +7,7 @@ reads as absent until the session's delete takes it.
 """
 
 import re
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
@@ -654,3 +655,136 @@ async def delete_expired(connection: asyncpg.Connection, limit: int) -> int:
     for row in rows:  # one memory's at a time: on Citus each stays on its shard
         await _forget_rest(connection, row["app_name"], row["user_id"], [row["id"]])
     return len(rows)
+
+
+# A memory as its export's line gives it (`schemas.MemoryExport`), rendered by PostgreSQL: its
+# times as epoch seconds to the microsecond, with its revisions and vectors. `$1` and `$2`
+# name the owner, so that on Citus the whole statement reads one shard.
+_EXPORT_LINE = """jsonb_build_object(
+    'format', 'sessionary.memory.v1', 'appName', m.app_name, 'userId', nullif(m.user_id, ''),
+    'id', m.id, 'kind', m.kind, 'revision', m.revision, 'text', m.text,
+    'content', m.content, 'author', m.author, 'metadata', m.metadata,
+    'topics', to_jsonb(m.topics), 'expireTime', extract(epoch FROM m.expire_time),
+    'sessionId', m.session_id, 'seq', m.seq, 'eventIds', to_jsonb(m.event_ids),
+    'createTime', extract(epoch FROM m.create_time),
+    'updateTime', extract(epoch FROM m.update_time), 'embeddedModel', m.embedded_model,
+    'revisions', (SELECT jsonb_agg(jsonb_build_object(
+            'revision', r.revision, 'text', r.text, 'content', r.content, 'author', r.author,
+            'metadata', r.metadata, 'topics', to_jsonb(r.topics),
+            'expireTime', extract(epoch FROM r.expire_time),
+            'createTime', extract(epoch FROM r.create_time)) ORDER BY r.revision)
+        FROM memory_revisions r
+        WHERE r.app_name = $1 AND r.user_id = $2 AND r.memory_id = m.id),
+    'vectors', coalesce((SELECT jsonb_agg(jsonb_build_object(
+            'model', v.model, 'vector', to_jsonb(v.embedding)) ORDER BY v.model)
+        FROM memory_vectors v
+        WHERE v.app_name = $1 AND v.user_id = $2 AND v.memory_id = m.id), '[]'::jsonb)
+    )::text"""
+
+
+async def owners(
+    connection: asyncpg.Connection, app_name: str | None, user_id: str | None
+) -> list[tuple[str, str]]:
+    """The (app, stored user) pairs with memories within an export's reach (every app, or
+    every user, where None), in order."""
+    rows = await connection.fetch(
+        """SELECT DISTINCT app_name, user_id FROM memories
+           WHERE ($1::text IS NULL OR app_name = $1) AND ($2::text IS NULL OR user_id = $2)
+           ORDER BY app_name, user_id""",
+        app_name,
+        user_id,
+    )
+    return [(row["app_name"], row["user_id"]) for row in rows]
+
+
+async def export_lines(
+    connection: asyncpg.Connection, owner: MemoryOwner, prefetch: int
+) -> AsyncIterator[bytes]:
+    """The owner's memories as they read (unexpired, their event there), each its export's
+    line, oldest first, through a cursor (in the caller's transaction)."""
+    cursor = connection.cursor(
+        f"""SELECT convert_to({_EXPORT_LINE}, 'UTF8') FROM memories m
+            WHERE m.app_name = $1 AND m.user_id = $2 AND {_UNEXPIRED}
+              AND (m.kind = 'text' OR EXISTS (SELECT 1 FROM events e WHERE e.app_name = $1
+                  AND e.user_id = $2 AND e.session_id = m.session_id AND e.seq = m.seq))
+              AND {_EVENT_LIVE}
+            ORDER BY m.create_time, m.id""",
+        owner.app_name,
+        owner.stored_user,
+        prefetch=prefetch,
+    )
+    async for row in cursor:
+        yield row[0]
+
+
+async def export_line(
+    connection: asyncpg.Connection, owner: MemoryOwner, memory_id: str
+) -> bytes | None:
+    """The memory's export line, whatever its state: what an import compares with."""
+    line: bytes | None = await connection.fetchval(
+        f"SELECT convert_to({_EXPORT_LINE}, 'UTF8') FROM memories m WHERE {_KEY}",
+        owner.app_name,
+        owner.stored_user,
+        memory_id,
+    )
+    return line
+
+
+async def import_memory(
+    connection: asyncpg.Connection,
+    owner: MemoryOwner,
+    memory: dict[str, Any],
+    revisions: list[tuple[int, MemoryDraft, datetime]],
+    vectors: list[tuple[str, list[float]]],
+    config: str,
+) -> bool:
+    """Store a memory as an export gave it, with its revisions and vectors: its words
+    indexed again (a remembered event's are its event's, which must be stored). False when
+    its id is taken (nothing written), or its event is not there."""
+    values = (
+        owner.app_name,
+        owner.stored_user,
+        memory["id"],
+        memory["revision"],
+        *_draft_values(memory["draft"]),
+        memory["event_ids"],
+        memory["create_time"],
+        memory["update_time"],
+        memory["embedded_model"],
+    )
+    columns = f"""app_name, user_id, id, kind, revision, {_DRAFT_COLUMNS}, event_ids,
+        create_time, update_time, embedded_model, session_id, seq, search"""
+    draft = "$4, $5, $6, $7, $8, $9, to_timestamp($10), $11, $12, $13, $14"
+    if memory["kind"] == "text":
+        statement = f"""INSERT INTO memories ({columns})
+            VALUES ($1, $2, $3, 'text', {draft}, $15, NULL,
+                to_tsvector('{config}'::regconfig, $5))
+            ON CONFLICT DO NOTHING RETURNING true"""
+        values += (memory["session_id"],)
+    else:  # from its event's row, on the event's shard (Citus takes no subquery in VALUES)
+        statement = f"""INSERT INTO memories ({columns})
+            SELECT e.app_name, e.user_id, $3, 'event', {draft}, e.session_id, e.seq, e.search
+            FROM events e
+            WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $15 AND e.seq = $16
+            ON CONFLICT DO NOTHING RETURNING true"""
+        values += (memory["session_id"], memory["seq"])
+    if not await connection.fetchval(statement, *values):
+        return False
+    await connection.executemany(
+        f"""INSERT INTO memory_revisions (app_name, user_id, memory_id, revision,
+                {_DRAFT_COLUMNS}, create_time)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11)""",
+        [
+            (owner.app_name, owner.stored_user, memory["id"], number, *_draft_values(draft), at)
+            for number, draft, at in revisions
+        ],
+    )
+    await connection.executemany(
+        """INSERT INTO memory_vectors (app_name, user_id, memory_id, model, embedding)
+           VALUES ($1, $2, $3, $4, $5)""",
+        [
+            (owner.app_name, owner.stored_user, memory["id"], model, vector)
+            for model, vector in vectors
+        ],
+    )
+    return True

@@ -4,10 +4,13 @@ A session's export is its header (`SessionExport`: the session as a read shows i
 `eventCount`, `baseSeq` and `baseState`), then its events, one per line, as stored (with
 `seq`), then its artifacts (`artifactLines` lines): each version's record, after the pieces
 of its content where no earlier version holds the same. A bulk export (`sessionary export`)
-is app and user state lines, then sessions.
+is app and user state lines, then sessions, then each user's `user:` artifacts (a
+`UserArtifactsExport` line, then as many artifact lines as it says), then memories, a line
+each. A user's export (`…/users/{user}:export`, `sessionary export-user`) is the same, of
+one user, without the app's state.
 """
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
 from app import strict_json
@@ -19,6 +22,8 @@ from app.rules.scopes import split_delta
 SESSION_FORMAT = "sessionary.session.v1"
 APP_STATE_FORMAT = "sessionary.appState.v1"
 USER_STATE_FORMAT = "sessionary.userState.v1"
+USER_ARTIFACTS_FORMAT = "sessionary.userArtifacts.v1"
+MEMORY_FORMAT = "sessionary.memory.v1"
 
 
 def decode(text: bytes, number: int, max_depth: int) -> Any:
@@ -77,18 +82,40 @@ def artifact_line_count(versions: Sequence[StoredArtifact]) -> int:
     return count
 
 
-def numbered(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+class Lines:
     """The non-blank lines of a byte stream, however it is cut into chunks, each with its
-    number in the stream."""
-    number, rest = 0, b""
-    for chunk in chunks:
-        *whole, rest = (rest + chunk).split(b"\n")
+    number in the stream: those each chunk completes, then the last."""
+
+    def __init__(self) -> None:
+        self.number, self.rest = 0, b""
+
+    def feed(self, chunk: bytes) -> list[tuple[int, bytes]]:
+        *whole, self.rest = (self.rest + chunk).split(b"\n")
+        found = []
         for text in whole:
-            number += 1
+            self.number += 1
             if text.strip():
-                yield number, text
-    if rest.strip():
-        yield number + 1, rest
+                found.append((self.number, text))
+        return found
+
+    def end(self) -> list[tuple[int, bytes]]:
+        return [(self.number + 1, self.rest)] if self.rest.strip() else []
+
+
+def numbered(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    lines = Lines()
+    for chunk in chunks:
+        yield from lines.feed(chunk)
+    yield from lines.end()
+
+
+async def numbered_stream(chunks: AsyncIterable[bytes]) -> AsyncIterator[tuple[int, bytes]]:
+    lines = Lines()
+    async for chunk in chunks:
+        for line in lines.feed(chunk):
+            yield line
+    for line in lines.end():
+        yield line
 
 
 class Replay:

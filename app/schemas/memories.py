@@ -32,6 +32,9 @@ def _finite(vector: list[float]) -> list[float]:
     return vector
 
 
+Vector = Annotated[list[float], Field(min_length=1, max_length=16_000), AfterValidator(_finite)]
+
+
 def _not_the_verb(memory_id: str) -> str:
     if memory_id.endswith(f":{MEMORY_VERB}"):
         raise ValueError(f"a memory id must not end in `:{MEMORY_VERB}`, the verb of its path")
@@ -43,7 +46,7 @@ class Embedding(ControlBody):
     with vectors of the same `model`."""
 
     model: ModelName = Field(description="The model's name, as the client calls it.")
-    vector: Annotated[list[float], Field(min_length=1, max_length=16_000), AfterValidator(_finite)]
+    vector: Vector
 
 
 class MemorySource(WireModel):

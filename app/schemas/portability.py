@@ -9,6 +9,7 @@ from app.schemas.artifacts import ArtifactKind, Base64Bytes, MimeType
 from app.schemas.base import ControlBody, EpochSeconds, Id, Seq, SessionId, State, WireModel
 from app.schemas.events import Event
 from app.schemas.genai import JsonObject
+from app.schemas.memories import MemoryKind, MemoryText, ModelName, Topics, Vector
 from app.schemas.sessions import DisplayName, Kind, Labels, Outcome, Parent, Status, Usage
 
 # The highest version an import may set, which no later write passes either: past 2^53 - 1 a
@@ -107,6 +108,109 @@ class UserStateExport(ControlBody):
     app_name: Id
     user_id: Id
     state: State
+
+
+class UserArtifactsExport(ControlBody):
+    """The line before a user's `user:` artifacts, in a user's export: `artifactLines` lines
+    follow it, as a session's export gives its own (`ExportedArtifact`)."""
+
+    format: Literal["sessionary.userArtifacts.v1"]
+    app_name: Id
+    user_id: Id
+    artifact_lines: Seq = Field(description="How many artifact lines follow.")
+
+
+class ExportedMemoryRevision(ControlBody):
+    """A revision of a memory, as its history keeps it."""
+
+    revision: Seq
+    text: MemoryText | None
+    content: JsonObject | None
+    author: str | None
+    metadata: JsonObject
+    topics: Topics
+    expire_time: EpochSeconds | None
+    create_time: EpochSeconds
+
+
+class ExportedVector(ControlBody):
+    """One of a memory's vectors: the server's model's, or one a client sent."""
+
+    model: ModelName
+    vector: Vector
+
+
+class MemoryExport(ControlBody):
+    """A memory in an export, on one line: as stored, with every revision and vector, so
+    that an import reads, lists and recalls as the source did. A remembered event's memory
+    (`kind` event) holds no text of its own: it names its event (`sessionId`, `seq`), which
+    an earlier line of the export imports; a text's `sessionId` is where it was learnt."""
+
+    format: Literal["sessionary.memory.v1"]
+    app_name: Id
+    user_id: Id | None = Field(description="Null: the app's own memory.")
+    id: Id
+    kind: MemoryKind
+    revision: Seq
+    text: MemoryText | None
+    content: JsonObject | None
+    author: str | None
+    metadata: JsonObject
+    topics: Topics
+    expire_time: EpochSeconds | None
+    session_id: Id | None
+    seq: Seq | None
+    event_ids: list[Id]
+    create_time: EpochSeconds
+    update_time: EpochSeconds
+    embedded_model: ModelName | None = Field(
+        description="The server's model that embedded its current revision; null: not yet."
+    )
+    revisions: list[ExportedMemoryRevision] = Field(min_length=1, description="Oldest first.")
+    vectors: list[ExportedVector]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "MemoryExport":
+        if (self.kind == "event") != (self.seq is not None) or (
+            self.kind == "event" and self.session_id is None
+        ):
+            raise ValueError("a remembered event names its sessionId and seq, a text no seq")
+        numbers = [revision.revision for revision in self.revisions]
+        if numbers != sorted(set(numbers)) or numbers[-1] != self.revision:
+            raise ValueError("revisions rise, each once, up to the memory's revision")
+        last = self.revisions[-1]
+        if (last.text, last.content, last.author, last.metadata, last.topics) != (
+            self.text,
+            self.content,
+            self.author,
+            self.metadata,
+            self.topics,
+        ) or last.expire_time != self.expire_time:
+            raise ValueError("the last revision is the memory as it is")
+        models = [vector.model for vector in self.vectors]
+        if len(set(models)) != len(models):
+            raise ValueError("a memory has one vector per model")
+        if self.embedded_model is not None and self.embedded_model not in models:
+            raise ValueError("embeddedModel names a model none of its vectors has")
+        return self
+
+
+class UserImportCounts(WireModel):
+    sessions: int = Field(ge=0)
+    events: int = Field(ge=0, description="Of the sessions counted.")
+    memories: int = Field(ge=0)
+    artifact_versions: int = Field(ge=0, description="Of the user's `user:` artifacts.")
+
+
+class UserImport(WireModel):
+    """What an import of a user's export did, in one transaction."""
+
+    created: UserImportCounts = Field(description="What was not there and is now.")
+    unchanged: UserImportCounts = Field(
+        description="What was there already, the same: an import of the same export again "
+        "creates nothing."
+    )
+    user_state_keys: int = Field(ge=0, description="Keys of the user's state written.")
 
 
 class ExportedArtifactBytes(ControlBody):

@@ -133,8 +133,9 @@ class ArtifactService:
         version_limit: int,
         write: bool,
     ) -> list[StoredArtifact]:
-        """In the caller's transaction (an import's): an export's artifact lines, each with
-        its line number, checked (each content's pieces hash to the sha256 given, each
+        """In the caller's transaction (an import's): an export's artifact lines of the
+        session (or of the user, with `key.session_id` USER_SCOPE), each with its line number,
+        checked (each content's pieces hash to the sha256 given, each
         version holds a content given before it) and, with `write`, stored as they were:
         versions, times and `savedAt` included. The versions, as given."""
         owner = (key.app_name, key.user_id)
@@ -169,7 +170,7 @@ class ArtifactService:
                 continue
             await content_ends()
             assert line.artifact is not None  # a line holds one or the other
-            stored = _imported(line.artifact, number, version_limit, last)
+            stored = _imported(line.artifact, number, key, version_limit, last)
             if stored.content_hash == EMPTY_SHA256 and EMPTY_SHA256 not in sizes:
                 _, sizes[EMPTY_SHA256] = await writer().close(refs=0)  # it has no piece
             if stored.content_hash is not None:
@@ -360,15 +361,22 @@ def _line(number: int, why: str) -> InvalidInput:
 
 
 def _imported(
-    given: ExportedArtifactVersion, number: int, version_limit: int, last: dict[str, int]
+    given: ExportedArtifactVersion,
+    number: int,
+    key: SessionKey,
+    version_limit: int,
+    last: dict[str, int],
 ) -> StoredArtifact:
-    """An export's version line as it is stored, if a session may hold it: a session's own
-    name, versions of a name rising, saved no later than the session's version."""
+    """An export's version line as it is stored, if its scope may hold it: a session's own
+    name (a user's `user:` name), versions of a name rising, saved no later than the
+    session's version."""
     try:
         check_name(given.name)
     except InvalidInput as error:
         raise _line(number, error.detail.rstrip(".")) from None
-    if is_user_scoped(given.name):
+    if key.session_id == USER_SCOPE and not is_user_scoped(given.name):
+        raise _line(number, "a user's artifacts are `user:` names; a session's come with it")
+    if key.session_id != USER_SCOPE and is_user_scoped(given.name):
         raise _line(number, "a session's export holds its own artifacts, not its user's")
     if given.version <= last.get(given.name, -1):
         raise _line(number, "the versions of a name come in rising order, each once")
