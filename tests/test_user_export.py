@@ -231,3 +231,32 @@ async def test_the_commands_move_a_user_to_another_database(client, database_url
     assert b"5 memories, 2 user artifact versions; 0 refused" in first.stderr
     moved = sessionary(target, "export-user", "--app", APP, "--user", USER)
     assert moved.stdout == exported.stdout
+
+
+async def test_an_import_past_its_limit_is_a_413_and_leaves_nothing(client, database_url):
+    await a_user_with_everything(client)
+    exported = await export_user(client)
+    settings = Settings(
+        database_url=database_url,
+        auth=False,
+        sweep_interval=86_400,
+        max_body_bytes=1024,
+        max_import_bytes=len(exported) - 1,
+    )
+    async with client_of(settings) as limited:
+        assert len(exported) > settings.max_body_bytes  # its own limit, not the body limit's
+
+        async def streamed() -> AsyncIterator[bytes]:  # no Content-Length: counted as it comes
+            for start in range(0, len(exported), 1000):
+                yield exported[start : start + 1000]
+
+        refused = await limited.post(
+            f"/apps/{APP}/users/dave:import", content=streamed(), headers=NDJSON
+        )
+        assert_problem(refused, 413, "payload_too_large")
+        assert (await limited.get(f"/apps/{APP}/users/dave/sessions")).json()["sessions"] == []
+        assert (await limited.get(f"/apps/{APP}/users/dave/memories")).json()["memories"] == []
+        whole = await limited.post(
+            f"/apps/{APP}/users/dave:import", content=exported + b"\n", headers=NDJSON
+        )
+        assert_problem(whole, 413, "payload_too_large")  # a Content-Length past it: at once
