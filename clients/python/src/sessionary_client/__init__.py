@@ -84,6 +84,8 @@ from sessionary_client.models import (
     State,
     StreamEvent,
     ToolCall,
+    UserImport,
+    UserImportCounts,
 )
 
 __all__ = [
@@ -167,5 +169,7 @@ __all__ = [
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
     "UserErasingError",
+    "UserImport",
+    "UserImportCounts",
     "VersionExhaustedError",
 ]

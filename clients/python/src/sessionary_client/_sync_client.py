@@ -92,6 +92,7 @@ from sessionary_client.models import (
     ToolCall,
     ToolCallStatus,
     Trimmed,
+    UserImport,
     UserPage,
     UserSummary,
 )
@@ -1018,6 +1019,54 @@ class SessionaryClient:
             **options,
         )
         return cast(Session, response.json())
+
+    def export_user(
+        self, app_name: str, user_id: str, **options: Unpack[RequestOptions]
+    ) -> Iterator[bytes]:
+        """Everything of the user of the app as NDJSON, from one snapshot, for `import_user`:
+        their state, each session as `export_session` gives it, their `user:` artifacts,
+        their memories (nothing at all for a user with nothing stored). Streamed: the bytes a
+        chunk at a time as they arrive, never held whole (an export may be larger than
+        memory), to write to a file or give to `import_user` as they come. Sent when the
+        iteration begins; a connection lost midway raises `APIConnectionError`."""
+        path = quoted_path("apps", app_name, "users", user_id) + ":export"
+        headers = {"Accept": "application/x-ndjson"}
+        response = self._send("GET", path, headers=headers, idempotent=True, stream=True, **options)
+        try:
+            yield from response.iter_bytes()
+        except httpx.TransportError as error:
+            raise connection_error(error, response.request.headers) from error
+        finally:
+            response.close()
+
+    def import_user(
+        self,
+        app_name: str,
+        user_id: str,
+        export: UploadContent,
+        **options: Unpack[RequestOptions],
+    ) -> UserImport:
+        """A user's export (`export_user`'s NDJSON) stored under this app and user as it was,
+        all or nothing, in one transaction: its sessions, state (merged: its keys win),
+        `user:` artifacts and memories. Streamed: bytes, a file opened in binary mode, or the
+        chunks an iterator yields (`export_user`'s, as they arrive). What it created and what
+        was there already the same (`UserImport`): the same export again creates nothing, so
+        bytes or a seekable file are resent after a lost answer; an iterator is sent once.
+        Anything stored under the same id and different is a 409, and nothing is imported:
+        `SessionAlreadyExistsError`, `MemoryAlreadyExistsError`, `ConflictError` (a `user:`
+        artifact)."""
+        upload = Upload(export)
+        if not upload.replayable:
+            options = {**options, "max_retries": 0}
+        response = self._send(
+            "POST",
+            quoted_path("apps", app_name, "users", user_id) + ":import",
+            content=upload,
+            headers={"Content-Type": "application/x-ndjson"},
+            idempotent=True,
+            **options,
+        )
+        return cast(UserImport, response.json())
 
     def list_artifacts(
         self,

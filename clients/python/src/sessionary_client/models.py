@@ -417,6 +417,28 @@ class Erasure(TypedDict):
     """When it was done; None while it runs."""
 
 
+class UserImportCounts(TypedDict):
+    """What an import of a user's export counted, by kind."""
+
+    sessions: int
+    events: int
+    """Of the sessions counted."""
+    memories: int
+    artifactVersions: int
+    """Of the user's `user:` artifacts."""
+
+
+class UserImport(TypedDict):
+    """What an import of a user's export did (`import_user`), in one transaction."""
+
+    created: UserImportCounts
+    """What was not there and is now."""
+    unchanged: UserImportCounts
+    """What was there already, the same: the same export again creates nothing."""
+    userStateKeys: int
+    """Keys of the user's state written."""
+
+
 class ScopeState(TypedDict):
     state: State
 
