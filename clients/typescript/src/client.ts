@@ -80,6 +80,7 @@ import type {
   State,
   ToolCall,
   Trimmed,
+  UserImport,
   UserPage,
   UserSummary,
 } from "./types.js";
@@ -818,6 +819,55 @@ export class Sessionary {
         bodySerializer: () => textBody(ndjson),
         ...this.#call(options),
         headers: { ...options.headers, "Content-Type": "application/x-ndjson" },
+      }),
+    );
+  }
+
+  /** Everything of the user of the app as NDJSON, from one snapshot: their state, each session
+   * as `export` gives it, their `user:` artifacts, their memories (nothing at all for a user
+   * with nothing stored). Streamed: the answer's body as it arrives, never held whole (an
+   * export may be larger than memory), for `importUser` to take as it is, or to write to a
+   * file. Resent as any read until it begins; a connection lost while it is read makes the
+   * stream fail. */
+  async exportUser(
+    appName: string,
+    userId: string,
+    options: CallOptions = {},
+  ): Promise<ReadableStream<Uint8Array>> {
+    const params = { path: { app_name: appName, user_id: userId } };
+    const headers = { Accept: "application/x-ndjson", ...options.headers };
+    const answer = this.raw.GET(`${USER}:export`, {
+      params,
+      parseAs: "stream",
+      ...this.#call({ ...options, headers }),
+    });
+    return (await bodyOf(answer)) ?? new Response(new Uint8Array()).body!;
+  }
+
+  /**
+   * Stores a user's export (`exportUser`'s NDJSON) under this app and user as it was, all or
+   * nothing, in one transaction: its sessions, state (merged: its keys win), `user:` artifacts
+   * and memories. Streamed: bytes (`Uint8Array`, `Blob`, a string as UTF-8) or a stream
+   * (`ReadableStream`, such as `exportUser`'s, or any async iterable of `Uint8Array`s). What it
+   * created and what was there already the same: the same export again creates nothing, so
+   * bytes are sent again after a lost answer; a stream, read as it is sent, is sent once.
+   * Anything stored under the same id and different throws a 409, and nothing is imported
+   * (`SessionAlreadyExistsError`, `MemoryAlreadyExistsError`, `ConflictError`).
+   */
+  async importUser(
+    appName: string,
+    userId: string,
+    data: ArtifactData,
+    options: CallOptions = {},
+  ): Promise<UserImport> {
+    const headers = { ...options.headers, "Content-Type": "application/x-ndjson" };
+    return ok(
+      this.raw.POST(`${USER}:import`, {
+        params: { path: { app_name: appName, user_id: userId } },
+        // Sent as it is by the call's fetch (`uploadOf`): not as JSON, never read into a string.
+        body: "",
+        bodySerializer: () => undefined,
+        ...this.#call({ ...options, headers }, uploadOf(data)),
       }),
     );
   }

@@ -238,7 +238,9 @@ const SESSION = String.raw`^/apps/[^/]+/users/[^/]+/sessions/[^/:]+`;
 const WITH_EVENTS = new RegExp(`${SESSION}/(events(:batch)?|pending)$`);
 const RECALL_OR_REMEMBER = String.raw`^/apps/[^/]+(/users/[^/]+)?/memories:recall$|${SESSION}:remember$`;
 const IDEMPOTENT: Record<string, RegExp> = {
-  POST: new RegExp(`${WITH_EVENTS.source}|^/apps/[^/]+/users/[^/]+/sessions:import$|${RECALL_OR_REMEMBER}`),
+  POST: new RegExp(
+    `${WITH_EVENTS.source}|^/apps/[^/]+/users/[^/]+(/sessions)?:import$|${RECALL_OR_REMEMBER}`,
+  ),
   DELETE: new RegExp(`${SESSION}/pending$`),
   PATCH: /^\/apps\/[^/]+(\/users\/[^/]+)?\/state$/,
 };

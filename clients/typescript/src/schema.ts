@@ -592,6 +592,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/apps/{app_name}/users/{user_id}:export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export User
+         * @description Everything stored of a user of an app, streamed from one snapshot: what
+         *     `…/users/{user}:import` takes back, here or on another Sessionary, where every read
+         *     (points in time, revisions and recall included) gives what it gives here. The app's own
+         *     state and memories are not the user's: they stay out. The audit log records the export.
+         */
+        get: operations["export_user"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/users/{user_id}:import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import User
+         * @description Store a user's export under this app and user (its lines' own app and user may name
+         *     others: this path decides): every session with its events and artifacts, the user's
+         *     state (merged: its keys win), `user:` artifacts and memories with their revisions and
+         *     vectors, as they were. All or nothing, in one transaction, streamed (never held whole):
+         *     up to `SESSIONARY_MAX_IMPORT_BYTES`.
+         *
+         *     200 with what was created and what was there already the same: the same export again
+         *     creates nothing. Anything stored under the same id and different is a 409
+         *     (`session_already_exists`, `memory_already_exists`, `conflict` for `user:` artifacts),
+         *     an expired session or memory a 422, as is a line of the app's (its state, its memories).
+         */
+        post: operations["import_user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/apps/{app_name}/users/{user_id}/sessions:import": {
         parameters: {
             query?: never;
@@ -2096,6 +2148,35 @@ export interface components {
             savedAt: number | null;
         };
         /**
+         * ExportedMemoryRevision
+         * @description A revision of a memory, as its history keeps it.
+         */
+        ExportedMemoryRevision: {
+            /**
+             * Revision
+             * Format: int64
+             */
+            revision: number;
+            /** Text */
+            text: string | null;
+            content: components["schemas"]["JsonObject"] | null;
+            /** Author */
+            author: string | null;
+            metadata: components["schemas"]["JsonObject"];
+            /**
+             * Topics
+             * @description Up to 50 topic labels.
+             */
+            topics: string[];
+            /** Expiretime */
+            expireTime: number | null;
+            /**
+             * Createtime
+             * Format: double
+             */
+            createTime: number;
+        };
+        /**
          * ExportedSession
          * @description A session's export as one JSON document (`Accept: application/json` on `…:export`,
          *     `Content-Type: application/json` on `…/sessions:import`): what the NDJSON form holds, its
@@ -2114,6 +2195,16 @@ export interface components {
              * @description Its artifact lines, `artifactLines` of them, in order. Left out: none.
              */
             artifacts?: components["schemas"]["ExportedArtifact"][];
+        };
+        /**
+         * ExportedVector
+         * @description One of a memory's vectors: the server's model's, or one a client sent.
+         */
+        ExportedVector: {
+            /** Model */
+            model: string;
+            /** Vector */
+            vector: number[];
         };
         /**
          * FileData
@@ -2391,6 +2482,86 @@ export interface components {
             source?: components["schemas"]["MemorySource"] | null;
             /** @description Its vector by a model of the client's, besides the server's. */
             embedding?: components["schemas"]["Embedding"] | null;
+        };
+        /**
+         * MemoryExport
+         * @description A memory in an export, on one line: as stored, with every revision and vector, so
+         *     that an import reads, lists and recalls as the source did. A remembered event's memory
+         *     (`kind` event) holds no text of its own: it names its event (`sessionId`, `seq`), which
+         *     an earlier line of the export imports; a text's `sessionId` is where it was learnt.
+         */
+        MemoryExport: {
+            /**
+             * Format
+             * @constant
+             */
+            format: "sessionary.memory.v1";
+            /**
+             * Appname
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
+             */
+            appName: string;
+            /**
+             * Userid
+             * @description Null: the app's own memory.
+             */
+            userId: string | null;
+            /**
+             * Id
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
+             */
+            id: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "text" | "event";
+            /**
+             * Revision
+             * Format: int64
+             */
+            revision: number;
+            /** Text */
+            text: string | null;
+            content: components["schemas"]["JsonObject"] | null;
+            /** Author */
+            author: string | null;
+            metadata: components["schemas"]["JsonObject"];
+            /**
+             * Topics
+             * @description Up to 50 topic labels.
+             */
+            topics: string[];
+            /** Expiretime */
+            expireTime: number | null;
+            /** Sessionid */
+            sessionId: string | null;
+            /** Seq */
+            seq: number | null;
+            /** Eventids */
+            eventIds: string[];
+            /**
+             * Createtime
+             * Format: double
+             */
+            createTime: number;
+            /**
+             * Updatetime
+             * Format: double
+             */
+            updateTime: number;
+            /**
+             * Embeddedmodel
+             * @description The server's model that embedded its current revision; null: not yet.
+             */
+            embeddedModel: string | null;
+            /**
+             * Revisions
+             * @description Oldest first.
+             */
+            revisions: components["schemas"]["ExportedMemoryRevision"][];
+            /** Vectors */
+            vectors: components["schemas"]["ExportedVector"][];
         };
         /** MemoryPage */
         MemoryPage: {
@@ -3357,6 +3528,80 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * UserArtifactsExport
+         * @description The line before a user's `user:` artifacts, in a user's export: `artifactLines` lines
+         *     follow it, as a session's export gives its own (`ExportedArtifact`).
+         */
+        UserArtifactsExport: {
+            /**
+             * Format
+             * @constant
+             */
+            format: "sessionary.userArtifacts.v1";
+            /**
+             * Appname
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
+             */
+            appName: string;
+            /**
+             * Userid
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
+             */
+            userId: string;
+            /**
+             * Artifactlines
+             * Format: int64
+             * @description How many artifact lines follow.
+             */
+            artifactLines: number;
+        };
+        /**
+         * UserImport
+         * @description What an import of a user's export did, in one transaction.
+         */
+        UserImport: {
+            /** @description What was not there and is now. */
+            created: components["schemas"]["UserImportCounts"];
+            /** @description What was there already, the same: an import of the same export again creates nothing. */
+            unchanged: components["schemas"]["UserImportCounts"];
+            /**
+             * Userstatekeys
+             * Format: int64
+             * @description Keys of the user's state written.
+             */
+            userStateKeys: number;
+        };
+        /** UserImportCounts */
+        UserImportCounts: {
+            /**
+             * Sessions
+             * Format: int64
+             */
+            sessions: number;
+            /**
+             * Events
+             * Format: int64
+             * @description Of the sessions counted.
+             */
+            events: number;
+            /**
+             * Memories
+             * Format: int64
+             */
+            memories: number;
+            /**
+             * Artifactversions
+             * Format: int64
+             * @description Of the user's `user:` artifacts.
+             */
+            artifactVersions: number;
+        };
+        /**
+         * Format: binary
+         * @description A user's export as NDJSON: one JSON object per line, each a `UserStateExport`, a session's export (`SessionExport`, then its events and artifact lines), a `UserArtifactsExport` and its artifact lines, or a `MemoryExport`. Read it line by line: an export may be larger than memory.
+         */
+        UserNdjson: string;
         /** UserPage */
         UserPage: {
             /**
@@ -3369,6 +3614,28 @@ export interface components {
              * @description Pass as `pageToken` for the next page.
              */
             nextPageToken: string | null;
+        };
+        /**
+         * UserStateExport
+         * @description A user's shared state, in a bulk export (`sessionary export`).
+         */
+        UserStateExport: {
+            /**
+             * Format
+             * @constant
+             */
+            format: "sessionary.userState.v1";
+            /**
+             * Appname
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
+             */
+            appName: string;
+            /**
+             * Userid
+             * @description 1 to 128 characters, no `/`, no control characters, not `.` or `..`.
+             */
+            userId: string;
+            state: components["schemas"]["State"];
         };
         /** UserSummary */
         UserSummary: {
@@ -6600,6 +6867,178 @@ export interface operations {
             };
             /** @description The session does not exist (`session_not_found`). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    export_user: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description NDJSON (`application/x-ndjson`), one JSON object per line: the user's state (`UserStateExport`), then each session as `…/sessions/{id}:export` gives it (a `SessionExport` header, its events, its artifact lines), then the user's `user:` artifacts (a `UserArtifactsExport` line, then as many artifact lines as it says), then each memory (`MemoryExport`) with its revisions and vectors. Each part only where there is one: a user with nothing stored exports nothing. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["UserNdjson"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    import_user: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+                /** @description The end user within the app. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description NDJSON (`application/x-ndjson`), one JSON object per line: the user's state (`UserStateExport`), then each session as `…/sessions/{id}:export` gives it (a `SessionExport` header, its events, its artifact lines), then the user's `user:` artifacts (a `UserArtifactsExport` line, then as many artifact lines as it says), then each memory (`MemoryExport`) with its revisions and vectors. Each part only where there is one: a user with nothing stored exports nothing. As `…/users/{user}:export` sends it. */
+        requestBody: {
+            content: {
+                "application/x-ndjson": components["schemas"]["UserNdjson"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserImport"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too large (`payload_too_large`): body, event, batch or resulting state. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON (`unsupported_media_type`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -74,6 +74,8 @@ export const OPERATIONS = [
   { operationId: "get_app_usage", method: "GET", path: "/apps/{app_name}/usage" },
   { operationId: "search_events", method: "GET", path: "/apps/{app_name}/search" },
   { operationId: "export_session", method: "GET", path: "/apps/{app_name}/users/{user_id}/sessions/{session_id}:export" },
+  { operationId: "export_user", method: "GET", path: "/apps/{app_name}/users/{user_id}:export" },
+  { operationId: "import_user", method: "POST", path: "/apps/{app_name}/users/{user_id}:import" },
   { operationId: "import_session", method: "POST", path: "/apps/{app_name}/users/{user_id}/sessions:import" },
   { operationId: "list_artifacts", method: "GET", path: "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts" },
   { operationId: "save_artifact", method: "POST", path: "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts" },

@@ -67,6 +67,11 @@ export type AuditPage = Schemas["AuditPage"];
  * is left being deleted) or `done`; `removed` counts the rows removed so far by kind
  * (`sessions`, `events`, `memories`, …), `deletedKeyIds` the user's API keys deleted. */
 export type Erasure = Schemas["Erasure"];
+/** What an import of a user's export did (`importUser`), in one transaction: what it
+ * `created`, what was there already the same (`unchanged`: the same export again creates
+ * nothing), by kind, and how many keys of the user's state it wrote. */
+export type UserImport = Schemas["UserImport"];
+export type UserImportCounts = Schemas["UserImportCounts"];
 
 /**
  * What an append did with its event (`appendEventOutcome`), as the Python client's `Appended`
