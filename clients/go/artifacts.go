@@ -115,17 +115,11 @@ func (c *Client) UploadArtifact(ctx context.Context, app, user, session, name st
 	if err != nil {
 		return nil, err
 	}
-	req := call{method: http.MethodPost, path: path, upload: upload.Body, ctype: upload.MimeType,
-		query: url.Values(query{}.str("displayName", upload.DisplayName)), header: http.Header{}}
-	switch body := upload.Body.(type) {
-	case nil:
+	req := call{method: http.MethodPost, path: path, upload: upload.Body, size: lengthOf(upload.Body),
+		ctype: upload.MimeType, query: url.Values(query{}.str("displayName", upload.DisplayName)),
+		header: http.Header{}}
+	if upload.Body == nil {
 		req.raw = []byte{}
-	case *bytes.Reader:
-		req.size = int64(body.Len())
-	case *bytes.Buffer:
-		req.size = int64(body.Len())
-	case *strings.Reader:
-		req.size = int64(body.Len())
 	}
 	if upload.CustomMetadata != nil {
 		metadata, err := metadataHeader(upload.CustomMetadata)
@@ -137,6 +131,20 @@ func (c *Client) UploadArtifact(ctx context.Context, app, user, session, name st
 	var saved ArtifactVersion
 	_, err = c.artifactCall(ctx, with(req, options), &saved, app, user, session)
 	return answer(&saved, err)
+}
+
+// lengthOf is the length of a body that says it (a *bytes.Reader, *bytes.Buffer or
+// *strings.Reader), else 0: net/http then sends it chunked.
+func lengthOf(body io.Reader) int64 {
+	switch body := body.(type) {
+	case *bytes.Reader:
+		return int64(body.Len())
+	case *bytes.Buffer:
+		return int64(body.Len())
+	case *strings.Reader:
+		return int64(body.Len())
+	}
+	return 0
 }
 
 // metadataHeader is custom metadata as the Artifact-Metadata header carries it: a JSON object,

@@ -414,11 +414,12 @@ const sessionPath = `^/apps/[^/]+/users/[^/]+/sessions/[^/:]+`
 
 var (
 	// Writes that may be sent twice with the effect of once: appends and queued events (each
-	// event carries an id, which the server stores once), an import (the same export again
-	// writes nothing), adding a session's events to memory (each is added once), emptying the
-	// queue, and merging the same app or user state keys; and a recall, which writes nothing.
+	// event carries an id, which the server stores once), an import of a session or a user (the
+	// same export again writes nothing; a user's, streamed, only while none of it was read),
+	// adding a session's events to memory (each is added once), emptying the queue, and merging
+	// the same app or user state keys; and a recall, which writes nothing.
 	idempotentPost = regexp.MustCompile(sessionPath + `/(events(:batch)?|pending)$|` + sessionPath + `:remember$|` +
-		`^/apps/[^/]+/users/[^/]+/sessions:import$|^/apps/[^/]+(/users/[^/]+)?/memories:recall$`)
+		`^/apps/[^/]+/users/[^/]+(/sessions)?:import$|^/apps/[^/]+(/users/[^/]+)?/memories:recall$`)
 	idempotentDelete = regexp.MustCompile(sessionPath + `/pending$`)
 	idempotentPatch  = regexp.MustCompile(`^/apps/[^/]+(/users/[^/]+)?/state$`)
 	// A second heal answers nothing, so it is safe to resend, but for one under If-Match.

@@ -514,6 +514,51 @@ func (c *Client) Import(ctx context.Context, app, user string, ndjson []byte,
 	return answer(&session, err)
 }
 
+// ExportUser is everything of a user of an app as NDJSON, from one snapshot: their state, each
+// session as Export gives it, their `user:` artifacts, their memories (nothing at all for a
+// user with nothing stored). Streamed: read it as it arrives (never held whole: an export may
+// be larger than memory), into a file or straight into ImportUser, and close it when done.
+// Opening it is sent again when that is safe, as reads are; reading it is the caller's, bounded
+// by the context, not by Timeout.
+func (c *Client) ExportUser(ctx context.Context, app, user string, options ...RequestOption) (io.ReadCloser, error) {
+	path, err := pathTo(":export", app, user)
+	if err != nil {
+		return nil, err
+	}
+	req := call{method: http.MethodGet, path: path, header: http.Header{"Accept": {"application/x-ndjson"}},
+		stream: true}
+	resp, err := c.do(ctx, with(req, options), nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// ImportUser stores a user's export (ExportUser's NDJSON) under this app and user as it was,
+// all or nothing, in one transaction: its sessions, state (merged: its keys win), `user:`
+// artifacts and memories. The export is streamed as it is read, never held whole (read to its
+// end and not closed: it is the caller's); its length is sent when it says it (a
+// *bytes.Reader, *bytes.Buffer or *strings.Reader), else it is sent chunked. What was created
+// and what was there already the same: the same export again creates nothing. Sent once, but
+// after a refused connection, which read none of it; no Timeout bounds it, the context does.
+// Anything stored under the same id and different is ErrSessionAlreadyExists,
+// ErrMemoryAlreadyExists or ErrConflict (a `user:` artifact), and nothing is imported.
+func (c *Client) ImportUser(ctx context.Context, app, user string, export io.Reader,
+	options ...RequestOption) (*UserImport, error) {
+	path, err := pathTo(":import", app, user)
+	if err != nil {
+		return nil, err
+	}
+	req := call{method: http.MethodPost, path: path, upload: export, size: lengthOf(export),
+		ctype: "application/x-ndjson"}
+	if export == nil {
+		req.raw = []byte{}
+	}
+	var imported UserImport
+	_, err = c.do(ctx, with(req, options), &imported)
+	return answer(&imported, err)
+}
+
 // --- Search, usage, browsing ----------------------------------------------------------------
 
 // SearchQuery is a search: Q, the words to find (web-search syntax: `refund order`,

@@ -46,6 +46,7 @@ var methodOf = map[string]string{
 	"list_app_memory_revisions": "ListAppMemoryRevisions", "roll_back_app_memory": "RollBackAppMemory",
 	"remember_session": "Remember", "embeddings_status": "EmbeddingsStatus",
 	"list_audit_records": "ListAuditRecords", "erase_user": "EraseUser", "get_erasure": "GetErasure",
+	"export_user": "ExportUser", "import_user": "ImportUser",
 }
 
 var typeOf = map[string]any{
@@ -69,6 +70,7 @@ var typeOf = map[string]any{
 	"RecallRequest": RecallQuery{}, "RecallResult": RecallResult{}, "RecalledMemory": RecalledMemory{},
 	"Remember": SessionRemember{}, "RememberResult": Remembered{}, "EmbeddingsStatus": EmbeddingsStatus{},
 	"AuditRecord": AuditRecord{}, "AuditPage": AuditPage{}, "Erasure": Erasure{},
+	"UserImport": UserImport{}, "UserImportCounts": UserImportCounts{},
 }
 
 type spec struct {

@@ -517,6 +517,24 @@ type Erasure struct {
 	FinishTime    *float64         `json:"finishTime"`
 }
 
+// UserImport is what ImportUser did, in one transaction: what it Created, what was there
+// already the same (Unchanged: the same export again creates nothing), and how many keys of
+// the user's state it wrote.
+type UserImport struct {
+	Created       UserImportCounts `json:"created"`
+	Unchanged     UserImportCounts `json:"unchanged"`
+	UserStateKeys int64            `json:"userStateKeys"`
+}
+
+// UserImportCounts counts what an import of a user's export found, by kind: Events of the
+// Sessions counted, ArtifactVersions of the user's `user:` artifacts.
+type UserImportCounts struct {
+	Sessions         int64 `json:"sessions"`
+	Events           int64 `json:"events"`
+	Memories         int64 `json:"memories"`
+	ArtifactVersions int64 `json:"artifactVersions"`
+}
+
 // ArtifactVersion is one saved version of an artifact: ADK's ArtifactVersion (Version,
 // CanonicalURI, CustomMetadata, CreateTime, MimeType) and what its content is. Kind says how it
 // was saved: "bytes" (inline data, or an upload), "text" (a Part's text, kept as UTF-8), or
