@@ -376,6 +376,33 @@ module Sessionary
            request_options: request_options)
     end
 
+    # Everything of a user of the app as NDJSON, from one snapshot, for import_user: their
+    # state, each session as export_session gives it, their `user:` artifacts, their memories
+    # (nothing at all, "", for a user with nothing stored). With `to:` (anything that answers
+    # `write`: a File) or a block, written there or yielded in chunks as they arrive, never held
+    # whole (an export may be larger than memory), and nil is returned; else the String, whole.
+    # An export cut short is an APIConnectionError.
+    def export_user(app_name, user_id, to: nil, request_options: nil, &block)
+      data = String.new(encoding: Encoding::BINARY) unless block || to
+      sink = block || (to && ->(chunk) { to.write(chunk) }) || ->(chunk) { data << chunk }
+      send_request("GET", "#{path('apps', app_name, 'users', user_id)}:export",
+                   headers: {"Accept" => "application/x-ndjson"}, request_options: request_options, &sink)
+      data&.force_encoding(Encoding::UTF_8)
+    end
+
+    # Stores a user's export (export_user's NDJSON) under this app and user as it was, all or
+    # nothing, in one transaction: its sessions, state (merged: its keys win), `user:` artifacts
+    # and memories. Streamed: a String, or an IO (a File, a pipe…, read from where it is), never
+    # read whole. What it created and what was there already the same (`created`, `unchanged`,
+    # `user_state_keys`): the same export again creates nothing, so a String, or an IO that can
+    # seek, is sent again after a lost answer; another IO, once. Anything stored under the same
+    # id and different raises a ConflictError (SessionAlreadyExistsError,
+    # MemoryAlreadyExistsError), and nothing is imported.
+    def import_user(app_name, user_id, export, request_options: nil)
+      json("POST", "#{path('apps', app_name, 'users', user_id)}:import", upload: Transport::Upload.new(export),
+           headers: {"Content-Type" => "application/x-ndjson"}, idempotent: true, request_options: request_options)
+    end
+
     # --- Artifacts --------------------------------------------------------------------------
     # Each serves a session's names and its user's `user:` names, or, with `session_id` nil,
     # the user's alone (the `…_user_artifact…` operations). A name's `/`s separate its

@@ -77,6 +77,8 @@ module Sessionary
       ["get_app_usage", "GET", "/apps/{app_name}/usage"],
       ["search_events", "GET", "/apps/{app_name}/search"],
       ["export_session", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}:export"],
+      ["export_user", "GET", "/apps/{app_name}/users/{user_id}:export"],
+      ["import_user", "POST", "/apps/{app_name}/users/{user_id}:import"],
       ["import_session", "POST", "/apps/{app_name}/users/{user_id}/sessions:import"],
       ["list_artifacts", "GET", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts"],
       ["save_artifact", "POST", "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts"],

@@ -231,6 +231,18 @@ class OperationsTest < Minitest::Test
   operation :import_session, "POST", "#{SESSIONS}:import", body: EXPORT, status: 201, answer: A_SESSION do |c|
     c.import_session("app", "ada", EXPORT)
   end
+  USER_EXPORT = "#{JSON.generate({'format' => 'sessionary.userState.v1', 'appName' => 'app', 'userId' => 'ada',
+                                   'state' => {'units' => 'metric'}})}\n#{EXPORT}"
+  IMPORTED = {"created" => {"sessions" => 1, "events" => 1, "memories" => 0, "artifactVersions" => 0},
+              "unchanged" => {"sessions" => 0, "events" => 0, "memories" => 0, "artifactVersions" => 0},
+              "userStateKeys" => 1}.freeze
+  operation :export_user, "GET", "/apps/app/users/ada:export", answer: USER_EXPORT,
+            headers: {"Content-Type" => "application/x-ndjson"} do |c|
+    c.export_user("app", "ada")
+  end
+  operation :import_user, "POST", "/apps/app/users/ada:import", body: USER_EXPORT, answer: IMPORTED do |c|
+    c.import_user("app", "ada", USER_EXPORT)
+  end
 
   # --- Artifacts: a session's, or (with a nil session id) its user's own ------------------
 
