@@ -162,7 +162,16 @@ async def export_user(request: Request, app_name: AppName, user_id: UserId) -> R
 @router.post(
     USER_PATH + ":import",
     response_model=UserImport,
-    responses=problem_responses(403, 409, 413, 415, 422, 503),
+    responses=problem_responses(403, 409, 413, 415, 422, 503)
+    | {
+        409: {
+            **problem_responses(409)[409],
+            "description": "Something stored under an id of the export differs from it "
+            "(`session_already_exists`, `memory_already_exists`, `conflict` for the user's "
+            "`user:` artifacts), or the user is being erased (`user_erasing`): nothing of the "
+            "export was stored.",
+        }
+    },
     openapi_extra={
         "requestBody": {
             "required": True,

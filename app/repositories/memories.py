@@ -698,23 +698,33 @@ async def owners(
 
 
 async def export_lines(
-    connection: asyncpg.Connection, owner: MemoryOwner, prefetch: int
+    connection: asyncpg.Connection, owner: MemoryOwner, page: int
 ) -> AsyncIterator[bytes]:
     """The owner's memories as they read (unexpired, their event there), each its export's
-    line, oldest first, through a cursor (in the caller's transaction)."""
-    cursor = connection.cursor(
-        f"""SELECT convert_to({_EXPORT_LINE}, 'UTF8') FROM memories m
-            WHERE m.app_name = $1 AND m.user_id = $2 AND {_UNEXPIRED}
-              AND (m.kind = 'text' OR EXISTS (SELECT 1 FROM events e WHERE e.app_name = $1
-                  AND e.user_id = $2 AND e.session_id = m.session_id AND e.seq = m.seq))
-              AND {_EVENT_LIVE}
-            ORDER BY m.create_time, m.id""",
-        owner.app_name,
-        owner.stored_user,
-        prefetch=prefetch,
-    )
-    async for row in cursor:
-        yield row[0]
+    line, oldest first, `page` at a time (in the caller's snapshot: one transaction). Joined
+    to the event's session rather than `_EVENT_LIVE`'s subquery, which beside the line's own
+    Citus cannot plan."""
+    after: tuple[datetime, str] | None = None
+    while True:
+        rows = await connection.fetch(
+            f"""SELECT convert_to({_EXPORT_LINE}, 'UTF8') AS line, m.create_time, m.id
+                FROM {_WITH_EVENT} LEFT JOIN sessions s ON m.kind = 'event'
+                    AND s.app_name = m.app_name AND s.user_id = m.user_id AND s.id = m.session_id
+                WHERE m.app_name = $1 AND m.user_id = $2 AND {_UNEXPIRED}
+                  AND (m.kind = 'text' OR (e.event IS NOT NULL AND {_SESSION_LIVE}))
+                  AND ($3::timestamptz IS NULL OR (m.create_time, m.id) > ($3, $4))
+                ORDER BY m.create_time, m.id LIMIT $5""",
+            owner.app_name,
+            owner.stored_user,
+            None if after is None else after[0],
+            None if after is None else after[1],
+            page,
+        )
+        for row in rows:
+            yield row["line"]
+        if len(rows) < page:
+            return
+        after = rows[-1]["create_time"], rows[-1]["id"]
 
 
 async def export_line(

@@ -7019,7 +7019,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: `session_already_exists`, `event_conflict`, `session_closed` (the session is closed to writes), `tool_pair_violation`, `tool_calls_pending` or `version_exhausted` (the write would take the session's version past 2^53 - 1). */
+            /** @description Something stored under an id of the export differs from it (`session_already_exists`, `memory_already_exists`, `conflict` for the user's `user:` artifacts), or the user is being erased (`user_erasing`): nothing of the export was stored. */
             409: {
                 headers: {
                     [name: string]: unknown;
