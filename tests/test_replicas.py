@@ -217,6 +217,30 @@ def test_the_python_client_reads_its_own_writes_from_a_lagging_replica(servers, 
         run(standby.dsn(), "SELECT pg_wal_replay_resume()")
 
 
+def test_the_python_client_reads_its_own_deletes_and_erases_from_a_lagging_replica(servers, http):
+    primary, standby = servers
+    with SessionaryClient(str(http.base_url)) as client:
+        client.create_session(APP, USER, session_id="doomed")
+        client.append_event(APP, USER, "doomed", {"author": "user"})
+        client.create_session(APP, "leaving", session_id="theirs")
+        wait_caught_up(primary.dsn(), standby.dsn())
+        run(standby.dsn(), "SELECT pg_wal_replay_pause()")
+        try:
+            client.delete_session(APP, USER, "doomed")
+            client.erase_user(APP, "leaving")
+            with pytest.raises(SessionNotFoundError):
+                client.get_session(APP, USER, "doomed")
+            with pytest.raises(SessionNotFoundError):
+                client.list_events(APP, USER, "doomed")
+            with pytest.raises(SessionNotFoundError):
+                client.get_session(APP, "leaving", "theirs")
+            with SessionaryClient(str(http.base_url)) as stranger:  # deleted nothing
+                assert len(stranger.get_session(APP, USER, "doomed")["events"]) == 1
+                assert stranger.get_session(APP, "leaving", "theirs")["id"] == "theirs"
+        finally:
+            run(standby.dsn(), "SELECT pg_wal_replay_resume()")
+
+
 def test_writes_never_go_to_the_replica(servers, http):
     primary, standby = servers
     assert http.post(SESSIONS, json={"sessionId": "w"}).status_code == 201
