@@ -38,7 +38,8 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DATABASE_READ_URL", "SESSIONARY_DATABASE_READ_URL"),
         description="A read replica of DATABASE_URL for session reads (`GET …/sessions/{id}` "
         "and its events' pages); a read with `minVersion` falls back to the primary while the "
-        "replica lacks that version. Unset: every read goes to DATABASE_URL.",
+        "replica lacks that version, one with `minPosition` while it has not replayed that "
+        "far. Unset: every read goes to DATABASE_URL.",
     )
     db_transaction_pooling: bool = Field(
         default=False,

@@ -555,3 +555,19 @@ class Recall:
     memories: list[Recalled]
     by: str
     note: str | None
+
+
+# A position in the primary's write-ahead log as PostgreSQL prints a `pg_lsn` (`0/16B3748`):
+# the high and low 32 bits of the 64-bit byte position, each in at most 8 hex digits.
+POSITION_PATTERN = r"^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"
+
+
+def position_text(position: int) -> str:
+    """A WAL position as PostgreSQL prints it: `0/16B3748`."""
+    return f"{position >> 32:X}/{position & 0xFFFFFFFF:X}"
+
+
+def position_value(text: str) -> int:
+    """The 64-bit WAL position `text` names, as it matches POSITION_PATTERN."""
+    high, _, low = text.partition("/")
+    return int(high, 16) << 32 | int(low, 16)

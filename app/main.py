@@ -89,6 +89,8 @@ CORS_EXPOSED_HEADERS = [
     "Artifact-Version",
     "Content-Range",
     "Content-Disposition",
+    # Where the primary's WAL stood after a delete or an erase (`minPosition`).
+    "Sessionary-Position",
 ]
 
 # The order the docs show them in; the routes are matched in another (see create_app).

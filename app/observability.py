@@ -58,7 +58,8 @@ SESSION_READS = Counter(
     "sessionary_session_reads_total",
     "Reads of a session (`GET …/sessions/{id}`, its events' pages) with DATABASE_READ_URL "
     "set, by who answered: `replica`, or `primary` when the replica lacked the version asked "
-    "for (`minVersion`) or could not be reached.",
+    "for (`minVersion`), had not replayed the position asked for (`minPosition`), or could "
+    "not be reached.",
     ["served_by"],
 )
 SESSIONS_SWEPT = Counter(

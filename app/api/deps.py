@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Path, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from app.domain import EventQuery, Order, PageRequest, SessionKey
+from app.domain import POSITION_PATTERN, EventQuery, Order, PageRequest, SessionKey, position_value
 from app.errors import Forbidden, InvalidInput
 from app.limits import ID_LENGTH, ID_PATTERN, INT64_MAX, MAX_TIMESTAMP, MIN_TIMESTAMP
 from app.schemas import ID_DESCRIPTION
@@ -177,6 +177,28 @@ MinVersion = Annotated[
         "for a session it has not received yet). No effect without a replica.",
     ),
 ]
+
+# As plain: checked against POSITION_PATTERN, and read as a number by `min_position`.
+MinPosition = Annotated[
+    str | None,
+    Query(
+        alias="minPosition",
+        pattern=POSITION_PATTERN,
+        description="With a read replica (DATABASE_READ_URL): read from it only if it has "
+        "replayed the primary's write-ahead log up to this position, the `Sessionary-"
+        "Position` a delete of a session or an erase of a user answered with (`0/16B3748`); "
+        "else from the primary. It reads your deletes, which leave no version for "
+        "`minVersion` to ask for: the replica no longer shows what they removed. With "
+        "`minVersion`, both must hold. No effect without a replica.",
+        examples=["0/16B3748"],
+    ),
+]
+
+
+def min_position(text: str | None) -> int | None:
+    """The WAL position `minPosition` names, as a number (PostgreSQL's `pg_lsn`)."""
+    return None if text is None else position_value(text)
+
 
 IfMatch = Annotated[
     str | None,

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request, Response, status
 
 from app.api import render
 from app.api.deps import AppName, UserId, authorized, key_grant, services
-from app.api.responses import problem_responses, respond
+from app.api.responses import POSITION, at_position, position, problem_responses, respond
 from app.api.routing import StrictRoute
 from app.errors import Forbidden
 from app.schemas.erasures import Erasure
@@ -30,10 +30,12 @@ router = APIRouter(
     USER_PATH,
     response_model=Erasure,
     responses=problem_responses(422, 503)
+    | position(200)
     | {
         202: {
             "model": Erasure,
             "description": "The erase runs on: its status is at the `Location` given.",
+            "headers": POSITION,
         }
     },
 )
@@ -58,11 +60,14 @@ async def erase_user(request: Request, app_name: AppName, user_id: UserId) -> Re
             )
     wait = request.app.state.settings.erase_wait
     found = await services(request).erasures.erase_user(app_name, user_id, wait=wait)
+    # After the fence's commit, which deleted the user's sessions: a read with it as
+    # `minPosition` finds none of them on a replica that lags, even while the erase runs on.
+    wal_position = await services(request).reads.position()
     if not found.erasure.running:
-        return respond(render.erasure(found))
+        return at_position(respond(render.erasure(found)), wal_position)
     response = respond(render.erasure(found), status.HTTP_202_ACCEPTED)
     response.headers["Location"] = f"/apps/{app_name}/users/{user_id}/erasure"
-    return response
+    return at_position(response, wal_position)
 
 
 NOT_ERASED: dict[int | str, dict[str, Any]] = {

@@ -9,6 +9,7 @@ from app.api.deps import (
     Events,
     IfMatch,
     Key,
+    MinPosition,
     MinVersion,
     PageOf,
     SessionId,
@@ -17,6 +18,7 @@ from app.api.deps import (
     authorized,
     events_of,
     expected_version,
+    min_position,
 )
 from app.api.responses import ETAG, etag, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
@@ -143,9 +145,10 @@ async def list_events(
     page: PageOf,
     query: EventFilters,
     min_version: MinVersion = None,
+    min_position_text: MinPosition = None,
 ) -> Response:
     """Page through a session's events by `seq`."""
-    listed = await events.page(key, query, page, min_version)
+    listed = await events.page(key, query, page, min_version, min_position(min_position_text))
     return respond(render.event_page(listed))
 
 

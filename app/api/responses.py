@@ -4,6 +4,7 @@ from typing import Any
 
 from fastapi.responses import Response
 
+from app.domain import POSITION_PATTERN, position_text
 from app.errors import PROBLEM_JSON
 
 
@@ -31,6 +32,31 @@ ETAG = {
 def etag(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI entries saying that these answers carry the session's version as `ETag`."""
     return {status: {"headers": ETAG} for status in statuses}
+
+
+# The primary's write-ahead log position after a write that leaves no version to read back.
+POSITION_HEADER = "Sessionary-Position"
+POSITION = {
+    POSITION_HEADER: {
+        "description": "The primary's write-ahead log position once the delete committed (an "
+        "erase deletes the user's sessions before it answers, a 202 too), as PostgreSQL "
+        "prints it (`0/16B3748`): send it as `minPosition` on the session reads that follow, "
+        "and a read replica serves them only once it has replayed that far. Without a "
+        "replica, nothing to do.",
+        "schema": {"type": "string", "pattern": POSITION_PATTERN},
+    }
+}
+
+
+def position(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries saying that these answers carry the primary's WAL position."""
+    return {status: {"headers": POSITION} for status in statuses}
+
+
+def at_position(response: Response, wal_position: int) -> Response:
+    """`response`, with the primary's WAL position after the write as `Sessionary-Position`."""
+    response.headers[POSITION_HEADER] = position_text(wal_position)
+    return response
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -12,15 +12,17 @@ from app.api.deps import (
     AppStateWritable,
     ExpectedVersion,
     Key,
+    MinPosition,
     MinVersion,
     PageOf,
     SessionId,
     Sessions,
     UserId,
     authorized,
+    min_position,
     sessions_of,
 )
-from app.api.responses import etag, problem_responses, respond
+from app.api.responses import at_position, etag, position, problem_responses, respond
 from app.api.routing import SESSION_PATH, StrictRoute
 from app.domain import Order, SessionKey, SessionQuery
 from app.errors import InvalidInput
@@ -146,6 +148,7 @@ async def get_session(
         ),
     ] = None,
     min_version: MinVersion = None,
+    min_position_text: MinPosition = None,
 ) -> Response:
     """A session with its merged state and events in append order.
 
@@ -159,6 +162,7 @@ async def get_session(
         after_timestamp=after_timestamp,
         until_seq=until_seq,
         min_version=min_version,
+        min_position=min_position(min_position_text),
     )
     return respond(render.session(read), version=read.session.version)
 
@@ -204,14 +208,18 @@ async def list_app_sessions(
     SESSION_PATH.removeprefix("/apps/{app_name}"),
     dependencies=USER,
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=problem_responses(404, 412, 422, 503),
+    responses=problem_responses(404, 412, 422, 503) | position(204),
 )
 async def delete_session(
     key: Key, sessions: Sessions, expected_version: ExpectedVersion
 ) -> Response:
-    """Delete a session and all its events. App and user state stay."""
-    await sessions.delete(key, expected_version)
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
+    """Delete a session and all its events. App and user state stay.
+
+    `Sessionary-Position` says where the primary's write-ahead log stood once the delete
+    committed: a read with it as `minPosition` no longer finds the session on a read replica
+    that lags."""
+    wal_position = await sessions.delete(key, expected_version)
+    return at_position(Response(status_code=status.HTTP_204_NO_CONTENT), wal_position)
 
 
 @router.patch(

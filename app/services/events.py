@@ -168,9 +168,11 @@ class EventService:
         query: EventQuery,
         page: PageRequest,
         min_version: int | None = None,
+        min_position: int | None = None,
     ) -> Page[bytes]:
         """A page of events, each the UTF-8 JSON PostgreSQL rendered; from the read replica
-        when there is one that holds `min_version` of the session (`Reads`)."""
+        when there is one that holds `min_version` of the session and has replayed
+        `min_position` (`Reads`)."""
         listing = paging.listing("events", key, query)
         last_seq = paging.decode(page.token, listing, (int,))[0] if page.token else None
 
@@ -181,7 +183,7 @@ class EventService:
             )
             return version, rows
 
-        rows = await self.reads.run(read, min_version)
+        rows = await self.reads.run(read, min_version, min_position)
         rows, next_token = paging.cut(rows, page.size, listing, lambda row: [row[0]])
         return Page([event for _, event in rows], next_token)
 

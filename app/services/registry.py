@@ -47,6 +47,7 @@ class Services:
     tool_calls: ToolCallService
     pending: PendingService
     portability: PortabilityService
+    reads: Reads
     usage: UsageService
     retention: RetentionService
     live: Broker
@@ -74,11 +75,12 @@ class Services:
         when memories may be recalled by meaning."""
         live = Broker(pool, settings)
         lanes = None if sharded or not settings.append_lanes else settings.append_lanes
+        reads = Reads(pool, replica)
         events = EventService(
             pool,
             settings,
             live.announce_later,
-            Reads(pool, replica),
+            reads,
             GroupCommit(pool, settings, lanes, routed=routed, workers=workers),
         )
         audit = AuditLog(pool, settings)
@@ -97,6 +99,7 @@ class Services:
             tool_calls=ToolCallService(pool, settings, events),
             pending=PendingService(pool, settings, events),
             portability=PortabilityService(pool, settings, artifacts, audit),
+            reads=reads,
             usage=UsageService(pool),
             retention=RetentionService(pool, settings, artifacts.contents, audit),
             search=SearchService(pool, settings, sharded=sharded),

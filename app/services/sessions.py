@@ -27,6 +27,7 @@ from app.domain import (
 from app.errors import Conflict, InvalidInput, SessionAlreadyExists, SessionNotFound, StaleSession
 from app.limits import MIN_LIFETIME
 from app.observability import EVENTS_APPENDED
+from app.repositories import positions
 from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
 from app.repositories.erasures import refuse_while_erasing
@@ -113,8 +114,10 @@ class SessionService:
         after_timestamp: float | None,
         until_seq: int | None = None,
         min_version: int | None = None,
+        min_position: int | None = None,
     ) -> SessionRead:
-        """From the read replica when there is one that holds `min_version` (`Reads`)."""
+        """From the read replica when there is one that holds `min_version` and has replayed
+        `min_position` (`Reads`)."""
 
         async def read(connection: asyncpg.Connection) -> tuple[int, SessionRead]:
             found = await read_session(
@@ -126,7 +129,7 @@ class SessionService:
             )
             return found.session.version, found
 
-        return await self.events.reads.run(read, min_version)
+        return await self.events.reads.run(read, min_version, min_position)
 
     async def list(self, query: SessionQuery, page: PageRequest) -> Page[StoredSession]:
         listing = paging.listing("sessions", query)
@@ -164,10 +167,17 @@ class SessionService:
             )
         return Page(*paging.cut(rows, page.size, listing, lambda row: [row.name]))
 
-    async def delete(self, key: SessionKey, expected_version: int | None) -> None:
-        async with self.pool.transaction() as connection:
-            deleted = await session_rows.delete_one(connection, key, expected_version)
-            if deleted is not None:
+    async def delete(self, key: SessionKey, expected_version: int | None) -> int:
+        """The primary's WAL position once the delete is committed, read on its connection
+        after the commit: a read asking for it (`minPosition`) no longer finds the session on
+        a replica that lags."""
+        async with self.pool.connection() as connection:
+            async with connection.transaction():
+                deleted = await session_rows.delete_one(connection, key, expected_version)
+                if deleted is None:
+                    if expected_version is None:
+                        raise SessionNotFound(key.app_name, key.user_id, key.session_id)
+                    raise StaleSession(expected_version, await require_session(connection, key))
                 await self.audit.record(
                     connection,
                     "session.delete",
@@ -178,10 +188,7 @@ class SessionService:
                 await announce(
                     connection, Change("deleted", key, deleted.version, deleted.parent_id)
                 )
-                return
-            if expected_version is None:
-                raise SessionNotFound(key.app_name, key.user_id, key.session_id)
-            raise StaleSession(expected_version, await require_session(connection, key))
+            return await positions.current(connection)
 
     async def update(
         self,

@@ -565,6 +565,41 @@ def test_a_search_past_the_time_limit_is_not_resent(code: str, sent: int) -> Non
     assert len(attempts) == sent
 
 
+def test_reads_after_a_delete_or_an_erase_ask_for_its_position() -> None:
+    """The position a delete or an erase answered with goes with the reads of what it
+    removed (`minPosition`), the latest when there are several; other sessions' reads, and
+    reads after a server that sends none, ask for no position."""
+    positions = iter(["0/16B3748", "1/A", "0/FF", None])
+    asked: list[tuple[str, str | None]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.method == "DELETE":
+            position = next(positions)
+            headers = {} if position is None else {"Sessionary-Position": position}
+            body = {} if "/sessions/" in request.url.path else {"status": "done"}
+            return httpx.Response(204 if body == {} else 200, json=body or None, headers=headers)
+        asked.append((request.url.path, request.url.params.get("minPosition")))
+        return httpx.Response(200, json={"events": [], "nextPageToken": None})
+
+    http = httpx.Client(base_url="http://sessionary", transport=httpx.MockTransport(answer))
+    with SessionaryClient("http://sessionary", http=http) as client:
+        client.delete_session("app", USER, "s1")  # 0/16B3748
+        client.erase_user("app", USER)  # 1/A: later
+        client.delete_session("app", USER, "s2")  # 0/FF: earlier than the erase's
+        client.delete_session("app", "other", "s3")  # none
+        client.get_session_json("app", USER, "s1")
+        client.list_events("app", USER, "s2")
+        client.list_events("app", "other", "s3")
+        client.list_events("elsewhere", USER, "s1")
+    sessions = "/apps/app/users"
+    assert asked == [
+        (f"{sessions}/{USER}/sessions/s1", "1/A"),
+        (f"{sessions}/{USER}/sessions/s2/events", "1/A"),
+        (f"{sessions}/other/sessions/s3/events", None),
+        (f"/apps/elsewhere/users/{USER}/sessions/s1/events", None),
+    ]
+
+
 async def test_apps_and_their_users_are_listed(
     client: AsyncSessionaryClient, sync_client: SessionaryClient, app_name: str
 ) -> None:

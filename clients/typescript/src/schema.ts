@@ -123,6 +123,10 @@ export interface paths {
         /**
          * Delete Session
          * @description Delete a session and all its events. App and user state stay.
+         *
+         *     `Sessionary-Position` says where the primary's write-ahead log stood once the delete
+         *     committed: a read with it as `minPosition` no longer finds the session on a read replica
+         *     that lags.
          */
         delete: operations["delete_session"];
         options?: never;
@@ -3709,6 +3713,8 @@ export interface operations {
             query?: {
                 /** @description With a read replica (DATABASE_READ_URL): read from it only if it holds at least this version of the session, the version of your last write; else from the primary. Without it, the replica may answer with an older version (or a 404 for a session it has not received yet). No effect without a replica. */
                 minVersion?: number;
+                /** @description With a read replica (DATABASE_READ_URL): read from it only if it has replayed the primary's write-ahead log up to this position, the `Sessionary-Position` a delete of a session or an erase of a user answered with (`0/16B3748`); else from the primary. It reads your deletes, which leave no version for `minVersion` to ask for: the replica no longer shows what they removed. With `minVersion`, both must hold. No effect without a replica. */
+                minPosition?: string;
                 /** @description How many per page (1 to 1000). */
                 pageSize?: number;
                 /** @description `nextPageToken` of the previous page. */
@@ -4370,6 +4376,8 @@ export interface operations {
                 untilSeq?: number;
                 /** @description With a read replica (DATABASE_READ_URL): read from it only if it holds at least this version of the session, the version of your last write; else from the primary. Without it, the replica may answer with an older version (or a 404 for a session it has not received yet). No effect without a replica. */
                 minVersion?: number;
+                /** @description With a read replica (DATABASE_READ_URL): read from it only if it has replayed the primary's write-ahead log up to this position, the `Sessionary-Position` a delete of a session or an erase of a user answered with (`0/16B3748`); else from the primary. It reads your deletes, which leave no version for `minVersion` to ask for: the replica no longer shows what they removed. With `minVersion`, both must hold. No effect without a replica. */
+                minPosition?: string;
             };
             header?: never;
             path: {
@@ -4473,6 +4481,8 @@ export interface operations {
             /** @description Successful Response */
             204: {
                 headers: {
+                    /** @description The primary's write-ahead log position once the delete committed (an erase deletes the user's sessions before it answers, a 202 too), as PostgreSQL prints it (`0/16B3748`): send it as `minPosition` on the session reads that follow, and a read replica serves them only once it has replayed that far. Without a replica, nothing to do. */
+                    "Sessionary-Position"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -10899,6 +10909,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    /** @description The primary's write-ahead log position once the delete committed (an erase deletes the user's sessions before it answers, a 202 too), as PostgreSQL prints it (`0/16B3748`): send it as `minPosition` on the session reads that follow, and a read replica serves them only once it has replayed that far. Without a replica, nothing to do. */
+                    "Sessionary-Position"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10908,6 +10920,8 @@ export interface operations {
             /** @description The erase runs on: its status is at the `Location` given. */
             202: {
                 headers: {
+                    /** @description The primary's write-ahead log position once the delete committed (an erase deletes the user's sessions before it answers, a 202 too), as PostgreSQL prints it (`0/16B3748`): send it as `minPosition` on the session reads that follow, and a read replica serves them only once it has replayed that far. Without a replica, nothing to do. */
+                    "Sessionary-Position"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -341,6 +341,7 @@ class AsyncSessionaryClient:
             afterTimestamp=after_timestamp,
             untilSeq=until_seq,
             minVersion=self._written.of(app_name, user_id, session_id),
+            minPosition=self._written.position_of(app_name, user_id, session_id),
         )
         response = await self._send("GET", path, params=params, idempotent=True, **options)
         return response.content
@@ -806,13 +807,14 @@ class AsyncSessionaryClient:
     ) -> None:
         """Delete the session and its events; with `if_match`, only at that version."""
         # Not resent after a lost answer: for the caller, the resend would answer 404.
-        await self._send(
+        response = await self._send(
             "DELETE",
             sessions_path(app_name, user_id, session_id),
             headers=if_match_header(if_match),
             **options,
         )
-        self._written.forget(app_name, user_id, session_id)  # a new one may take the id
+        # A new one may take the id; the reads that follow ask for the delete's position.
+        self._written.forget(app_name, user_id, session_id, response)
 
     async def update_session_state(
         self,
@@ -957,6 +959,7 @@ class AsyncSessionaryClient:
             beforeTimestamp=before_timestamp,
             order=order,
             minVersion=self._written.of(app_name, user_id, session_id),
+            minPosition=self._written.position_of(app_name, user_id, session_id),
         )
         response = await self._send("GET", path, params=params, idempotent=True, **options)
         return cast(EventPage, response.json())
@@ -2023,7 +2026,8 @@ class AsyncSessionaryClient:
         # would be a second erase, answered with its counts (nothing) instead of the first's.
         path = quoted_path("apps", app_name, "users", user_id)
         response = await self._send("DELETE", path, **options)
-        self._written.forget_user(app_name, user_id)  # new sessions may take the ids
+        # New sessions may take the ids; the reads that follow ask for the erase's position.
+        self._written.forget_user(app_name, user_id, response)
         return cast(Erasure, response.json())
 
     async def get_erasure(

@@ -254,18 +254,43 @@ def session_of(path: str) -> SessionKey | None:
     return segments[1], segments[3], head if colon and verb in SESSION_VERBS else segments[5]
 
 
+# A position in the primary's write-ahead log as the server sends it (`0/16B3748`).
+_POSITION = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
+
+
+def _position_value(text: str) -> int | None:
+    found = _POSITION.match(text.strip())
+    return None if found is None else int(found[1], 16) << 32 | int(found[2], 16)
+
+
 class WrittenVersions:
     """The version each session was at after this client's last write to it (its ETag), so
     that a read can ask for it (`minVersion`): with a read replica, the server then answers
-    from the primary until the replica has the write. The most recent `size` sessions."""
+    from the primary until the replica has the write. A delete leaves no version: for a
+    session this client deleted, or any session of a user it erased, a read asks instead for
+    the primary's position the delete answered with (`Sessionary-Position`, sent back as
+    `minPosition`), so that a lagging replica does not show what was deleted. The most
+    recent `size` sessions, and as many deletes and erases."""
 
     def __init__(self, size: int = 10_000) -> None:
         self.size = size
         self._versions: OrderedDict[SessionKey, int] = OrderedDict()
+        # By session (deleted) or by (app, user) (erased): the WAL position, as a number.
+        self._positions: OrderedDict[tuple[str, ...], int] = OrderedDict()
         self._lock = threading.Lock()  # a client serves many threads, or their loops
 
     def of(self, app_name: str, user_id: str, session_id: str) -> int | None:
         return self._versions.get((app_name, user_id, session_id))
+
+    def position_of(self, app_name: str, user_id: str, session_id: str) -> str | None:
+        """The position a read of the session asks for (`minPosition`): the latest of its
+        own delete's and its user's erase's, when this client made one."""
+        found = [
+            self._positions.get(key, 0)
+            for key in ((app_name, user_id, session_id), (app_name, user_id))
+        ]
+        latest = max(found)
+        return f"{latest >> 32:X}/{latest & 0xFFFFFFFF:X}" if latest else None
 
     def saw(self, method: str, path: str, response: httpx.Response) -> None:
         """Note the version a successful write answered with. The session is the one of the
@@ -285,14 +310,32 @@ class WrittenVersions:
             while len(self._versions) > self.size:
                 self._versions.popitem(last=False)
 
-    def forget(self, app_name: str, user_id: str, session_id: str) -> None:
-        self._versions.pop((app_name, user_id, session_id), None)
+    def forget(
+        self, app_name: str, user_id: str, session_id: str, response: httpx.Response
+    ) -> None:
+        """The session is deleted: its version forgotten (a new one may take the id), the
+        position its delete answered with kept."""
+        key = (app_name, user_id, session_id)
+        with self._lock:
+            self._versions.pop(key, None)
+            self._keep_position(key, response)
 
-    def forget_user(self, app_name: str, user_id: str) -> None:
-        """Forget every session of the user (erased: new ones may take their ids)."""
+    def forget_user(self, app_name: str, user_id: str, response: httpx.Response) -> None:
+        """Forget every session of the user (erased: new ones may take their ids); keep the
+        position its erase answered with."""
         with self._lock:
             for key in [key for key in self._versions if key[:2] == (app_name, user_id)]:
                 del self._versions[key]
+            self._keep_position((app_name, user_id), response)
+
+    def _keep_position(self, key: tuple[str, ...], response: httpx.Response) -> None:
+        position = _position_value(response.headers.get("sessionary-position", ""))
+        if position is None:  # a server without it
+            return
+        self._positions[key] = max(position, self._positions.get(key, 0))
+        self._positions.move_to_end(key)
+        while len(self._positions) > self.size:
+            self._positions.popitem(last=False)
 
 
 Kept = TypeVar("Kept")

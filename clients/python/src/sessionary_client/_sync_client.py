@@ -339,6 +339,7 @@ class SessionaryClient:
             afterTimestamp=after_timestamp,
             untilSeq=until_seq,
             minVersion=self._written.of(app_name, user_id, session_id),
+            minPosition=self._written.position_of(app_name, user_id, session_id),
         )
         response = self._send("GET", path, params=params, idempotent=True, **options)
         return response.content
@@ -799,13 +800,14 @@ class SessionaryClient:
     ) -> None:
         """Delete the session and its events; with `if_match`, only at that version."""
         # Not resent after a lost answer: for the caller, the resend would answer 404.
-        self._send(
+        response = self._send(
             "DELETE",
             sessions_path(app_name, user_id, session_id),
             headers=if_match_header(if_match),
             **options,
         )
-        self._written.forget(app_name, user_id, session_id)  # a new one may take the id
+        # A new one may take the id; the reads that follow ask for the delete's position.
+        self._written.forget(app_name, user_id, session_id, response)
 
     def update_session_state(
         self,
@@ -950,6 +952,7 @@ class SessionaryClient:
             beforeTimestamp=before_timestamp,
             order=order,
             minVersion=self._written.of(app_name, user_id, session_id),
+            minPosition=self._written.position_of(app_name, user_id, session_id),
         )
         response = self._send("GET", path, params=params, idempotent=True, **options)
         return cast(EventPage, response.json())
@@ -1997,7 +2000,8 @@ class SessionaryClient:
         # would be a second erase, answered with its counts (nothing) instead of the first's.
         path = quoted_path("apps", app_name, "users", user_id)
         response = self._send("DELETE", path, **options)
-        self._written.forget_user(app_name, user_id)  # new sessions may take the ids
+        # New sessions may take the ids; the reads that follow ask for the erase's position.
+        self._written.forget_user(app_name, user_id, response)
         return cast(Erasure, response.json())
 
     def get_erasure(
