@@ -46,6 +46,7 @@ var methodOf = map[string]string{
 	"list_app_memory_revisions": "ListAppMemoryRevisions", "roll_back_app_memory": "RollBackAppMemory",
 	"remember_session": "Remember", "embeddings_status": "EmbeddingsStatus",
 	"list_audit_records": "ListAuditRecords", "erase_user": "EraseUser", "get_erasure": "GetErasure",
+	"erase_app": "EraseApp", "get_app_erasure": "GetAppErasure",
 }
 
 var typeOf = map[string]any{
@@ -68,7 +69,7 @@ var typeOf = map[string]any{
 	"MemoryRevisionEntry": MemoryRevision{}, "MemoryRevisionPage": MemoryRevisionPage{},
 	"RecallRequest": RecallQuery{}, "RecallResult": RecallResult{}, "RecalledMemory": RecalledMemory{},
 	"Remember": SessionRemember{}, "RememberResult": Remembered{}, "EmbeddingsStatus": EmbeddingsStatus{},
-	"AuditRecord": AuditRecord{}, "AuditPage": AuditPage{}, "Erasure": Erasure{},
+	"AuditRecord": AuditRecord{}, "AuditPage": AuditPage{}, "Erasure": Erasure{}, "AppErasure": AppErasure{},
 }
 
 type spec struct {

@@ -67,6 +67,9 @@ export type AuditPage = Schemas["AuditPage"];
  * is left being deleted) or `done`; `removed` counts the rows removed so far by kind
  * (`sessions`, `events`, `memories`, …), `deletedKeyIds` the user's API keys deleted. */
 export type Erasure = Schemas["Erasure"];
+/** An erase of a whole app (`eraseApp`, `getAppErasure`), as `Erasure` without a user:
+ * `removed` counts every user's rows and `appStates`, `deletedKeyIds` every key of the app. */
+export type AppErasure = Schemas["AppErasure"];
 
 /**
  * What an append did with its event (`appendEventOutcome`), as the Python client's `Appended`

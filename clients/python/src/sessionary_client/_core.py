@@ -294,6 +294,12 @@ class WrittenVersions:
             for key in [key for key in self._versions if key[:2] == (app_name, user_id)]:
                 del self._versions[key]
 
+    def forget_app(self, app_name: str) -> None:
+        """Forget every session of the app (erased: new ones may take their ids)."""
+        with self._lock:
+            for key in [key for key in self._versions if key[0] == app_name]:
+                del self._versions[key]
+
 
 Kept = TypeVar("Kept")
 
