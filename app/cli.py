@@ -35,6 +35,7 @@ from app.errors import (
 )
 from app.observability import log_config
 from app.protocol import capped_protocol
+from app.repositories.erasures import ErasureScope
 from app.rules import portability as portability_format
 from app.services.artifacts import ArtifactService
 from app.services.audit import AuditLog
@@ -260,30 +261,33 @@ async def _sweep(connector: db.Connector) -> None:
         print(f"swept {swept} expired sessions")
 
 
-def erase_user(args: argparse.Namespace) -> None:
-    asyncio.run(_erase_user(args, _connector("erase-user")))
+def erase(args: argparse.Namespace) -> None:
+    """`erase-user`, and `erase-app` (whose `args.user` is None)."""
+    scope = ErasureScope(args.app, args.user)
+    asyncio.run(_erase(scope, _connector(f"erase-{scope.name}")))
 
 
-async def _erase_user(args: argparse.Namespace, connector: db.Connector) -> None:
+async def _erase(scope: ErasureScope, connector: db.Connector) -> None:
     pool = await db.DriverPool.open(connector, size=2)
     try:
         settings = Settings()
         contents = Contents(pool, settings)
         service = ErasureService(pool, settings, contents, AuditLog(pool, settings))
         progress = Progress()
-        erasing = asyncio.create_task(service.erase_user(args.app, args.user, wait=None))
+        erasing = asyncio.create_task(service.erase(scope, wait=None))
         while not erasing.done():
             await asyncio.wait([erasing], timeout=1)
             with contextlib.suppress(ErasureNotFound):
-                shown = await service.status(args.app, args.user)
+                shown = await service.status(scope)
                 progress.show(_removed(shown.erasure.removed))
         done = erasing.result()
         await contents.close()
     finally:
         await pool.close()
-    progress.done(
-        f"erased user {args.user!r} of app {args.app!r}: {_removed(done.erasure.removed)}"
-    )
+    erased = f"app {scope.app_name!r}"
+    if scope.user_id is not None:
+        erased = f"user {scope.user_id!r} of {erased}"
+    progress.done(f"erased {erased}: {_removed(done.erasure.removed)}")
 
 
 def _removed(removed: dict[str, int]) -> str:
@@ -535,7 +539,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     erase_parser.add_argument("--app", required=True, help="the app")
     erase_parser.add_argument("--user", required=True, help="the user to erase")
-    erase_parser.set_defaults(run=erase_user)
+    erase_parser.set_defaults(run=erase)
+
+    erase_app_parser = commands.add_parser(
+        "erase-app", help="erase everything of an app, every user's (as DELETE /apps/…)"
+    )
+    erase_app_parser.add_argument("--app", required=True, help="the app to erase")
+    erase_app_parser.set_defaults(run=erase, user=None)
 
     export_parser = commands.add_parser(
         "export",

@@ -353,8 +353,9 @@ class Settings(BaseSettings):
         default=5,
         ge=0,
         le=300,
-        description="Seconds `DELETE /apps/{app}/users/{user}` waits for the erase to finish "
-        "before it answers 202 with the erase running (its status: GET …/erasure).",
+        description="Seconds `DELETE /apps/{app}/users/{user}` (or `DELETE /apps/{app}`) waits "
+        "for the erase to finish before it answers 202 with the erase running (its status: "
+        "GET …/erasure).",
     )
     user_self_erase: bool = Field(
         default=False,

@@ -188,8 +188,9 @@ class ErasureNotFound(NotFound):
     code = "erasure_not_found"
     title = "Erasure not found"
 
-    def __init__(self, app_name: str, user_id: str) -> None:
-        super().__init__(f"User {user_id!r} of app {app_name!r} has not been erased.")
+    def __init__(self, app_name: str, user_id: str | None = None) -> None:
+        erased = f"App {app_name!r}" if user_id is None else f"User {user_id!r} of app {app_name!r}"
+        super().__init__(f"{erased} has not been erased.")
 
 
 class Conflict(SessionaryError):
@@ -215,6 +216,17 @@ class UserBeingErased(Conflict):
             f"User {user_id!r} of app {app_name!r} is being erased: nothing of theirs is written "
             "until the erase is done (GET its status at "
             f"/apps/{app_name}/users/{user_id}/erasure)."
+        )
+
+
+class AppBeingErased(Conflict):
+    code = "app_erasing"
+    title = "App being erased"
+
+    def __init__(self, app_name: str) -> None:
+        super().__init__(
+            f"App {app_name!r} is being erased: its writes are refused until the erase is "
+            f"done (GET its status at /apps/{app_name}/erasure)."
         )
 
 

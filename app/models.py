@@ -510,8 +510,9 @@ class StorageServerSecret(Base):
 
 
 class StorageErasure(Base):
-    """An erase of one user of an app: a job of bounded transactions. While it runs, its
-    `user_id` fences the user's writes (refused); once done, only the pseudonym is left."""
+    """An erase of one user of an app, or of the whole app: a job of bounded transactions.
+    While it runs, its `user_id` fences the user's writes (refused), or for the app ('', as
+    its `user_ref`) every write of the app; once done, only the pseudonym is left."""
 
     __tablename__ = "erasures"
 
@@ -531,8 +532,14 @@ class StorageErasure(Base):
         Timestamp, nullable=False, server_default=func.now()
     )
     finish_time: Mapped[datetime | None] = mapped_column(Timestamp)
+    scope: Mapped[str] = mapped_column(String(8), nullable=False, server_default="user")
 
     __table_args__ = (
+        CheckConstraint(
+            "scope = 'user' AND user_ref <> '' AND user_id <> '' "
+            "OR scope = 'app' AND user_ref = '' AND coalesce(user_id, '') = ''",
+            name="scope",
+        ),
         Index(
             "uq_erasures_running",
             "app_name",

@@ -1,7 +1,8 @@
-"""Erasing a user: afterwards no table of the schema (read from the catalog, so that a table
-added later is covered) holds a row with the user's id or anything they wrote; the app's other
-users are untouched; writes racing the erase land before it and are erased, or are refused;
-a big erase runs as a job whose progress can be read; the audit log finds it by the user's id.
+"""Erasing a user, or a whole app: afterwards no table of the schema (read from the catalog,
+so that a table added later is covered) holds a row with the user's id (the app's users' ids)
+or anything they wrote; the app's other users (other apps) are untouched; writes racing the
+erase land before it and are erased, or are refused; a big erase runs as a job whose progress
+can be read; the audit log finds it by the user's id (by the app).
 """
 
 import asyncio
@@ -27,8 +28,8 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def user_url(user: str) -> str:
-    return f"/apps/{APP}/users/{user}"
+def user_url(user: str, app: str = APP) -> str:
+    return f"/apps/{app}/users/{user}"
 
 
 class Erasing:
@@ -62,16 +63,22 @@ async def erasing(new_database):
         yield made
 
 
-async def fill(e: Erasing, user: str, events: int = 4, mark: str = MARK) -> None:
+async def fill(e: Erasing, user: str, events: int = 4, mark: str = MARK, app: str = APP) -> None:
     """One of everything a user can have: sessions (a root with events, labels and a name, a
     fork, a child, a closed one), queued input, user state, memories (written, remembered, with
-    a client's vector), artifacts of a session and of the user."""
+    a client's vector), artifacts of a session and of the user. Written with the app's key, or
+    for another app with the admin key."""
     said = [
         {"author": "user", "content": {"parts": [{"text": f"{mark} number {n}"}]}}
         for n in range(events)
     ]
-    sessions = f"{user_url(user)}/sessions"
-    await e.ok(
+    key = bearer(e.app_key if app == APP else e.admin)
+
+    async def ok(method: str, path: str, status: int = 200, **kwargs: Any) -> Any:
+        return await e.ok(method, path, status, headers=key, **kwargs)
+
+    sessions = f"{user_url(user, app)}/sessions"
+    await ok(
         "POST",
         sessions,
         201,
@@ -83,26 +90,26 @@ async def fill(e: Erasing, user: str, events: int = 4, mark: str = MARK) -> None
             "displayName": mark,
         },
     )
-    await e.ok("POST", f"{sessions}/{mark}-root:fork", 201, json={"sessionId": f"{mark}-fork"})
-    await e.ok("POST", sessions, 201, json={"sessionId": f"{mark}-closed"})
-    await e.ok(
+    await ok("POST", f"{sessions}/{mark}-root:fork", 201, json={"sessionId": f"{mark}-fork"})
+    await ok("POST", sessions, 201, json={"sessionId": f"{mark}-closed"})
+    await ok(
         "POST", f"{sessions}/{mark}-closed:close", json={"outcome": "completed", "result": mark}
     )
-    await e.ok("POST", f"{sessions}/{mark}-root/pending", 202, json=said[0])
-    await e.ok("PATCH", f"{user_url(user)}/state", json={"stateDelta": {mark: mark}})
-    await e.ok("POST", f"{sessions}/{mark}-root:remember")
+    await ok("POST", f"{sessions}/{mark}-root/pending", 202, json=said[0])
+    await ok("PATCH", f"{user_url(user, app)}/state", json={"stateDelta": {mark: mark}})
+    await ok("POST", f"{sessions}/{mark}-root:remember")
     memory = {
         "id": f"{mark}-memory",
         "text": f"I like {mark}",
         "topics": [mark],
         "embedding": {"model": mark, "vector": [0.6, 0.8]},
     }
-    await e.ok("POST", f"{user_url(user)}/memories", 201, json=memory)
-    await e.ok("PATCH", f"{user_url(user)}/memories/{mark}-memory", json={"topics": ["t"]})
+    await ok("POST", f"{user_url(user, app)}/memories", 201, json=memory)
+    await ok("PATCH", f"{user_url(user, app)}/memories/{mark}-memory", json={"topics": ["t"]})
     blob = mark.encode() * 100
     artifacts = f"{sessions}/{mark}-root/artifacts/{mark}.bin"
-    await e.ok("POST", artifacts, 201, content=blob, headers=bearer(e.app_key))
-    await e.ok("POST", f"{user_url(user)}/artifacts/user:{mark}.bin", 201, content=blob)
+    await ok("POST", artifacts, 201, content=blob)
+    await ok("POST", f"{user_url(user, app)}/artifacts/user:{mark}.bin", 201, content=blob)
 
 
 async def scan(url: str, *needles: str) -> dict[str, int]:
@@ -338,3 +345,253 @@ async def test_the_command_line_erases_a_user(erasing):
         "GET", "/audit", params={"app": APP, "userId": ERASED}, headers=bearer(e.admin)
     )
     assert [(r["action"], r["keyId"]) for r in found["records"]] == [("user.erase", None)]
+
+
+# Erasing an app: APP's two users and its own state and memory go; OTHER_APP, with a user of
+# its own, is untouched.
+TOO, TOO_MARK = "erase-me-too-u3", "patagoniatapir"
+APP_MARK = "galapagosaxolotl"
+OTHER_APP = "keep-me-app"
+
+
+def app_url(app: str = APP) -> str:
+    return f"/apps/{app}"
+
+
+async def fill_app(e: Erasing, app: str = APP, mark: str = APP_MARK) -> None:
+    """What an app has of its own: its state (written directly, and by a session's `app:`
+    keys) and a memory of the app."""
+    key = bearer(e.app_key if app == APP else e.admin)
+    state = {"stateDelta": {mark: mark}}
+    await e.ok("PATCH", f"{app_url(app)}/state", json=state, headers=key)
+    created = {"sessionId": f"{mark}-app", "state": {f"app:{mark}-too": mark}}
+    await e.ok("POST", f"{user_url(mark, app)}/sessions", 201, json=created, headers=key)
+    memory = {"text": f"Everyone likes {mark}", "topics": [mark]}
+    await e.ok("POST", f"{app_url(app)}/memories", 201, json=memory, headers=key)
+
+
+async def rows_of_app(url: str, app: str) -> dict[str, int]:
+    """The app's rows in each table that has an app column."""
+    connection = await asyncpg.connect(url)
+    try:
+        tables = await connection.fetch(
+            """SELECT table_name FROM information_schema.columns
+               WHERE table_schema = current_schema() AND column_name = 'app_name'"""
+        )
+        return {
+            row["table_name"]: await connection.fetchval(
+                f'SELECT count(*) FROM "{row["table_name"]}" WHERE app_name = $1', app
+            )
+            for row in tables
+        }
+    finally:
+        await connection.close()
+
+
+async def test_an_app_erase_leaves_nothing_of_the_app_in_any_table(erasing):
+    e = erasing
+    admin = bearer(e.admin)
+    user_key = await asyncio.to_thread(
+        keys_command, e.url, "create", "--app", APP, "--user", ERASED
+    )
+    await fill(e, ERASED)
+    await fill(e, TOO, mark=TOO_MARK)
+    await fill_app(e)
+    await fill(e, KEPT, mark=OTHER_MARK, app=OTHER_APP)
+    await fill_app(e, OTHER_APP, OTHER_MARK)
+    kept_before = await rows_of_app(e.url, OTHER_APP)
+    assert all(kept_before[t] for t in ("sessions", "events", "memories", "app_states"))
+    never = await e.call("GET", f"{app_url()}/erasure", headers=admin)
+    assert_problem(never, 404, "erasure_not_found")
+
+    erased = await e.ok("DELETE", app_url(), headers=admin)
+    assert erased["status"] == "done" and erased["appName"] == APP and "userId" not in erased
+    assert erased["finishTime"] >= erased["createTime"]
+    removed = erased["removed"]
+    assert removed["sessions"] == 3 + 3 + 1 and removed["events"] >= 8
+    assert removed["appStates"] == 1 and removed["userStates"] == 2
+    assert removed["memories"] == 5 + 5 + 1 and removed["memoryVectors"] == 2
+    assert removed["artifactVersions"] == 4 and removed["pendingEvents"] == 2
+    assert removed["apiKeys"] == 2
+    made = sorted(key.split("_")[1] for key in (e.app_key, user_key))
+    assert sorted(erased["deletedKeyIds"]) == made
+
+    assert await scan(e.url, ERASED, TOO, MARK, TOO_MARK, APP_MARK) == {}
+    left = await rows_of_app(e.url, APP)
+    assert {table for table, rows in left.items() if rows} == {"audit_log", "erasures"}
+    assert await rows_of_app(e.url, OTHER_APP) == kept_before
+    for key in (e.app_key, user_key):
+        refused = await e.call("GET", f"{app_url()}/state", headers=bearer(key))
+        assert_problem(refused, 401, "unauthorized")
+    assert (await e.ok("GET", f"{app_url()}/sessions", headers=admin))["sessions"] == []
+    assert (await e.ok("GET", f"{app_url()}/state", headers=admin))["state"] == {}
+    assert await e.ok("GET", f"{app_url()}/erasure", headers=admin) == erased
+
+
+async def test_an_app_erase_is_idempotent_and_the_audit_log_records_it(erasing):
+    e = erasing
+    admin = bearer(e.admin)
+    await fill(e, ERASED)
+    await fill_app(e)
+    first = await e.ok("DELETE", app_url(), headers=admin)
+    again = await e.ok("DELETE", app_url(), headers=admin)
+    assert again["id"] != first["id"] and again["status"] == "done"
+    assert not any(again["removed"].values()) and again["deletedKeyIds"] == []
+    found = await e.ok("GET", "/audit", params={"app": APP, "action": "app.erase"}, headers=admin)
+    records = found["records"]
+    assert [record["detail"]["erasure"] for record in records] == [again["id"], first["id"]]
+    assert records[1]["detail"]["removed"] == first["removed"]
+    assert records[1]["detail"]["keys"] == first["deletedKeyIds"]
+    assert records[1]["keyId"] == e.admin.split("_")[1] and records[1]["user"] is None
+    # After the erase the app may start afresh.
+    fresh = {"sessionId": "again"}
+    await e.ok("POST", f"{user_url(ERASED)}/sessions", 201, json=fresh, headers=admin)
+    await e.ok("PATCH", f"{app_url()}/state", json={"stateDelta": {"a": 1}}, headers=admin)
+
+
+async def test_only_an_admin_key_erases_an_app(erasing):
+    e = erasing
+    made = [
+        ("create", "--app", APP, "--user", ERASED),
+        ("create", "--app", OTHER_APP),
+        ("create", "--admin", "--read-only"),
+    ]
+    user_key, other_app_key, read_only_admin = [
+        await asyncio.to_thread(keys_command, e.url, *args) for args in made
+    ]
+    for key in (e.app_key, user_key, other_app_key):
+        for method, path in (("DELETE", app_url()), ("GET", f"{app_url()}/erasure")):
+            refused = await e.call(method, path, headers=bearer(key))
+            assert_problem(refused, 403, "forbidden")
+    refused = await e.call("DELETE", app_url(), headers=bearer(read_only_admin))
+    assert_problem(refused, 403, "forbidden")
+    never = await e.call("GET", f"{app_url()}/erasure", headers=bearer(read_only_admin))
+    assert_problem(never, 404, "erasure_not_found")
+    assert (await e.ok("DELETE", app_url(), headers=bearer(e.admin)))["status"] == "done"
+
+
+async def test_a_big_app_erase_runs_as_a_job_refusing_the_apps_writes(slow_erasing):
+    e = slow_erasing
+    admin = bearer(e.admin)
+    await fill(e, ERASED, events=600)
+    await fill_app(e)
+    started = await e.call("DELETE", app_url(), headers=admin)
+    assert started.status_code == 202, started.text
+    assert started.headers["location"] == f"{app_url()}/erasure"
+    assert started.json()["status"] == "running" and started.json()["finishTime"] is None
+    for method, path, body in (
+        ("POST", f"{user_url(TOO)}/sessions", {"sessionId": "new"}),
+        ("PATCH", f"{user_url(TOO)}/state", {"stateDelta": {"k": 1}}),
+        ("POST", f"{user_url(TOO)}/memories", {"text": MARK}),
+        ("PATCH", f"{app_url()}/state", {"stateDelta": {"k": 1}}),
+        ("POST", f"{app_url()}/memories", {"text": MARK}),
+    ):
+        refused = await e.call(method, path, json=body, headers=admin)
+        assert_problem(refused, 409, "app_erasing")
+    again = await e.call("DELETE", app_url(), headers=admin)
+    assert again.status_code == 202 and again.json()["id"] == started.json()["id"]
+    seen = []
+    while (status := await e.ok("GET", f"{app_url()}/erasure", headers=admin))[
+        "status"
+    ] == "running":
+        seen.append(status["removed"]["events"])
+        await asyncio.sleep(0.05)
+    assert seen == sorted(seen) and status["removed"]["events"] >= 600
+    assert any(0 < n < 600 for n in seen)  # seen part way: in batches
+    assert await scan(e.url, ERASED, MARK, APP_MARK) == {}
+
+
+async def test_writes_racing_an_app_erase_land_before_it_or_are_refused(slow_erasing):
+    """8 writers, each a user of the app, append to their session (with `app:` state) and
+    make sessions, and write the app's and their own state and memories while the app is
+    erased. From the fence on, every write that makes something is refused; appends land while
+    their session is not yet deleted: the writers' sessions are held (by a lock that appends do
+    not wait for, and a delete does) until the writers stop, so that some surely do, and the
+    erase cannot end before a write. Nothing of the app is left."""
+    e = slow_erasing
+    admin = bearer(e.admin)
+    writers = [f"{MARK}-writer{n}" for n in range(8)]
+    for user in writers:
+        await e.ok("POST", f"{user_url(user)}/sessions", 201, json={"sessionId": "s"})
+    await fill(e, ERASED)
+    erasing = asyncio.Event()
+    stop = asyncio.Event()
+    answers: list[tuple[bool, str, int]] = []
+
+    async def writer(user: str) -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            fenced = erasing.is_set()
+            event = {
+                "author": "user",
+                "content": {"parts": [{"text": f"{MARK} {i}"}]},
+                "actions": {"stateDelta": {f"app:{user}": i}},
+            }
+            for kind, method, path, body in (
+                ("append", "POST", f"{user_url(user)}/sessions/s/events", event),
+                ("make", "POST", f"{user_url(user)}/sessions", {"sessionId": f"s{i}"}),
+                ("make", "PATCH", f"{app_url()}/state", {"stateDelta": {user: MARK}}),
+                ("make", "PATCH", f"{user_url(user)}/state", {"stateDelta": {"k": MARK}}),
+                ("make", "POST", f"{app_url()}/memories", {"text": f"{MARK} {user}"}),
+            ):
+                answer = await e.call(method, path, json=body, headers=admin)
+                assert answer.status_code in (200, 201, 404, 409), answer.text
+                answers.append((fenced, kind, answer.status_code))
+
+    running = [asyncio.create_task(writer(user)) for user in writers]
+    await asyncio.sleep(0.3)
+    held = await asyncpg.connect(e.url)
+    try:
+        async with held.transaction():
+            for user in writers:  # one user at a time: on Citus, one shard each
+                await held.execute(
+                    "SELECT id FROM sessions WHERE app_name = $1 AND user_id = $2 FOR KEY SHARE",
+                    APP,
+                    user,
+                )
+            started = await e.ok("DELETE", app_url(), 202, headers=admin)
+            erasing.set()
+            await asyncio.sleep(0.5)
+            stop.set()
+            await asyncio.gather(*running)
+            made = await asyncio.to_thread(sessionary, e.url, "keys", "create", "--app", APP)
+            assert made.returncode != 0 and b"is being erased" in made.stderr
+            assert (await e.ok("GET", f"{app_url()}/erasure", headers=admin))["status"] == "running"
+    finally:
+        await held.close()
+    assert (await e.ok("DELETE", app_url(), 202, headers=admin))["id"] == started["id"]
+    for _ in range(1200):
+        erased = await e.ok("GET", f"{app_url()}/erasure", headers=admin)
+        if erased["status"] == "done":
+            break
+        await asyncio.sleep(0.05)
+    assert erased["status"] == "done", "the erase did not finish within a minute"
+    before = {(kind, status) for fenced, kind, status in answers if not fenced}
+    after = {(kind, status) for fenced, kind, status in answers if fenced}
+    assert {("append", 201), ("make", 200), ("make", 201)} <= before
+    assert ("append", 201) in after  # an append to a session not yet deleted lands
+    assert {status for kind, status in after if kind == "make"} == {409}
+    assert {status for kind, status in after if kind == "append"} <= {201, 404}
+    assert erased["removed"]["events"] >= sum(1 for _, k, s in answers if (k, s) == ("append", 201))
+    left = await rows_of_app(e.url, APP)
+    assert {table for table, rows in left.items() if rows} == {"audit_log", "erasures"}
+    assert await scan(e.url, ERASED, MARK) == {}
+
+
+async def test_the_command_line_erases_an_app(erasing):
+    e = erasing
+    await fill(e, ERASED)
+    await fill_app(e)
+    await fill(e, KEPT, mark=OTHER_MARK, app=OTHER_APP)
+    kept = await rows_of_app(e.url, OTHER_APP)
+    done = await asyncio.to_thread(sessionary, e.url, "erase-app", "--app", APP)
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.decode()
+    assert f"erased app '{APP}': " in said
+    assert ", 1 appStates, " in said and ", 4 sessions" in said
+    assert await scan(e.url, ERASED, MARK, APP_MARK) == {}
+    assert await rows_of_app(e.url, OTHER_APP) == kept
+    found = await e.ok("GET", "/audit", params={"app": APP}, headers=bearer(e.admin))
+    newest = found["records"][0]
+    assert (newest["action"], newest["keyId"]) == ("app.erase", None)

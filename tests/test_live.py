@@ -116,6 +116,16 @@ async def test_an_erase_of_the_user_ends_the_stream_with_deleted(live_server, ht
     assert [(frame.event, frame.id) for frame in received] == [("deleted", None)]
 
 
+async def test_an_erase_of_the_app_ends_the_stream_with_deleted(live_server, http):
+    await new_session(http, "s", events=[said("a")])
+    async with stream(live_server, f"{session_url('s')}/events:stream") as response:
+        await asyncio.sleep(0.3)
+        erased = await http.delete(f"/apps/{APP}")
+        assert erased.status_code == 200, erased.text
+        received = await response.rest()  # until the stream ends
+    assert [(frame.event, frame.id) for frame in received] == [("deleted", None)]
+
+
 async def test_artifacts_saved_and_deleted_are_told_without_a_position(live_server, http):
     await new_session(http, "s")
     artifacts = f"{session_url('s')}/artifacts"

@@ -138,6 +138,36 @@ async def test_a_user_is_erased_through_the_pooler_while_writers_race_it(http):
     assert (await http.get(f"{user}/sessions")).json()["sessions"] == []
 
 
+async def test_an_app_is_erased_through_the_pooler_while_writers_race_it(http):
+    """The app's fence too: a shared lock on the app in each write's transaction."""
+    app = "/apps/erased-app"
+    erased_once = asyncio.Event()
+
+    async def writer(n: int) -> set[int]:
+        answered, i = set(), 0
+        sessions = f"{app}/users/u{n}/sessions"
+        while not erased_once.is_set():
+            i += 1
+            created = await http.post(sessions, json={"sessionId": f"s{i}"})
+            appended = await http.post(f"{sessions}/s1/events", json=delta_event({"app:k": i}))
+            state = await http.patch(f"{app}/state", json={"stateDelta": {f"w{n}": i}})
+            answered |= {created.status_code, appended.status_code, state.status_code}
+        return answered
+
+    writers = [asyncio.create_task(writer(n)) for n in range(4)]
+    await asyncio.sleep(0.3)
+    erased = await http.delete(app)
+    erased_once.set()
+    answered = set().union(*await asyncio.gather(*writers))
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["status"] == "done" and erased.json()["removed"]["sessions"] > 0
+    assert answered <= {200, 201, 404, 409}
+    again = await http.delete(app)  # what the writers wrote once it was done, if anything
+    assert again.status_code == 200, again.text
+    assert (await http.get(f"{app}/sessions")).json()["sessions"] == []
+    assert (await http.get(f"{app}/state")).json()["state"] == {}
+
+
 def test_keys_are_made_and_checked_through_the_pooler(pooled_url, direct_url):
     made = sessionary(pooled_url, "keys", "create", "--app", APP, env=POOLING)
     assert made.returncode == 0, made.stderr

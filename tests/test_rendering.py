@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 import httpx
 import jsonschema
+import pytest
 
 from app.config import Settings
 from tests.fixtures import client_of
@@ -273,12 +274,17 @@ def validator(method: str, path: str, status: int) -> jsonschema.Draft202012Vali
     return jsonschema.Draft202012Validator(schema)
 
 
-ERASURE = "/apps/{app_name}/users/{user_id}"
-# Erasing the user the calls above need: in a test of its own.
+# Erasing the user the calls above need, and a whole app (another, which the calls do not
+# need): in a test of their own. Each erased path, and the app its user is of.
+ERASURES = {"/apps/{app_name}/users/{user_id}": APP, "/apps/{app_name}": "render-erased-app"}
 ERASURE_ANSWERS = {
-    ("DELETE", ERASURE, 200),
-    ("DELETE", ERASURE, 202),
-    ("GET", ERASURE + "/erasure", 200),
+    answer
+    for erased in ERASURES
+    for answer in (
+        ("DELETE", erased, 200),
+        ("DELETE", erased, 202),
+        ("GET", f"{erased}/erasure", 200),
+    )
 }
 
 
@@ -303,24 +309,31 @@ async def test_every_rendered_body_matches_the_schema_of_its_answer(client: http
     assert (session["events"], session["status"]) == ([], "closed")  # reset, then closed
 
 
+@pytest.mark.parametrize("erased", ERASURES)
 async def test_an_erasures_answers_match_their_schemas(
-    client: httpx.AsyncClient, settings: Settings
+    client: httpx.AsyncClient, settings: Settings, erased: str
 ):
     """Done within its wait (200), not done (202, with the erase's own settings), its status."""
-    base = ERASURE.format(**PATHS)
-    assert (await client.post(f"{base}/sessions", json={"events": [EVENT]})).status_code == 201
+    app = ERASURES[erased]
+    base = erased.format(**{**PATHS, "app_name": app})
+    sessions = f"/apps/{app}/users/{USER}/sessions"
+    assert (await client.post(sessions, json={"events": [EVENT]})).status_code == 201
     async with client_of(settings.model_copy(update={"erase_wait": 0})) as hasty:
         answers = [
-            ("DELETE", ERASURE, await client.delete(base)),
-            ("GET", ERASURE + "/erasure", await client.get(f"{base}/erasure")),
+            ("DELETE", erased, await client.delete(base)),
+            ("GET", f"{erased}/erasure", await client.get(f"{base}/erasure")),
         ]
-        assert (await client.post(f"{base}/sessions", json={"events": [EVENT]})).is_success
+        assert (await client.post(sessions, json={"events": [EVENT]})).is_success
         # The event's row held: the erase cannot be done before it answers.
         held = await asyncpg.connect(settings.database_url.unicode_string())
         try:
             async with held.transaction():
-                await held.execute("SELECT FROM events WHERE user_id = $1 FOR UPDATE", USER)
-                answers.append(("DELETE", ERASURE, await hasty.delete(base)))
+                await held.execute(
+                    "SELECT FROM events WHERE app_name = $1 AND user_id = $2 FOR UPDATE",
+                    app,
+                    USER,
+                )
+                answers.append(("DELETE", erased, await hasty.delete(base)))
         finally:
             await held.close()
         for method, path, response in answers:

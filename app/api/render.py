@@ -448,12 +448,13 @@ def audit_page(page: Page[AuditRecord]) -> bytes:
 
 
 def erasure(status: ErasureStatus) -> bytes:
+    """A user's erase (`Erasure`), or an app's (`AppErasure`, which names no user)."""
     found = status.erasure
     return dumps(
         {
             "id": found.id,
             "appName": found.app_name,
-            "userId": status.user_id,
+            **({} if status.user_id is None else {"userId": status.user_id}),
             "status": "running" if found.running else "done",
             "removed": found.removed,
             "deletedKeyIds": found.deleted_keys,

@@ -16,7 +16,7 @@ from app.db import DriverPool
 from app.domain import ApiKey
 from app.errors import AppStateForbidden, Forbidden, NotFound, Unauthorized
 from app.repositories import api_keys as key_rows
-from app.repositories.erasures import refuse_while_erasing
+from app.repositories.erasures import refuse_while_erasing, refuse_while_erasing_app
 from app.services.audit import AuditLog
 
 
@@ -31,7 +31,7 @@ class Need(enum.Enum):
     APP_STATE = "app_state"  # writes app state: app-wide keys, user keys made to (--app-state)
     APPS = "apps"  # which apps there are: any key, the listing narrowed to the key's app
     KEY = "key"  # what the key itself may do: any valid key, no data touched
-    OPERATOR = "operator"  # the whole service (the audit log): admin keys only
+    OPERATOR = "operator"  # the whole service (the audit log, erasing an app): admin keys only
 
 
 @dataclass(frozen=True)
@@ -55,10 +55,8 @@ class Grant:
         touches no data."""
         if need in (Need.APPS, Need.KEY):
             return
-        if need is Need.OPERATOR:
-            if self.app_name is not None:
-                raise Forbidden("Only an admin key (`sessionary keys create --admin`) may.")
-            return
+        if need is Need.OPERATOR and self.app_name is not None:
+            raise Forbidden("Only an admin key (`sessionary keys create --admin`) may.")
         if self.app_name is not None and self.app_name != app_name:
             raise Forbidden(f"This API key is for app {self.app_name!r} only.")
         if self.user_id is not None:
@@ -131,6 +129,8 @@ class AuthService:
         async with self.pool.transaction() as connection:
             if app_name is not None and user_id is not None:
                 await refuse_while_erasing(connection, app_name, user_id)
+            elif app_name is not None:
+                await refuse_while_erasing_app(connection, app_name)
             stored = await key_rows.insert_key(connection, key, hash_key(secret))
             scope = "admin" if app_name is None else "app" if user_id is None else "user"
             await self.audit.record(

@@ -44,7 +44,7 @@ from app.errors import (
     StaleMemory,
 )
 from app.repositories import memories as memory_rows
-from app.repositories.erasures import refuse_while_erasing
+from app.repositories.erasures import refuse_while_erasing, refuse_while_erasing_app
 from app.services.pacing import pace
 from app.services.preconditions import require_session
 
@@ -348,8 +348,11 @@ class MemoryService:
 
 
 async def _refuse_while_erasing(connection: asyncpg.Connection, owner: MemoryOwner) -> None:
-    """A user's memories are not written while the user is erased (an app's have no user)."""
-    if owner.user_id is not None:
+    """A user's memories are not written while the user or the app is erased, an app's own
+    while the app is."""
+    if owner.user_id is None:
+        await refuse_while_erasing_app(connection, owner.app_name)
+    else:
         await refuse_while_erasing(connection, owner.app_name, owner.user_id)
 
 

@@ -50,7 +50,7 @@ from app.repositories import memories as memory_rows
 from app.repositories import portability as rows
 from app.repositories import sessions as session_rows
 from app.repositories import shared_state as state_rows
-from app.repositories.erasures import refuse_while_erasing
+from app.repositories.erasures import refuse_while_erasing, refuse_while_erasing_app
 from app.repositories.live import announce
 from app.rules import portability as format
 from app.rules.events import canonical_json, prepare
@@ -348,16 +348,18 @@ class PortabilityService:
         records: "_Records",
         number: int,
     ) -> None:
-        """A bulk import's record other than a session, in the caller's transaction: state
-        merged (its keys win), a user's artifacts or a memory stored as they were."""
+        """A bulk import's record other than a session, in the caller's transaction, fenced
+        against an erase of its app or user: state merged (its keys win), a user's artifacts
+        or a memory stored as they were."""
         limit = self.settings.max_state_bytes
+        if isinstance(record, AppStateExport) or record.user_id is None:
+            await refuse_while_erasing_app(connection, record.app_name)
+        else:
+            await refuse_while_erasing(connection, record.app_name, record.user_id)
         if isinstance(record, AppStateExport):
             await state_rows.merge_app(connection, record.app_name, record.state, limit)
             report.shared_states += 1
-            return
-        if record.user_id is not None:
-            await refuse_while_erasing(connection, record.app_name, record.user_id)
-        if isinstance(record, UserStateExport):
+        elif isinstance(record, UserStateExport):
             await state_rows.merge_user(
                 connection, record.app_name, record.user_id, record.state, limit
             )

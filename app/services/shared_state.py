@@ -6,7 +6,7 @@ from app.config import Settings
 from app.db import DriverPool
 from app.errors import InvalidInput
 from app.repositories import shared_state as state_rows
-from app.repositories.erasures import refuse_while_erasing
+from app.repositories.erasures import refuse_while_erasing, refuse_while_erasing_app
 from app.rules.scopes import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 PREFIXES = (APP_PREFIX, USER_PREFIX, TEMP_PREFIX)
@@ -41,6 +41,7 @@ class SharedStateService:
     async def update_app(self, app_name: str, delta: dict[str, Any]) -> dict[str, Any]:
         limit = self.settings.max_state_bytes
         async with self.pool.transaction() as connection:
+            await refuse_while_erasing_app(connection, app_name)
             state = await state_rows.merge_app(connection, app_name, _unprefixed(delta), limit)
         return state
 

@@ -463,6 +463,7 @@ var (
 	readsWithVersion = regexp.MustCompile(sessionPath + `(/events)?$`)
 	madeSession      = regexp.MustCompile(`^/apps/[^/]+/users/[^/]+/sessions(:import)?$`)
 	userOf           = regexp.MustCompile(`^/apps/[^/]+/users/[^/]+$`)
+	appOf            = regexp.MustCompile(`^/apps/[^/]+$`)
 	etag             = regexp.MustCompile(`^"(\d+)"$`)
 )
 
@@ -500,6 +501,11 @@ func (v *versions) note(req call, resp *http.Response) {
 	if req.method == http.MethodDelete && userOf.MatchString(req.path) {
 		// An erase of the user (running or done) has deleted every session of theirs already.
 		v.forget(func(known string) bool { return strings.HasPrefix(known, req.path+"/sessions/") })
+		return
+	}
+	if req.method == http.MethodDelete && appOf.MatchString(req.path) {
+		// An erase of the app: its sessions are going, and new ones may take their ids.
+		v.forget(func(known string) bool { return strings.HasPrefix(known, req.path+"/users/") })
 		return
 	}
 	match := etag.FindStringSubmatch(resp.Header.Get("ETag"))

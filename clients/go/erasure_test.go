@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Erasing a user against a live server, which runs with keys off: anyone may erase a user.
+// Erasing a user, or an app, against a live server, which runs with keys off: anyone may erase.
 
 func TestAnErasedUserHasNothingLeftAndTheirErasureIsRead(t *testing.T) {
 	ctx := context.Background()
@@ -59,5 +59,42 @@ func TestANeverErasedUserHasNoErasure(t *testing.T) {
 	if !errors.Is(err, ErrErasureNotFound) || !errors.Is(err, ErrNotFound) || !errors.As(err, &answer) ||
 		answer.Status != 404 || answer.Code() != "erasure_not_found" {
 		t.Fatalf("a user never erased: %v", err)
+	}
+}
+
+func TestAnErasedAppHasNothingLeftAndItsErasureIsRead(t *testing.T) {
+	ctx := context.Background()
+	c, app := client(t, Options{}), unique("go-erase-app")
+	if _, err := c.GetAppErasure(ctx, app); !errors.Is(err, ErrErasureNotFound) {
+		t.Fatalf("an app never erased: %v", err)
+	}
+	session := must[*Session](t)(c.CreateSession(ctx, app, "ada", SessionCreate{}))
+	must[*Event](t)(c.AppendEvent(ctx, app, "ada", session.ID, said("user", "Forget us."), IfMatch(session.Version)))
+	other := must[*Session](t)(c.CreateSession(ctx, app, "bob", SessionCreate{}))
+	must[State](t)(c.UpdateAppState(ctx, app, State{"banner": "hi"}))
+
+	erased := must[*AppErasure](t)(c.EraseApp(ctx, app))
+	if erased.Status != "done" || erased.AppName != app || erased.Removed["sessions"] != 2 ||
+		erased.Removed["appStates"] != 1 || erased.FinishTime == nil || *erased.FinishTime < erased.CreateTime {
+		t.Fatalf("erased %+v", erased)
+	}
+	for known := range c.written.at {
+		if strings.HasPrefix(known, "/apps/"+app+"/") {
+			t.Errorf("a version of %s is kept", known)
+		}
+	}
+	for _, id := range []string{session.ID, other.ID} {
+		for _, user := range []string{"ada", "bob"} {
+			if _, err := c.GetSession(ctx, app, user, id, SessionRead{}); !errors.Is(err, ErrSessionNotFound) {
+				t.Fatalf("a session of the erased app: %v", err)
+			}
+		}
+	}
+	if state := must[State](t)(c.AppState(ctx, app)); len(state) != 0 {
+		t.Fatalf("the erased app's state: %v", state)
+	}
+	read := must[*AppErasure](t)(c.GetAppErasure(ctx, app))
+	if read.ID != erased.ID || read.Status != "done" || read.Removed["sessions"] != 2 {
+		t.Fatalf("read %+v, erased %+v", read, erased)
 	}
 }

@@ -699,6 +699,25 @@ func (c *Client) GetErasure(ctx context.Context, app, user string, options ...Re
 	return answer(&erasure, err)
 }
 
+// EraseApp erases everything of an app (an admin key's call): what EraseUser erases, for every
+// user of the app, and the app's own state, memories and keys. From its start writes that make
+// something of the app fail with ErrAppErasing. The server answers 200 with the erase done, or
+// 202 with it still running (Status "running"), which GetAppErasure follows; both are the
+// *AppErasure, never an error. Erasing again erases what was written since.
+func (c *Client) EraseApp(ctx context.Context, app string, options ...RequestOption) (*AppErasure, error) {
+	var erasure AppErasure
+	err := c.send(ctx, with(call{method: http.MethodDelete}, options), &erasure, app)
+	return answer(&erasure, err)
+}
+
+// GetAppErasure is the app's latest erase (an admin key's call), running (its progress so far)
+// or done; ErrErasureNotFound if the app was never erased.
+func (c *Client) GetAppErasure(ctx context.Context, app string, options ...RequestOption) (*AppErasure, error) {
+	var erasure AppErasure
+	err := c.send(ctx, with(call{method: http.MethodGet, path: "/erasure"}, options), &erasure, app)
+	return answer(&erasure, err)
+}
+
 // --- Operations ------------------------------------------------------------------------------
 
 // AuditFilter picks audit records: App's, UserID's of App (a user is one of an app: UserID

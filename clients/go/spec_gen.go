@@ -4,6 +4,7 @@ package sessionary
 
 // The kind of each problem code, for errors.Is(err, sessionary.ErrSessionNotFound).
 var (
+	ErrAppErasing           error = &errorKind{code: "app_erasing"}
 	ErrArtifactNotFound     error = &errorKind{code: "artifact_not_found"}
 	ErrBadRequest           error = &errorKind{code: "bad_request"}
 	ErrConflict             error = &errorKind{code: "conflict"}
@@ -44,6 +45,7 @@ var (
 
 // problemKinds is the kind of each problem code, which errors.Is matches.
 var problemKinds = map[string]error{
+	"app_erasing":            ErrAppErasing,
 	"artifact_not_found":     ErrArtifactNotFound,
 	"bad_request":            ErrBadRequest,
 	"conflict":               ErrConflict,
@@ -162,6 +164,8 @@ var specOperations = []struct{ id, method, path string }{
 	{"list_audit_records", "GET", "/audit"},
 	{"erase_user", "DELETE", "/apps/{app_name}/users/{user_id}"},
 	{"get_erasure", "GET", "/apps/{app_name}/users/{user_id}/erasure"},
+	{"erase_app", "DELETE", "/apps/{app_name}"},
+	{"get_app_erasure", "GET", "/apps/{app_name}/erasure"},
 	{"healthz", "GET", "/healthz"},
 	{"readyz", "GET", "/readyz"},
 	{"metrics", "GET", "/metrics"},

@@ -47,6 +47,7 @@ var methodOf = map[string]string{
 	"remember_session": "Remember", "embeddings_status": "EmbeddingsStatus",
 	"list_audit_records": "ListAuditRecords", "erase_user": "EraseUser", "get_erasure": "GetErasure",
 	"export_user": "ExportUser", "import_user": "ImportUser",
+	"erase_app": "EraseApp", "get_app_erasure": "GetAppErasure",
 }
 
 var typeOf = map[string]any{
@@ -69,7 +70,7 @@ var typeOf = map[string]any{
 	"MemoryRevisionEntry": MemoryRevision{}, "MemoryRevisionPage": MemoryRevisionPage{},
 	"RecallRequest": RecallQuery{}, "RecallResult": RecallResult{}, "RecalledMemory": RecalledMemory{},
 	"Remember": SessionRemember{}, "RememberResult": Remembered{}, "EmbeddingsStatus": EmbeddingsStatus{},
-	"AuditRecord": AuditRecord{}, "AuditPage": AuditPage{}, "Erasure": Erasure{},
+	"AuditRecord": AuditRecord{}, "AuditPage": AuditPage{}, "Erasure": Erasure{}, "AppErasure": AppErasure{},
 	"UserImport": UserImport{}, "UserImportCounts": UserImportCounts{},
 }
 

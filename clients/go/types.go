@@ -535,6 +535,21 @@ type UserImportCounts struct {
 	ArtifactVersions int64 `json:"artifactVersions"`
 }
 
+// AppErasure is an erase of a whole app (EraseApp), as GetAppErasure reads it: an Erasure
+// without a user. Status "running" refuses writes that make something of the app with
+// ErrAppErasing; Removed counts every user's rows and the app's ("appStates"); DeletedKeyIDs are
+// the ids of every API key made for the app or one of its users, deleted.
+type AppErasure struct {
+	ID            string           `json:"id"`
+	AppName       string           `json:"appName"`
+	Status        string           `json:"status"` // "running" or "done"
+	Removed       map[string]int64 `json:"removed"`
+	DeletedKeyIDs []string         `json:"deletedKeyIds"`
+	CreateTime    float64          `json:"createTime"`
+	UpdateTime    float64          `json:"updateTime"`
+	FinishTime    *float64         `json:"finishTime"`
+}
+
 // ArtifactVersion is one saved version of an artifact: ADK's ArtifactVersion (Version,
 // CanonicalURI, CustomMetadata, CreateTime, MimeType) and what its content is. Kind says how it
 // was saved: "bytes" (inline data, or an upload), "text" (a Part's text, kept as UTF-8), or

@@ -1,5 +1,5 @@
-"""The clients' erase of a user on a live server (keys off): what it removed, the user's session
-gone, the erase read back, and a user never erased."""
+"""The clients' erase of a user, and of an app, on a live server (keys off): what it removed,
+the sessions gone, the erase read back, and a user (an app) never erased."""
 
 import pytest
 from sessionary_client import (
@@ -48,3 +48,34 @@ def test_the_blocking_client_erases_a_user(sync_client: SessionaryClient, app_na
     assert sync_client.get_erasure(app_name, USER) == erasure
     with pytest.raises(ErasureNotFoundError):
         sync_client.get_erasure(app_name, "bob")
+
+
+async def test_an_app_is_erased_and_the_erase_read_back(
+    client: AsyncSessionaryClient, app_name: str
+) -> None:
+    with pytest.raises(ErasureNotFoundError):
+        await client.get_app_erasure(app_name)
+    for user in (USER, "bob"):
+        await client.create_session(app_name, user, session_id="chat")
+    await client.append_event(app_name, USER, "chat", EVENT)
+    await client.update_app_state(app_name, {"banner": "hi"})
+
+    erasure = await client.erase_app(app_name)
+    assert (erasure["appName"], erasure["status"]) == (app_name, "done")
+    assert "userId" not in erasure
+    assert erasure["removed"]["sessions"] == 2 and erasure["removed"]["appStates"] == 1
+    assert erasure["finishTime"] is not None and erasure["finishTime"] >= erasure["createTime"]
+
+    with pytest.raises(SessionNotFoundError):
+        await client.get_session(app_name, USER, "chat")
+    assert await client.get_app_state(app_name) == {}
+    assert await client.get_app_erasure(app_name) == erasure
+
+
+def test_the_blocking_client_erases_an_app(sync_client: SessionaryClient, app_name: str) -> None:
+    sync_client.create_session(app_name, USER, session_id="chat")
+    erasure = sync_client.erase_app(app_name)
+    assert erasure["status"] == "done" and erasure["removed"]["sessions"] == 1
+    with pytest.raises(SessionNotFoundError):
+        sync_client.get_session(app_name, USER, "chat")
+    assert sync_client.get_app_erasure(app_name) == erasure

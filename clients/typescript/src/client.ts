@@ -31,6 +31,7 @@ import {
 import type { operations } from "./schema.js";
 import { follow, type Frame, type Open, type StreamOptions } from "./stream.js";
 import type {
+  AppErasure,
   Appended,
   AppPage,
   AppSummary,
@@ -1446,7 +1447,7 @@ export class Sessionary {
     return (await ok(answer)).state;
   }
 
-  // --- Erasing a user -------------------------------------------------------------------------
+  // --- Erasing a user, or an app -------------------------------------------------------------
 
   /** Erases everything of the user of the app: their sessions with all they hold, their state,
    * memories, artifacts and API keys. From the start their writes are refused
@@ -1463,6 +1464,22 @@ export class Sessionary {
   async getErasure(appName: string, userId: string, options: CallOptions = {}): Promise<Erasure> {
     const params = { path: { app_name: appName, user_id: userId } };
     return ok(this.raw.GET(`${USER}/erasure`, { params, ...this.#call(options) }));
+  }
+
+  /** Erases everything of the app (an admin key only): every user's sessions, state, memories,
+   * artifacts and keys, and the app's own state, memories and keys. From the start writes that
+   * make something of the app are refused (`AppErasingError`). The erasure, `done` with what it
+   * removed by kind, or still `running` (a 202): `getAppErasure` shows its progress. */
+  async eraseApp(appName: string, options: CallOptions = {}): Promise<AppErasure> {
+    const params = { path: { app_name: appName } };
+    return ok(this.raw.DELETE("/apps/{app_name}", { params, ...this.#call(options) }));
+  }
+
+  /** The app's latest erasure (an admin key only), `running` with its progress or `done`;
+   * `ErasureNotFoundError` if the app was never erased. */
+  async getAppErasure(appName: string, options: CallOptions = {}): Promise<AppErasure> {
+    const params = { path: { app_name: appName } };
+    return ok(this.raw.GET("/apps/{app_name}/erasure", { params, ...this.#call(options) }));
   }
 
   // --- Operations -----------------------------------------------------------------------------

@@ -26,7 +26,8 @@
  *         │   ├── ToolCallsPendingError        409 tool_calls_pending (`callIds`)
  *         │   ├── VersionExhaustedError        409 version_exhausted
  *         │   ├── MemoryAlreadyExistsError     409 memory_already_exists
- *         │   └── UserErasingError             409 user_erasing
+ *         │   ├── UserErasingError             409 user_erasing
+ *         │   └── AppErasingError              409 app_erasing
  *         ├── PreconditionFailedError          412: If-Match named another version
  *         │   ├── StaleSessionError            412 stale_session (`currentVersion`)
  *         │   └── StaleMemoryError             412 stale_memory (`currentRevision`)
@@ -123,7 +124,7 @@ export class EventNotFoundError extends NotFoundError {}
 export class ArtifactNotFoundError extends NotFoundError {}
 /** No memory of that id here (of this user, or of the app), or it has expired. */
 export class MemoryNotFoundError extends NotFoundError {}
-/** The user was never erased: no erasure of theirs to show. */
+/** The user (or the app) was never erased: no erasure of theirs to show. */
 export class ErasureNotFoundError extends NotFoundError {}
 export class MethodNotAllowedError extends APIError {}
 export class ConflictError extends APIError {}
@@ -140,6 +141,9 @@ export class VersionExhaustedError extends ConflictError {}
 export class MemoryAlreadyExistsError extends ConflictError {}
 /** The user is being erased: their writes are refused until the erase is done. */
 export class UserErasingError extends ConflictError {}
+/** The app is being erased: writes that make something of it are refused until the erase is
+ * done. */
+export class AppErasingError extends ConflictError {}
 /** Queued events were not promoted: function calls are unanswered. Answer or heal them, or
  * promote with `force`. */
 export class ToolCallsPendingError extends ConflictError {

@@ -1378,6 +1378,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/apps/{app_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase App
+         * @description Erase everything of an app: what erasing a user erases, for every user of the app,
+         *     and the app's state, its own memories and every key made for the app or its users.
+         *     Live streams of its sessions get a final `deleted` frame. Admin keys only.
+         *
+         *     From the start, writes that make something of the app (a session, state, a memory, an
+         *     artifact, a key) are refused (409 `app_erasing`); sessions are deleted in batches, and an
+         *     append to one not yet deleted lands and is erased with it. Answers 200 with what was
+         *     removed, by kind, once done; 202 if it is not done within `SESSIONARY_ERASE_WAIT`
+         *     seconds (it runs on; read its status at `…/erasure`). Again, it erases what has been
+         *     written since. The audit log records it (`app.erase`): after it, no id of the app's
+         *     users is in any table.
+         */
+        delete: operations["erase_app"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apps/{app_name}/erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get App Erasure
+         * @description The app's latest erase: running (with its progress so far) or done (with what it
+         *     removed). 404 `erasure_not_found` if the app was never erased. Admin keys only.
+         */
+        get: operations["get_app_erasure"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1465,6 +1516,51 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AppErasure */
+        AppErasure: {
+            /**
+             * Id
+             * @description The erase's id, as the audit log names it.
+             */
+            id: string;
+            /** Appname */
+            appName: string;
+            /**
+             * Status
+             * @description `running`: writes that make something of the app are refused (409 `app_erasing`) and what is left is being deleted; `done`: nothing of the app is left.
+             * @enum {string}
+             */
+            status: "running" | "done";
+            /**
+             * Removed
+             * @description Rows removed so far, by kind: those of `Erasure.removed`, for every user, and `appStates`.
+             */
+            removed: {
+                [key: string]: number;
+            };
+            /**
+             * Deletedkeyids
+             * @description The ids of the API keys made for the app and its users, deleted.
+             */
+            deletedKeyIds: string[];
+            /**
+             * Createtime
+             * Format: double
+             * @description When the erase started (epoch seconds).
+             */
+            createTime: number;
+            /**
+             * Updatetime
+             * Format: double
+             * @description When it last moved (epoch seconds).
+             */
+            updateTime: number;
+            /**
+             * Finishtime
+             * @description When it was done; null while it runs.
+             */
+            finishTime: number | null;
+        };
         /** AppPage */
         AppPage: {
             /**
@@ -2824,7 +2920,7 @@ export interface components {
              * @description Stable, machine-readable: what went wrong, for code to act on.
              * @enum {string}
              */
-            code: "artifact_not_found" | "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "erasure_not_found" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "memory_already_exists" | "memory_not_found" | "method_not_allowed" | "not_found" | "payload_too_large" | "range_not_satisfiable" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_memory" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "user_erasing" | "validation_error" | "version_exhausted";
+            code: "app_erasing" | "artifact_not_found" | "bad_request" | "conflict" | "cors_preflight_refused" | "cross_origin_refused" | "database_unavailable" | "erasure_not_found" | "event_conflict" | "event_not_found" | "forbidden" | "headers_too_large" | "host_not_allowed" | "http_error" | "internal_error" | "memory_already_exists" | "memory_not_found" | "method_not_allowed" | "not_found" | "payload_too_large" | "range_not_satisfiable" | "schema_behind" | "search_busy" | "search_timeout" | "session_already_exists" | "session_closed" | "session_not_found" | "stale_memory" | "stale_session" | "too_many_streams" | "tool_calls_pending" | "tool_pair_violation" | "unauthorized" | "unsupported_media_type" | "user_erasing" | "validation_error" | "version_exhausted";
             /**
              * Instance
              * @description The request path; absent when the request was refused before its path was read (`headers_too_large`, `bad_request`).
@@ -10917,7 +11013,7 @@ export interface operations {
                     "application/json": components["schemas"]["Erasure"];
                 };
             };
-            /** @description The erase runs on: its status is at the `Location` given. */
+            /** @description The erase runs on: its status is at `Location`. */
             202: {
                 headers: {
                     /** @description The primary's write-ahead log position once the delete committed (an erase deletes the user's sessions before it answers, a 202 too), as PostgreSQL prints it (`0/16B3748`): send it as `minPosition` on the session reads that follow, and a read replica serves them only once it has replayed that far. Without a replica, nothing to do. */
@@ -10996,6 +11092,162 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Never erased (`erasure_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    erase_app: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description The primary's write-ahead log position once the delete committed (an erase deletes the user's sessions before it answers, a 202 too), as PostgreSQL prints it (`0/16B3748`): send it as `minPosition` on the session reads that follow, and a read replica serves them only once it has replayed that far. Without a replica, nothing to do. */
+                    "Sessionary-Position"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppErasure"];
+                };
+            };
+            /** @description The erase runs on: its status is at `Location`. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppErasure"];
+                };
+            };
+            /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key's scope (app, user, read-only) does not cover this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (`validation_error`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line or a header is too long (`headers_too_large`). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After`: the database cannot be reached (`database_unavailable`), or its schema is behind this server's (`schema_behind`: run `sessionary migrate`), or, on a stream, the worker has `SESSIONARY_MAX_STREAMS` open already (`too_many_streams`), or, on a search, the worker runs `SESSIONARY_SEARCH_CONCURRENCY` searches already (`search_busy`) or the search ran past `SESSIONARY_SEARCH_TIMEOUT` (`search_timeout`: narrow it). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_app_erasure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent application. 1 to 128 characters, no `/`, no control characters, not `.` or `..`. */
+                app_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppErasure"];
                 };
             };
             /** @description No valid API key (`unauthorized`): send `Authorization: Bearer sk_…`. */

@@ -3,6 +3,7 @@ import type { components } from "./schema.js";
 
 /** Each problem code, with the name of its class in `errors.ts`. */
 export const ERROR_CLASSES = {
+  "app_erasing": "AppErasingError",
   "artifact_not_found": "ArtifactNotFoundError",
   "bad_request": "BadRequestError",
   "conflict": "ConflictError",
@@ -121,6 +122,8 @@ export const OPERATIONS = [
   { operationId: "list_audit_records", method: "GET", path: "/audit" },
   { operationId: "erase_user", method: "DELETE", path: "/apps/{app_name}/users/{user_id}" },
   { operationId: "get_erasure", method: "GET", path: "/apps/{app_name}/users/{user_id}/erasure" },
+  { operationId: "erase_app", method: "DELETE", path: "/apps/{app_name}" },
+  { operationId: "get_app_erasure", method: "GET", path: "/apps/{app_name}/erasure" },
   { operationId: "healthz", method: "GET", path: "/healthz" },
   { operationId: "readyz", method: "GET", path: "/readyz" },
   { operationId: "metrics", method: "GET", path: "/metrics" },

@@ -72,6 +72,9 @@ export type Erasure = Schemas["Erasure"];
  * nothing), by kind, and how many keys of the user's state it wrote. */
 export type UserImport = Schemas["UserImport"];
 export type UserImportCounts = Schemas["UserImportCounts"];
+/** An erase of a whole app (`eraseApp`, `getAppErasure`), as `Erasure` without a user:
+ * `removed` counts every user's rows and `appStates`, `deletedKeyIds` every key of the app. */
+export type AppErasure = Schemas["AppErasure"];
 
 /**
  * What an append did with its event (`appendEventOutcome`), as the Python client's `Appended`

@@ -1,10 +1,11 @@
-// Erasing a user through `Sessionary` (the built dist/esm/) against the live server at
-// SESSIONARY_URL, which runs with keys off, so that any caller may erase; and a 202 (an erase
-// still running) against a local server.
+// Erasing a user, and an app, through `Sessionary` (the built dist/esm/) against the live
+// server at SESSIONARY_URL, which runs with keys off, so that any caller may erase; and a 202
+// (an erase still running) against a local server.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  AppErasingError,
   ConflictError,
   ErasureNotFoundError,
   NotFoundError,
@@ -82,6 +83,60 @@ test("an erase still running (202) answers its erasure; a write meanwhile is Use
     );
     await assert.rejects(local.createSession("app", "ada"), (error: unknown) => {
       assert.ok(error instanceof UserErasingError, String(error));
+      assert.ok(error instanceof ConflictError);
+      return true;
+    });
+  } finally {
+    server.close();
+  }
+});
+
+test("an app is erased: every user's sessions and its state go, and the erasure can be read again", async () => {
+  const app = freshApp();
+  await assert.rejects(client.getAppErasure(app), ErasureNotFoundError);
+  await client.createSession(app, "ada", { sessionId: "chat" });
+  await client.createSession(app, "bob", { sessionId: "chat" });
+  await client.updateAppState(app, { banner: "hi" });
+
+  const erasure = await client.eraseApp(app);
+  assert.deepEqual([erasure.appName, erasure.status], [app, "done"]);
+  assert.ok(!("userId" in erasure), JSON.stringify(erasure));
+  assert.deepEqual([erasure.removed.sessions, erasure.removed.appStates], [2, 1]);
+  assert.ok(erasure.finishTime !== null && erasure.finishTime >= erasure.createTime);
+
+  await assert.rejects(client.getSession(app, "bob", "chat"), SessionNotFoundError);
+  assert.deepEqual(await client.getAppState(app), {});
+  assert.deepEqual(await client.getAppErasure(app), erasure);
+});
+
+test("an app erase still running (202) answers its erasure; a write meanwhile is AppErasingError", async () => {
+  const running = {
+    id: "e2",
+    appName: "app",
+    status: "running",
+    removed: { sessions: 3 },
+    deletedKeyIds: [],
+    createTime: 1,
+    updateTime: 2,
+    finishTime: null,
+  };
+  const server = await fakeServer((request, response) => {
+    if (request.method === "DELETE") {
+      response.writeHead(202, { "Content-Type": "application/json", Location: `${request.url}/erasure` });
+      response.end(JSON.stringify(running));
+    } else {
+      problem(response, 409, "app_erasing");
+    }
+  });
+  try {
+    const local = new Sessionary({ baseUrl: server.url, retries: 0 });
+    assert.deepEqual(await local.eraseApp("app"), running);
+    assert.deepEqual(
+      server.received.map(({ method, url }) => [method, url]),
+      [["DELETE", "/apps/app"]],
+    );
+    await assert.rejects(local.updateAppState("app", { k: 1 }), (error: unknown) => {
+      assert.ok(error instanceof AppErasingError, String(error));
       assert.ok(error instanceof ConflictError);
       return true;
     });

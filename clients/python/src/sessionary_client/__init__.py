@@ -11,6 +11,7 @@ from sessionary_client.errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
+    AppErasingError,
     ArtifactIsReferenceError,
     ArtifactNotFoundError,
     BadRequestError,
@@ -54,6 +55,7 @@ from sessionary_client.errors import (
 )
 from sessionary_client.models import (
     Appended,
+    AppErasure,
     ArtifactPage,
     ArtifactPart,
     ArtifactVersion,
@@ -92,6 +94,8 @@ __all__ = [
     "APIConnectionError",
     "APIError",
     "APITimeoutError",
+    "AppErasingError",
+    "AppErasure",
     "Appended",
     "ArtifactDownload",
     "ArtifactIsReferenceError",

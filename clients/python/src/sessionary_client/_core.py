@@ -337,6 +337,12 @@ class WrittenVersions:
         while len(self._positions) > self.size:
             self._positions.popitem(last=False)
 
+    def forget_app(self, app_name: str) -> None:
+        """Forget every session of the app (erased: new ones may take their ids)."""
+        with self._lock:
+            for key in [key for key in self._versions if key[0] == app_name]:
+                del self._versions[key]
+
 
 Kept = TypeVar("Kept")
 

@@ -3,6 +3,7 @@
 
 # Each problem code, with the name of its class in `sessionary_client.errors`.
 ERROR_CLASSES = {
+    "app_erasing": "AppErasingError",
     "artifact_not_found": "ArtifactNotFoundError",
     "bad_request": "BadRequestError",
     "conflict": "ConflictError",
@@ -177,6 +178,8 @@ OPERATIONS = (
     ("list_audit_records", "GET", "/audit"),
     ("erase_user", "DELETE", "/apps/{app_name}/users/{user_id}"),
     ("get_erasure", "GET", "/apps/{app_name}/users/{user_id}/erasure"),
+    ("erase_app", "DELETE", "/apps/{app_name}"),
+    ("get_app_erasure", "GET", "/apps/{app_name}/erasure"),
     ("healthz", "GET", "/healthz"),
     ("readyz", "GET", "/readyz"),
     ("metrics", "GET", "/metrics"),

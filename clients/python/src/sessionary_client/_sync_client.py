@@ -47,6 +47,7 @@ from sessionary_client._transport import default_transport
 from sessionary_client.errors import ArtifactIsReferenceError, connection_error, error_for
 from sessionary_client.models import (
     Appended,
+    AppErasure,
     AppPage,
     AppSummary,
     AppUsage,
@@ -2012,6 +2013,25 @@ class SessionaryClient:
         path = quoted_path("apps", app_name, "users", user_id, "erasure")
         response = self._send("GET", path, idempotent=True, **options)
         return cast(Erasure, response.json())
+
+    def erase_app(self, app_name: str, **options: Unpack[RequestOptions]) -> AppErasure:
+        """Erase everything of an app (an admin key only): every user's sessions, state,
+        memories, artifacts and keys, and the app's state, memories and keys. From the start
+        writes that make something of the app raise `AppErasingError`. The erase as the
+        server answered it: `done` (200), or still `running` (202, past the server's
+        SESSIONARY_ERASE_WAIT; it runs on, `get_app_erasure` shows its progress). Erasing
+        again is safe: it erases what was written since."""
+        # Not resent after a lost answer, as `erase_user`.
+        response = self._send("DELETE", quoted_path("apps", app_name), **options)
+        self._written.forget_app(app_name)  # new sessions may take the ids
+        return cast(AppErasure, response.json())
+
+    def get_app_erasure(self, app_name: str, **options: Unpack[RequestOptions]) -> AppErasure:
+        """The app's latest erase (an admin key only): running (its progress so far) or done
+        (what it removed); `ErasureNotFoundError` if the app was never erased."""
+        path = quoted_path("apps", app_name, "erasure")
+        response = self._send("GET", path, idempotent=True, **options)
+        return cast(AppErasure, response.json())
 
     def health(self, **options: Unpack[RequestOptions]) -> Health:
         """The process answers (`/healthz`); says nothing about the database."""

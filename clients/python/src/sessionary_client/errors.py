@@ -26,7 +26,8 @@
         │   ├── ToolCallsPendingError        409 tool_calls_pending (has `call_ids`)
         │   ├── VersionExhaustedError        409 version_exhausted
         │   ├── MemoryAlreadyExistsError     409 memory_already_exists
-        │   └── UserErasingError             409 user_erasing
+        │   ├── UserErasingError             409 user_erasing
+        │   └── AppErasingError              409 app_erasing
         ├── PreconditionFailedError          412: If-Match named another version
         │   ├── StaleSessionError            412 stale_session (has `current_version`)
         │   └── StaleMemoryError             412 stale_memory (has `current_revision`)
@@ -153,7 +154,7 @@ class MemoryNotFoundError(NotFoundError):
 
 
 class ErasureNotFoundError(NotFoundError):
-    """The user was never erased: no erase of theirs to show."""
+    """The user (or the app) was never erased: no erase of theirs to show."""
 
 
 class MethodNotAllowedError(APIError):
@@ -201,6 +202,11 @@ class MemoryAlreadyExistsError(ConflictError):
 class UserErasingError(ConflictError):
     """The user is being erased: nothing of theirs is written until the erase is done
     (`get_erasure` shows its progress); a write after it starts the user afresh."""
+
+
+class AppErasingError(ConflictError):
+    """The app is being erased: nothing of it is made until the erase is done
+    (`get_app_erasure` shows its progress); a write after it starts the app afresh."""
 
 
 class PreconditionFailedError(APIError):

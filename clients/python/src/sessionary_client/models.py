@@ -439,6 +439,28 @@ class UserImport(TypedDict):
     """Keys of the user's state written."""
 
 
+class AppErasure(TypedDict):
+    """An erase of a whole app, running or done: what it has removed so far."""
+
+    id: str
+    """The erase's id, as the audit log names it."""
+    appName: str
+    status: ErasureStatus
+    """`running`: writes that make something of the app are refused (`AppErasingError`) and
+    what is left is being deleted; `done`: nothing of the app is left."""
+    removed: dict[str, int]
+    """Rows removed so far, by kind: those of `Erasure.removed`, for every user, and
+    `appStates`."""
+    deletedKeyIds: list[str]
+    """The ids of the API keys made for the app and its users, deleted."""
+    createTime: float
+    """When the erase started (epoch seconds)."""
+    updateTime: float
+    """When it last moved (epoch seconds)."""
+    finishTime: float | None
+    """When it was done; None while it runs."""
+
+
 class ScopeState(TypedDict):
     state: State
 

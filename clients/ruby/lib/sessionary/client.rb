@@ -727,7 +727,7 @@ module Sessionary
            body: {stateDelta: state_delta}, idempotent: true, request_options: request_options).state
     end
 
-    # --- Erasing a user ---------------------------------------------------------------------
+    # --- Erasing a user, or an app ----------------------------------------------------------
 
     # Erases everything of a user of an app: every session (forks, children, closed ones) with
     # its events, the user's state, memories, artifacts and the keys made for the user. The
@@ -748,6 +748,24 @@ module Sessionary
     # erase_user answers it; ErasureNotFoundError if the user was never erased.
     def get_erasure(app_name, user_id, request_options: nil)
       json("GET", path("apps", app_name, "users", user_id, "erasure"), request_options: request_options)
+    end
+
+    # Erases everything of an app (an admin key only): what erase_user erases, for every user of
+    # the app, and the app's own state, memories and keys. The AppErasure (an Erasure without a
+    # user_id), done or still running (a 202), as erase_user answers; while it runs, writes that
+    # make something of the app raise AppErasingError. Not resent after a lost answer, as
+    # erase_user.
+    def erase_app(app_name, request_options: nil)
+      app = path("apps", app_name)
+      erasure = json("DELETE", app, request_options: request_options)
+      @written.forget_under("#{app}/users/") # new sessions may take their ids
+      erasure
+    end
+
+    # The app's latest erase (an admin key only), as erase_app answers it; ErasureNotFoundError
+    # if the app was never erased.
+    def get_app_erasure(app_name, request_options: nil)
+      json("GET", path("apps", app_name, "erasure"), request_options: request_options)
     end
 
     # --- Operations -------------------------------------------------------------------------
@@ -985,7 +1003,7 @@ module Sessionary
 
     def forget(session) = @lock.synchronize { @versions.delete(session) }
 
-    # Forgets every session whose path starts with `prefix` (a user's, once erased).
+    # Forgets every session whose path starts with `prefix` (a user's or an app's, once erased).
     def forget_under(prefix) = @lock.synchronize { @versions.delete_if { |session, _| session.start_with?(prefix) } }
   end
 end

@@ -31,7 +31,8 @@ module Sessionary
   #         │   ├── ToolCallsPendingError        409 tool_calls_pending (#call_ids)
   #         │   ├── VersionExhaustedError        409 version_exhausted
   #         │   ├── MemoryAlreadyExistsError     409 memory_already_exists
-  #         │   └── UserErasingError             409 user_erasing
+  #         │   ├── UserErasingError             409 user_erasing
+  #         │   └── AppErasingError              409 app_erasing
   #         ├── PreconditionFailedError          412: If-Match named another version
   #         │   ├── StaleSessionError            412 stale_session (#current_version)
   #         │   └── StaleMemoryError             412 stale_memory (#current_revision)
@@ -109,7 +110,7 @@ module Sessionary
   class ArtifactNotFoundError < NotFoundError; end
   # No memory of that id here (of this user, or of the app), or it has expired.
   class MemoryNotFoundError < NotFoundError; end
-  # The user of the app was never erased (Client#get_erasure).
+  # The user of the app (or the app) was never erased (Client#get_erasure, #get_app_erasure).
   class ErasureNotFoundError < NotFoundError; end
   class MethodNotAllowedError < APIError; end
   class ConflictError < APIError; end
@@ -127,6 +128,9 @@ module Sessionary
   # The user is being erased: nothing of theirs is written until the erase is done
   # (Client#get_erasure reads its status).
   class UserErasingError < ConflictError; end
+  # The app is being erased: nothing of it is made until the erase is done
+  # (Client#get_app_erasure reads its status).
+  class AppErasingError < ConflictError; end
 
   # Queued events were not promoted: function calls are unanswered. Answer or heal them, or
   # promote with force: true.

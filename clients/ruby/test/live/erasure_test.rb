@@ -2,8 +2,8 @@
 
 require "live_helper"
 
-# Erasing a user against a server that runs with keys off, where any caller may erase. Each
-# test erases in an app of its own, so that no other test's user is touched.
+# Erasing a user, and an app, against a server that runs with keys off, where any caller may
+# erase. Each test erases in an app of its own, so that no other test's user is touched.
 class ErasureTest < Minitest::Test
   include Helpers
 
@@ -30,6 +30,21 @@ class ErasureTest < Minitest::Test
     read = @sessionary.get_erasure(@app, "ada")
     assert_equal [erasure.id, "done"], [read.id, read.status]
     assert_equal erasure.removed.to_h, read.removed.to_h
+  end
+
+  def test_an_app_erase_removes_every_users_sessions_and_its_state_and_is_read_back
+    assert_raises(Sessionary::ErasureNotFoundError) { @sessionary.get_app_erasure(@app) }
+    %w[ada bob].each { |user| @sessionary.create_session(@app, user, session_id: "chat") }
+    @sessionary.update_app_state(@app, {"banner" => "hi"})
+
+    erasure = @sessionary.erase_app(@app)
+    assert_equal [@app, "done"], [erasure.app_name, erasure.status]
+    assert_equal [2, 1], [erasure.removed["sessions"], erasure.removed["appStates"]]
+    refute erasure.to_h.key?("userId")
+
+    assert_raises(Sessionary::SessionNotFoundError) { @sessionary.get_session(@app, "bob", "chat") }
+    assert_empty @sessionary.app_state(@app).to_h
+    assert_equal erasure.to_h, @sessionary.get_app_erasure(@app).to_h
   end
 
   def test_a_user_never_erased_has_no_erasure

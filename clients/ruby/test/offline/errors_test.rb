@@ -16,6 +16,7 @@ class ErrorAnswersTest < Minitest::Test
     assert_operator Sessionary::MemoryAlreadyExistsError, :<, Sessionary::ConflictError
     assert_operator Sessionary::ErasureNotFoundError, :<, Sessionary::NotFoundError
     assert_operator Sessionary::UserErasingError, :<, Sessionary::ConflictError
+    assert_operator Sessionary::AppErasingError, :<, Sessionary::ConflictError
     assert_operator Sessionary::StaleSessionError, :<, Sessionary::PreconditionFailedError
     assert_operator Sessionary::StaleMemoryError, :<, Sessionary::PreconditionFailedError
     assert_operator Sessionary::APITimeoutError, :<, Sessionary::APIConnectionError

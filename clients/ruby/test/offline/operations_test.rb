@@ -466,6 +466,13 @@ class OperationsTest < Minitest::Test
   operation :get_erasure, "GET", "/apps/app/users/ada/erasure", answer: ERASING do |c|
     c.get_erasure("app", "ada")
   end
+  APP_ERASED = ERASED.except("userId").merge("removed" => {"sessions" => 4, "appStates" => 1}).freeze
+  operation :erase_app, "DELETE", "/apps/app", answer: APP_ERASED do |c|
+    c.erase_app("app")
+  end
+  operation :get_app_erasure, "GET", "/apps/app/erasure", answer: APP_ERASED do |c|
+    c.get_app_erasure("app")
+  end
   A_RECORD = {"seq" => 7, "time" => TIME, "action" => "session.delete", "keyId" => "k1", "appName" => "app",
               "user" => "u-hash", "detail" => {"session" => "s-hash"}, "outcome" => "ok"}.freeze
   operation :list_audit_records, "GET", "/audit",
@@ -501,6 +508,15 @@ class OperationsTest < Minitest::Test
     assert_equal [404, "erasure_not_found"], [missing.status, missing.code]
     erasing = assert_raises(Sessionary::UserErasingError) { sessionary.append_event("app", "ada", "s1", {}) }
     assert_equal [409, "user_erasing"], [erasing.status, erasing.code]
+  end
+
+  def test_an_app_erase_still_running_is_answered_and_its_writes_raise_their_own_error
+    running = APP_ERASED.merge("status" => "running", "finishTime" => nil)
+    api.on("DELETE", "/apps/app", 202, running, {"Location" => "/apps/app/erasure"})
+    api.on("PATCH", "/apps/app/state", 409, StubAPI.problem(409, "app_erasing"))
+    assert_equal running, sessionary.erase_app("app").to_h
+    erasing = assert_raises(Sessionary::AppErasingError) { sessionary.update_app_state("app", {"k" => 1}) }
+    assert_equal [409, "app_erasing"], [erasing.status, erasing.code]
   end
 
   def test_the_table_names_every_method_of_the_client

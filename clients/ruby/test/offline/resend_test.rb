@@ -110,6 +110,12 @@ class ResendTest < Minitest::Test
     assert_equal 1, api.requests.size
   end
 
+  def test_an_app_erase_whose_answer_was_lost_is_not_sent_again
+    api.on("DELETE", "/apps/app") { nil }
+    assert_raises(Sessionary::APIConnectionError) { sessionary.erase_app("app") }
+    assert_equal 1, api.requests.size
+  end
+
   def test_a_recall_or_a_remember_whose_answer_was_lost_is_sent_again_a_memory_write_is_not
     recalled = {"memories" => [], "recalledBy" => "words", "note" => nil}
     api.on("POST", "/apps/app/users/ada/memories:recall") { |_request, n| n == 1 ? nil : [200, recalled] }

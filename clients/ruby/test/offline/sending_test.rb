@@ -123,6 +123,23 @@ class SendingTest < Minitest::Test
     assert_equal [nil, "4"], reads # ada's sessions are gone (new ones may take their ids); bob's not
   end
 
+  def test_reads_after_an_erase_of_the_app_ask_for_no_version_it_had
+    erased = {"id" => "er2", "appName" => "app", "status" => "done", "removed" => {}, "deletedKeyIds" => [],
+              "createTime" => 1.5, "updateTime" => 1.5, "finishTime" => 1.5}
+    api.on("POST", SESSIONS, 201, StubAPI.session("s1"), written(3))
+    api.on("POST", "/apps/other/users/ada/sessions", 201, StubAPI.session("s1", app: "other"), written(4))
+    api.on("DELETE", "/apps/app", 200, erased)
+    api.on("GET", SESSION, 200, StubAPI.session("s1"))
+    api.on("GET", "/apps/other/users/ada/sessions/s1", 200, StubAPI.session("s1", app: "other"))
+    sessionary.create_session("app", "ada", session_id: "s1")
+    sessionary.create_session("other", "ada", session_id: "s1")
+    sessionary.erase_app("app")
+    sessionary.get_session("app", "ada", "s1")
+    sessionary.get_session("other", "ada", "s1")
+    reads = api.requests.select { |request| request.method == "GET" }.map { |request| request.query["minVersion"] }
+    assert_equal [nil, "4"], reads # the app's sessions are gone; another app's are not
+  end
+
   def test_an_update_sends_only_what_is_given_and_nil_where_it_clears
     api.on("PATCH", SESSION, 200, StubAPI.session("s1"))
     sessionary.update_session("app", "ada", "s1", labels: {"b" => "2"}, ttl: 3600)
