@@ -80,8 +80,10 @@ class Change:
 
     `kind`: created, appended, updated (an event rewritten), removed, trimmed, reset, closed,
     described (name, labels or expiry changed), deleted, or resync (too much to tell: read
-    the session again). `detail` is what the kind needs besides: an updated event's `seq`,
-    removed `eventIds`, counts of a trim, a close's `outcome`, a new session's `kind`.
+    the session again); or erased, of a user (the session id empty) or an app (the user id
+    empty too), whose streams end. `detail` is what the kind needs besides: an updated
+    event's `seq`, removed `eventIds`, counts of a trim, a close's `outcome`, a new session's
+    `kind`.
     """
 
     kind: str

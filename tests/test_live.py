@@ -126,6 +126,47 @@ async def test_an_erase_of_the_app_ends_the_stream_with_deleted(live_server, htt
     assert [(frame.event, frame.id) for frame in received] == [("deleted", None)]
 
 
+async def test_an_erase_ends_the_users_stream_and_tells_the_apps(live_server, http):
+    await new_session(http, "s")
+    async with (
+        stream(live_server, f"{SESSIONS}:stream") as mine,
+        stream(live_server, f"/apps/{APP}/users/bob/sessions:stream") as bobs,
+        stream(live_server, f"/apps/{APP}/sessions:stream") as every,
+    ):
+        await asyncio.sleep(0.3)
+        erased = await http.delete(f"/apps/{APP}/users/{USER}")
+        assert erased.status_code == 200, erased.text
+        received = await mine.rest()  # until the stream ends
+        told = await every.take(2)
+        await new_session(http, "later")  # the user afresh: the app's stream goes on
+        assert (await http.post(f"/apps/{APP}/users/bob/sessions", json={})).status_code == 201
+        (bobs_frame,) = await bobs.take(1)  # bob's stream never heard of it
+        (afterwards,) = await every.take(1)
+    assert [(frame.event, frame.data) for frame in received] == [
+        ("deleted", {"userId": USER, "sessionId": "s", "version": 0}),
+        ("erased", {"userId": USER}),
+    ]
+    assert sorted(frame.event for frame in told) == ["deleted", "erased"]
+    assert bobs_frame.event == "created" and bobs_frame.data["userId"] == "bob"
+    assert (afterwards.event, afterwards.data["sessionId"]) == ("created", "later")
+
+
+async def test_an_erase_of_the_app_ends_its_streams(live_server, http):
+    async with (
+        stream(live_server, f"{SESSIONS}:stream") as mine,
+        stream(live_server, f"/apps/{APP}/sessions:stream") as every,
+    ):
+        await asyncio.sleep(0.3)
+        erased = await http.delete(f"/apps/{APP}")
+        assert erased.status_code == 200, erased.text
+        assert [(frame.event, frame.data) for frame in await mine.rest()] == [
+            ("erased", {"userId": None})
+        ]
+        assert [(frame.event, frame.data) for frame in await every.rest()] == [
+            ("erased", {"userId": None})
+        ]
+
+
 async def test_artifacts_saved_and_deleted_are_told_without_a_position(live_server, http):
     await new_session(http, "s")
     artifacts = f"{session_url('s')}/artifacts"

@@ -97,6 +97,8 @@ class ErasureService:
             removed["sessions"] = await _delete_sessions(connection, sessions, scope, None)
         removed["apiKeys"] = await erasure_rows.delete_keys(connection, scope, erasure.id)
         await erasure_rows.set_removed(connection, erasure.id, removed)
+        erased = SessionKey(scope.app_name, scope.user_id or "", "")
+        await announce(connection, Change("erased", erased, 0))  # ends the user's streams
 
     async def status(self, scope: ErasureScope) -> ErasureStatus:
         """The latest erasure of the user or the app: ErasureNotFound if never erased."""

@@ -31,7 +31,8 @@ logger = logging.getLogger("sessionary.live")
 
 HEARTBEAT = b": heartbeat\n\n"
 PAGE = 500  # events per read of the table
-# The changes a user's or an app's stream calls by their name; every other one is `updated`.
+# The changes a user's or an app's stream calls by their name; every other one is `updated`
+# (but `erased`, a user's or an app's: `Broker._end_erased`).
 LIFECYCLE = frozenset({"created", "closed", "deleted"})
 # Changes that take no version of their own: a session's end, its children's news, an
 # artifact saved or deleted (never replayed: a client that resumes lists the artifacts again).
@@ -337,6 +338,9 @@ class Broker:
 
     def _tell_watchers(self, change: Change) -> None:
         key = change.key
+        if change.kind == "erased":
+            self._end_erased(key.app_name, key.user_id or None)
+            return
         streams = [
             *self.watchers.get((key.app_name, key.user_id), ()),
             *self.watchers.get((key.app_name, None), ()),
@@ -350,6 +354,18 @@ class Broker:
         )
         for stream in streams:
             stream.offer(None, data)
+
+    def _end_erased(self, app_name: str, user_id: str | None) -> None:
+        """A user (None: the app) is being erased: its streams get a final `erased` frame and
+        end (an app's stream just hears that one of its users is)."""
+        data = json_frame("erased", {"userId": user_id})
+        for (app, user), streams in list(self.watchers.items()):
+            if app != app_name or (user_id is not None and user not in (user_id, None)):
+                continue
+            for stream in list(streams):
+                stream.offer(None, data)
+                if user is not None or user_id is None:
+                    stream.end()
 
     def _admit(self) -> None:
         if self.open >= self.settings.max_streams:
