@@ -168,6 +168,30 @@ async def test_an_app_is_erased_through_the_pooler_while_writers_race_it(http):
     assert (await http.get(f"{app}/state")).json()["state"] == {}
 
 
+async def test_a_user_is_exported_and_imported_through_the_pooler(http):
+    """The export reads one snapshot and the import writes one transaction: both hold their
+    server connection for a transaction, as a transaction pooler lends it."""
+    for n in range(3):
+        created = await http.post(
+            SESSIONS, json={"sessionId": f"x{n}", "events": [delta_event({"user:n": n})]}
+        )
+        assert created.status_code == 201, created.text
+    memory = await http.post(f"/apps/{APP}/users/{USER}/memories", json={"text": "a fact"})
+    assert memory.status_code == 201, memory.text
+    exported = await http.get(f"/apps/{APP}/users/{USER}:export")
+    assert exported.status_code == 200, exported.text
+    imported = await http.post(
+        f"/apps/{APP}/users/moved:import",
+        content=exported.content,
+        headers={"content-type": "application/x-ndjson"},
+    )
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["created"]["sessions"] == 3
+    assert imported.json()["created"]["memories"] == 1
+    moved = await http.get(f"/apps/{APP}/users/moved:export")
+    assert moved.content.count(b"sessionary.session.v1") == 3
+
+
 def test_keys_are_made_and_checked_through_the_pooler(pooled_url, direct_url):
     made = sessionary(pooled_url, "keys", "create", "--app", APP, env=POOLING)
     assert made.returncode == 0, made.stderr
