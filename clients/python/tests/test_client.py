@@ -21,6 +21,7 @@ from sessionary_client import (
     SessionClosedError,
     SessionNotFoundError,
     StaleSessionError,
+    StreamEvent,
     ToolCallsPendingError,
     ToolPairViolationError,
 )
@@ -304,6 +305,48 @@ async def test_async_client_streams_a_session_until_it_closes(
     created = await first
     assert (created.event, created.data["sessionId"]) == ("created", "next")
     await sessions.aclose()
+
+
+async def test_an_erase_ends_the_users_stream_and_the_apps_goes_on(
+    live_server: str, transport: httpx.AsyncBaseTransport, app_name: str
+) -> None:
+    opened: list[str] = []
+
+    async def note(request: httpx.Request) -> None:
+        opened.append(request.url.path)
+
+    http = httpx.AsyncClient(
+        base_url=live_server, transport=transport, event_hooks={"request": [note]}
+    )
+    async with AsyncSessionaryClient(http=http) as client:
+        await client.create_session(app_name, USER, session_id="gone")
+        mine = client.stream_sessions(app_name, USER)
+        every = client.stream_sessions(app_name)
+        first = asyncio.ensure_future(anext(mine))
+        first_of_every = asyncio.ensure_future(anext(every))
+        await asyncio.sleep(1.5)  # both connected: they tell what happens from now
+        await client.erase_user(app_name, USER)
+
+        async def to_the_end() -> list[StreamEvent]:
+            return [await first] + [change async for change in mine]
+
+        heard = await asyncio.wait_for(to_the_end(), 30)  # ends at `erased`, not reopened
+        told = [await first_of_every, await anext(every)]
+        await client.create_session(app_name, "bob", session_id="later")
+        afterwards = await asyncio.wait_for(anext(every), 30)  # the app's stream goes on
+        await every.aclose()
+    assert [(change.event, change.data.get("sessionId")) for change in heard] == [
+        ("deleted", "gone"),
+        ("erased", None),
+    ]
+    assert heard[-1].data == {"userId": USER}
+    assert sorted((change.event, change.data["userId"]) for change in told) == [
+        ("deleted", USER),
+        ("erased", USER),
+    ]
+    assert (afterwards.event, afterwards.data["sessionId"]) == ("created", "later")
+    users_stream = f"/apps/{app_name}/users/{USER}/sessions:stream"
+    assert opened.count(users_stream) == 1
 
 
 async def test_async_client_forks_and_closes(client: AsyncSessionaryClient, app_name: str) -> None:

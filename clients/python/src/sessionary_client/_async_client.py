@@ -15,7 +15,6 @@ import httpx
 
 from sessionary_client._core import (
     DEFAULT_TIMEOUT,
-    FINAL_EVENTS,
     STREAM_READ_TIMEOUT,
     UNSET,
     UPLOAD_CHUNK,
@@ -33,6 +32,9 @@ from sessionary_client._core import (
     base_url_or_default,
     call_headers,
     default_headers,
+    ends_app_stream,
+    ends_session_stream,
+    ends_user_stream,
     if_match_header,
     json_content,
     label_filters,
@@ -1822,7 +1824,7 @@ class AsyncSessionaryClient:
         connection, after the last event received, losing and repeating nothing; ends after
         `closed` or `deleted`."""
         path = sessions_path(app_name, user_id, session_id) + "/events:stream"
-        async for event in self._stream(path, after_seq, ends=FINAL_EVENTS, **options):
+        async for event in self._stream(path, after_seq, ends=ends_session_stream, **options):
             yield event
 
     async def stream_sessions(
@@ -1830,12 +1832,17 @@ class AsyncSessionaryClient:
     ) -> AsyncIterator[StreamEvent]:
         """An app's sessions (one user's, with `user_id`) as they are created, updated,
         closed and deleted, from now; reconnects by itself after a lost connection (what
-        happened meanwhile is not sent again: list the sessions to catch up)."""
+        happened meanwhile is not sent again: list the sessions to catch up). `erased`
+        (`data["userId"]`) tells that the user was erased, after their sessions' `deleted`,
+        and ends a user's stream; on an app's stream it ends the stream only when the whole
+        app was erased (`userId` None)."""
         if user_id is None:
             path = quoted_path("apps", app_name, "sessions:stream")
+            ends = ends_app_stream
         else:
             path = sessions_path(app_name, user_id) + ":stream"
-        async for event in self._stream(path, None, ends=frozenset(), **options):
+            ends = ends_user_stream
+        async for event in self._stream(path, None, ends=ends, **options):
             yield event
 
     async def _stream(
@@ -1843,12 +1850,12 @@ class AsyncSessionaryClient:
         path: str,
         after: int | None,
         *,
-        ends: frozenset[str],
+        ends: Callable[[StreamEvent], bool],
         **options: Unpack[RequestOptions],
     ) -> AsyncIterator[StreamEvent]:
-        """A stream's events until one of `ends`, reconnecting after a lost connection (as
-        the retry policy allows between two events, with `Last-Event-ID` once there is
-        one)."""
+        """A stream's events until one that `ends` says is its last, reconnecting after a
+        lost connection (as the retry policy allows between two events, with `Last-Event-ID`
+        once there is one)."""
         attempt = 0
         timeout = httpx.Timeout(options.get("timeout", self._http.timeout))
         timeout = httpx.Timeout(timeout.connect, read=STREAM_READ_TIMEOUT, write=timeout.write)
@@ -1875,7 +1882,7 @@ class AsyncSessionaryClient:
                             attempt = 0
                             after = event.id if event.id is not None else after
                             yield event
-                            if event.event in ends:
+                            if ends(event):
                                 return
             except httpx.TransportError as error:
                 delay = retry.delay(True, attempt, error)

@@ -225,6 +225,24 @@ STREAM_READ_TIMEOUT = 60.0
 FINAL_EVENTS = frozenset({"closed", "deleted"})
 
 
+def ends_session_stream(event: StreamEvent) -> bool:
+    """A session's stream ends after `closed` or `deleted`."""
+    return event.event in FINAL_EVENTS
+
+
+def ends_user_stream(event: StreamEvent) -> bool:
+    """A user's stream ends after `erased`: the user (or the whole app) was erased, and the
+    server has ended the stream."""
+    return event.event == "erased"
+
+
+def ends_app_stream(event: StreamEvent) -> bool:
+    """An app's stream ends after the app's `erased` (`userId` null); one of its users'
+    (`userId` that user) is told and the stream goes on."""
+    data = event.data if isinstance(event.data, dict) else {}
+    return event.event == "erased" and data.get("userId") is None
+
+
 def stream_event(lines: list[str]) -> StreamEvent | None:
     """One server-sent event from its lines; None for a comment (a heartbeat)."""
     fields = dict(line.split(": ", 1) for line in lines if line and not line.startswith(":"))

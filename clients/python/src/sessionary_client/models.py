@@ -495,7 +495,8 @@ class Appended:
 class StreamEvent:
     """One server-sent event of a stream: `appended` (`data` the event), `updated`,
     `removed`, `trimmed`, `reset`, `resync`, `child`, `closed`, `deleted` on a session's;
-    `created`, `updated`, `closed`, `deleted` on a user's or an app's."""
+    `created`, `updated`, `closed`, `deleted` on a user's or an app's, and `erased`
+    (`data` `{"userId": …}`, None for the whole app) when the user or the app is erased."""
 
     event: str
     id: int | None
