@@ -130,6 +130,12 @@ const SESSIONS = `${USER}/sessions` as const;
 const SESSION = `${SESSIONS}/{session_id}` as const;
 // The events after which nothing more can happen to a session: its stream ends.
 const FINAL: ReadonlySet<string> = new Set(["closed", "deleted"]);
+const endsSession = (frame: Frame): boolean => FINAL.has(frame.event);
+// A user's stream ends at `erased` (the user's, or the whole app's): the server ends it.
+const endsUser = (frame: Frame): boolean => frame.event === "erased";
+// An app's stream ends at the app's `erased` (`userId` null); a user's is told, and it goes on.
+const endsApp = (frame: Frame): boolean =>
+  frame.event === "erased" && (frame.data as { userId?: string | null } | null)?.userId == null;
 // What an append's status says it did.
 const APPEND_OUTCOMES: Readonly<Record<number, Appended["outcome"]>> = {
   201: "stored",
@@ -501,11 +507,13 @@ export class Sessionary {
         }),
       );
     };
-    return this.#follow<SessionChange>(open, afterSeq, FINAL, stream);
+    return this.#follow<SessionChange>(open, afterSeq, endsSession, stream);
   }
 
   /** A user's sessions as they are created, updated, closed and deleted, from now. A lost
-   * connection is opened again; what happened meanwhile is not sent (list to catch up). */
+   * connection is opened again; what happened meanwhile is not sent (list to catch up). The
+   * iteration ends after `erased`: the user (`data.userId`), or the whole app (`null`), was
+   * erased, after each of the user's sessions' `deleted`. */
   streamSessions(
     appName: string,
     userId: string,
@@ -515,10 +523,11 @@ export class Sessionary {
     const call = this.#call(options);
     const open: Open = (_, signal) =>
       bodyOf(this.raw.GET(`${SESSIONS}:stream`, { params: { path }, parseAs: "stream", ...call, signal }));
-    return this.#follow<SessionsChange>(open, undefined, new Set(), options);
+    return this.#follow<SessionsChange>(open, undefined, endsUser, options);
   }
 
-  /** As `streamSessions`, for every user of the app. */
+  /** As `streamSessions`, for every user of the app; a user's `erased` is told and the
+   * iteration goes on, the app's (`data.userId` `null`) ends it. */
   streamAppSessions(
     appName: string,
     options: StreamOptions = {},
@@ -534,13 +543,13 @@ export class Sessionary {
           signal,
         }),
       );
-    return this.#follow<SessionsChange>(open, undefined, new Set(), options);
+    return this.#follow<SessionsChange>(open, undefined, endsApp, options);
   }
 
   #follow<Change extends Frame>(
     open: Open,
     position: number | undefined,
-    ends: ReadonlySet<string>,
+    ends: (frame: Frame) => boolean,
     options: StreamOptions,
   ): AsyncGenerator<Change, void, undefined> {
     const policy = { ...this.#policy, retries: options.maxRetries ?? this.#policy.retries };

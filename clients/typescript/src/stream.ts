@@ -30,7 +30,7 @@ export type Open = (
 ) => Promise<ReadableStream<Uint8Array> | undefined>;
 
 /**
- * The frames of a stream until one named in `ends`, across connections: one lost (dropped,
+ * The frames of a stream until one that `ends` says is its last, across connections: one lost (dropped,
  * ended by the server, silent past `idleTimeout`) is opened again after the last `id` seen,
  * `policy.retries` times in a row at most before an `APIConnectionError` (with the
  * `requestId` the stream is opened with); any byte received resets that count. Opening it is
@@ -39,7 +39,7 @@ export type Open = (
 export async function* follow(
   open: Open,
   position: number | undefined,
-  ends: ReadonlySet<string>,
+  ends: (frame: Frame) => boolean,
   policy: RetryPolicy,
   { signal: stop, idleTimeout = 60_000 }: StreamOptions,
   requestId: string | undefined,
@@ -66,7 +66,7 @@ export async function* follow(
       for await (const frame of body ? frames(body, watch) : []) {
         position = frame.id ?? position;
         yield frame;
-        if (ends.has(frame.event)) return;
+        if (ends(frame)) return;
       }
       lost = new Error("the server ended the stream");
     } catch (error) {

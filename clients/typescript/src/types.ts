@@ -116,16 +116,20 @@ export type SessionChange =
       };
     };
 
-/** A frame of a user's or an app's stream (`streamSessions`, `streamAppSessions`). */
-export interface SessionsChange {
-  event: "created" | "updated" | "closed" | "deleted";
-  id: undefined;
-  data: {
-    userId: string;
-    sessionId: string;
-    version: number;
-    kind?: Schemas["Kind"];
-    parentId?: string | null;
-    outcome?: Outcome;
-  };
-}
+/** A frame of a user's or an app's stream (`streamSessions`, `streamAppSessions`): one of its
+ * sessions created, updated, closed or deleted; or `erased`, when a user (`userId`) or the whole
+ * app (`userId` `null`) is erased, after which a user's stream ends (an app's, for the app's). */
+export type SessionsChange =
+  | {
+      event: "created" | "updated" | "closed" | "deleted";
+      id: undefined;
+      data: {
+        userId: string;
+        sessionId: string;
+        version: number;
+        kind?: Schemas["Kind"];
+        parentId?: string | null;
+        outcome?: Outcome;
+      };
+    }
+  | { event: "erased"; id: undefined; data: { userId: string | null } };

@@ -3,8 +3,15 @@
 import assert from "node:assert/strict";
 import type { ServerResponse } from "node:http";
 import { test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 
-import { APIConnectionError, SessionNotFoundError, Sessionary, type SessionChange } from "../dist/esm/index.js";
+import {
+  APIConnectionError,
+  SessionNotFoundError,
+  Sessionary,
+  type SessionChange,
+  type SessionsChange,
+} from "../dist/esm/index.js";
 import { fakeServer, freshApp } from "./helpers.ts";
 
 const client = new Sessionary();
@@ -69,6 +76,57 @@ test("a user's and an app's streams report their sessions", async () => {
     stop.abort();
   }
   assert.equal((await mine.next()).done, true);
+});
+
+test("an erase ends the user's stream after deleted then erased, never reopened; the app's goes on", async () => {
+  const app = freshApp();
+  const opened: string[] = [];
+  const counted = new Sessionary({
+    fetch: (request: Request, init?: RequestInit) => {
+      opened.push(new URL(request.url).pathname);
+      return fetch(request, init);
+    },
+  });
+  // A user's stream opened again would wait forever: this ends it (and the test fails).
+  const guard = new AbortController();
+  const stop = new AbortController();
+  const timer = setTimeout(() => guard.abort(), 30_000);
+  const mine = counted.streamSessions(app, "ada", { signal: guard.signal });
+  const all = counted.streamAppSessions(app, { signal: stop.signal });
+  try {
+    // Both start from now: create sessions until both have opened and seen one.
+    const first = Promise.all([mine.next(), all.next()]);
+    const made: string[] = [];
+    for (let seen = false; !seen; ) {
+      made.push((await client.createSession(app, "ada")).id);
+      seen = await Promise.race([first.then(() => true), sleep(100, false)]);
+    }
+    const [ada] = await first;
+    assert.ok(!ada.done);
+    await client.eraseUser(app, "ada");
+    const heard = [ada.value];
+    for await (const change of mine) heard.push(change);
+    assert.equal(guard.signal.aborted, false, "the user's stream ended by itself");
+    const events = heard.map((change) => change.event);
+    assert.deepEqual(events.slice(events.indexOf("deleted")), [...made.map(() => "deleted"), "erased"]);
+    const deleted = heard.flatMap((change) => (change.event === "deleted" ? [change.data.sessionId] : []));
+    assert.deepEqual(deleted.sort(), [...made].sort());
+    assert.deepEqual(heard.at(-1), { event: "erased", id: undefined, data: { userId: "ada" } });
+    assert.equal(opened.filter((path) => path.endsWith("/users/ada/sessions:stream")).length, 1);
+
+    // The app's stream is told, and goes on: it hears a session created afterwards.
+    await client.createSession(app, "bob", { sessionId: "later" });
+    const told: SessionsChange[] = [];
+    for await (const change of all) {
+      told.push(change);
+      if (change.event === "created" && change.data.sessionId === "later") break;
+    }
+    assert.ok(told.some((change) => change.event === "erased" && change.data.userId === "ada"));
+    assert.equal(told.at(-1)?.event, "created");
+  } finally {
+    clearTimeout(timer);
+    stop.abort();
+  }
 });
 
 /** Writes an SSE frame in pieces, CRLF line endings and all, as a proxy may split it. */
