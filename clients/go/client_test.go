@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -329,6 +330,84 @@ func TestAStreamEndsWhenItsContextDoes(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("the stream ended with %v", err)
 		}
+	}
+}
+
+func TestAnEraseEndsTheUsersStreamAndTheAppsGoesOn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var opened atomic.Int32 // connections of ada's stream
+	front := proxy(t, func(r *http.Request, _ *http.Response) bool {
+		if strings.HasSuffix(r.URL.Path, "/users/ada/sessions:stream") {
+			opened.Add(1)
+		}
+		return false
+	})
+	c, app := client(t, Options{BaseURL: front, Backoff: time.Millisecond}), unique("go")
+	session := must[*Session](t)(c.CreateSession(ctx, app, "ada", SessionCreate{}))
+	// Ada's stream until it ends: reopened, it would wait until ctx ends, and fail with it.
+	adas := make(chan Frame, 8)
+	ended := make(chan error, 1)
+	go func() {
+		defer close(ended)
+		for frame, err := range c.StreamSessions(ctx, app, "ada", StreamOptions{}) {
+			if err != nil {
+				ended <- err
+				return
+			}
+			adas <- frame
+		}
+	}()
+	apps := make(chan Frame, 8)
+	appCtx, stopApp := context.WithCancel(ctx)
+	defer stopApp()
+	go func() {
+		for frame, err := range c.StreamAppSessions(appCtx, app, StreamOptions{}) {
+			if err != nil {
+				return
+			}
+			apps <- frame
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond) // both connected: they tell what happens from now
+	must[*Erasure](t)(c.EraseUser(ctx, app, "ada"))
+
+	if err := <-ended; err != nil {
+		t.Fatalf("ada's stream ended with %v", err)
+	}
+	close(adas)
+	var heard []string
+	for frame := range adas {
+		var data map[string]any
+		if err := frame.Decode(&data); err != nil {
+			t.Fatal(err)
+		}
+		heard = append(heard, fmt.Sprintf("%s %v %v", frame.Event, data["userId"], data["sessionId"]))
+	}
+	if want := []string{"deleted ada " + session.ID, "erased ada <nil>"}; !slices.Equal(heard, want) {
+		t.Fatalf("ada's stream heard %q, not %q", heard, want)
+	}
+	if n := opened.Load(); n != 1 {
+		t.Fatalf("ada's stream was opened %d times", n)
+	}
+
+	// The app's stream is told, and goes on: it hears a session created afterwards.
+	must[*Session](t)(c.CreateSession(ctx, app, "bob", SessionCreate{SessionID: "later"}))
+	var told []string
+	for !slices.Contains(told, "created bob later") {
+		select {
+		case frame := <-apps:
+			var data struct{ UserID, SessionID string }
+			if err := frame.Decode(&data); err != nil {
+				t.Fatal(err)
+			}
+			told = append(told, strings.TrimSpace(frame.Event+" "+data.UserID+" "+data.SessionID))
+		case <-ctx.Done():
+			t.Fatalf("the app's stream heard only %q", told)
+		}
+	}
+	if !slices.Contains(told, "erased ada") {
+		t.Fatalf("the app's stream heard %q", told)
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 
 // Frame is one server-sent event of a live stream: Event names the change ("appended",
 // "updated", "removed", "trimmed", "reset", "resync", "closed", "deleted", "child" on a
-// session's stream; "created", "updated", "closed", "deleted" on a user's or an app's), ID is
+// session's stream; "created", "updated", "closed", "deleted" on a user's or an app's, and
+// "erased", {"userId": …} (null for the whole app), when the user or the app is erased), ID is
 // the position it carries (an appended event's seq; 0 when it has none), Data is its JSON.
 type Frame struct {
 	Event string
@@ -47,31 +48,53 @@ func (c *Client) StreamEvents(ctx context.Context, app, user, id string, stream 
 	if stream.AfterSeq != nil {
 		position = strconv.FormatInt(*stream.AfterSeq, 10)
 	}
-	return c.follow(ctx, path, err, position, stream, options, map[string]bool{"closed": true, "deleted": true})
+	return c.follow(ctx, path, err, position, stream, options, endsSession)
 }
 
 // StreamSessions is a user's sessions as they are created, updated, closed and deleted, from
-// now, until ctx ends. A lost connection is opened again; what happened meanwhile is not sent
-// (list to catch up).
+// now, until ctx ends or the user is erased: "erased" (its data {"userId": …}, null when the
+// whole app is), after each of the user's sessions' "deleted", is the last frame. A lost
+// connection is opened again; what happened meanwhile is not sent (list to catch up).
 func (c *Client) StreamSessions(ctx context.Context, app, user string, stream StreamOptions,
 	options ...RequestOption) iter.Seq2[Frame, error] {
 	path, err := pathTo("/sessions:stream", app, user)
-	return c.follow(ctx, path, err, "", stream, options, nil)
+	return c.follow(ctx, path, err, "", stream, options, endsUser)
 }
 
-// StreamAppSessions is StreamSessions for every user of the app.
+// StreamAppSessions is StreamSessions for every user of the app: an erased user's "erased" is
+// told and the iteration goes on; the app's ("userId" null) is its last frame.
 func (c *Client) StreamAppSessions(ctx context.Context, app string, stream StreamOptions,
 	options ...RequestOption) iter.Seq2[Frame, error] {
 	path, err := pathTo("/sessions:stream", app)
-	return c.follow(ctx, path, err, "", stream, options, nil)
+	return c.follow(ctx, path, err, "", stream, options, endsApp)
 }
 
-// follow yields the frames of a stream until one named in ends, across connections: each is
-// opened after position (`Last-Event-ID`), the last id seen; one lost (dropped, ended by the
-// server, silent past the idle timeout) is opened again, Retries times in a row at most (or
-// WithMaxRetries'); any frame received resets that count.
+// endsSession: a session's stream ends after "closed" or "deleted", when nothing more can
+// happen to it.
+func endsSession(frame Frame) bool { return frame.Event == "closed" || frame.Event == "deleted" }
+
+// endsUser: a user's stream ends after "erased", the user's or the whole app's (the server
+// ends it).
+func endsUser(frame Frame) bool { return frame.Event == "erased" }
+
+// endsApp: an app's stream ends after the app's "erased" (its "userId" null); a user's is told
+// and the stream goes on.
+func endsApp(frame Frame) bool {
+	if frame.Event != "erased" {
+		return false
+	}
+	var erased struct {
+		UserID *string `json:"userId"`
+	}
+	return frame.Decode(&erased) != nil || erased.UserID == nil
+}
+
+// follow yields the frames of a stream until one that ends says is its last, across
+// connections: each is opened after position (`Last-Event-ID`), the last id seen; one lost
+// (dropped, ended by the server, silent past the idle timeout) is opened again, Retries times
+// in a row at most (or WithMaxRetries'); any frame received resets that count.
 func (c *Client) follow(ctx context.Context, path string, pathErr error, position string, stream StreamOptions,
-	options []RequestOption, ends map[string]bool) iter.Seq2[Frame, error] {
+	options []RequestOption, ends func(Frame) bool) iter.Seq2[Frame, error] {
 	idle := stream.IdleTimeout
 	if idle <= 0 {
 		idle = 60 * time.Second
@@ -101,7 +124,7 @@ func (c *Client) follow(ctx context.Context, path string, pathErr error, positio
 					if !yield(frame, nil) {
 						return false
 					}
-					return !ends[frame.Event]
+					return !ends(frame)
 				})
 				resp.Body.Close()
 				if done {
