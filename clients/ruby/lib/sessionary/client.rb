@@ -28,6 +28,16 @@ module Sessionary
   class Client
     # The events after which nothing more can happen to a session: its stream ends.
     FINAL = %w[closed deleted].freeze
+    # The last frame of a session's stream: `closed` or `deleted`.
+    ENDS_SESSION = ->(frame) { FINAL.include?(frame.event) }
+    # The last frame of a user's stream: `erased`, the user's or the whole app's (the server
+    # ends the stream).
+    ENDS_USER = ->(frame) { frame.event == "erased" }
+    # The last frame of an app's stream: the app's `erased` (its `userId` nil); a user's is told
+    # and the stream goes on.
+    ENDS_APP = lambda do |frame|
+      frame.event == "erased" && (!frame.data.is_a?(Record) || frame.data["userId"].nil?)
+    end
     # The default of an argument whose nil means "clear it": left as the server has it.
     UNSET = Object.new.freeze
     # The path of the session a request is about (`/apps/…/users/…/sessions/{id}`), if any.
@@ -208,18 +218,20 @@ module Sessionary
     # each to the block, or returns an Enumerator.
     def stream_events(app_name, user_id, session_id, after_seq: nil, request_options: nil, &block)
       target = "#{sessions_path(app_name, user_id, session_id)}/events:stream"
-      follow(target, after_seq, FINAL, request_options, &block)
+      follow(target, after_seq, ENDS_SESSION, request_options, &block)
     end
 
     # A user's sessions as they are created, updated, closed and deleted, from now, until the
-    # caller leaves (`break`).
+    # caller leaves (`break`) or the user is erased: `erased` (its data `{"userId" => …}`, nil
+    # when the whole app is), after each of the user's sessions' `deleted`, is the last frame.
     def stream_sessions(app_name, user_id, request_options: nil, &block)
-      follow("#{sessions_path(app_name, user_id)}:stream", nil, [], request_options, &block)
+      follow("#{sessions_path(app_name, user_id)}:stream", nil, ENDS_USER, request_options, &block)
     end
 
-    # An app's sessions as they are created, updated, closed and deleted, from now.
+    # An app's sessions as they are created, updated, closed and deleted, from now; an erased
+    # user's `erased` is told and the stream goes on, the app's (`userId` nil) is its last frame.
     def stream_app_sessions(app_name, request_options: nil, &block)
-      follow("#{path('apps', app_name, 'sessions')}:stream", nil, [], request_options, &block)
+      follow("#{path('apps', app_name, 'sessions')}:stream", nil, ENDS_APP, request_options, &block)
     end
 
     # --- Lineage ----------------------------------------------------------------------------

@@ -60,7 +60,8 @@ module Sessionary
       end
     end
 
-    # The frames of a stream until one named in `ends`, across connections: a lost one
+    # The frames of a stream until one that `ends` (called with each) says is its last, across
+    # connections: a lost one
     # (dropped, ended by the server, silent for IDLE_TIMEOUT) is opened again after the last
     # `id` seen, `max_retries` of the call's `options` (else the client's `retries`) times in a
     # row at most before an APIConnectionError; any byte received resets that count. An error
@@ -79,7 +80,7 @@ module Sessionary
                 parser.feed(chunk) do |frame|
                   after = frame.id || after
                   out << frame
-                  throw :ended if ends.include?(frame.event)
+                  throw :ended if ends.call(frame)
                 end
               end
               lost = refused || EOFError.new("the server ended the stream")

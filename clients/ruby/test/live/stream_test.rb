@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "live_helper"
+require "timeout"
 
 # Live streams: the log, then live, until the session closes; resumed after a lost connection
 # with Last-Event-ID, losing and repeating nothing.
@@ -73,6 +74,40 @@ class StreamTest < Minitest::Test
     user = unique("u")
     heard = follow_sessions(user) { |sessionary| sessionary.stream_app_sessions(APP) }
     assert_equal %w[created closed], [heard.first.event, heard.last.event]
+  end
+
+  def test_an_erase_ends_the_users_stream_after_deleted_and_erased_and_the_apps_goes_on
+    user, other = unique("u"), unique("u")
+    relay = Relay.new
+    sessionary = client(base_url: relay.url, backoff: 0.01)
+    made = sessionary.create_session(APP, user)
+    mine = Queue.new
+    watcher = Thread.new { sessionary.stream_sessions(APP, user) { |frame| mine << frame } }
+    everyone = Queue.new
+    apps = Thread.new do
+      sessionary.stream_app_sessions(APP) do |frame|
+        everyone << frame if [user, other].include?(frame.data["userId"])
+      end
+    end
+    sleep(1.5) # both connected: they tell what happens from now
+    sessionary.erase_user(APP, user)
+    assert watcher.join(30), "the user's stream ended by itself" # opened again, it would wait on
+    heard = Array.new(mine.size) { mine.pop }
+    assert_equal [["deleted", made.id], ["erased", nil]],
+                 heard.map { |frame| [frame.event, frame.data["sessionId"]] }
+    assert_equal({"userId" => user}, heard.last.data.to_h)
+    assert_equal 1, relay.heads.count { |head| head.include?("/users/#{user}/sessions:stream") }
+
+    # The app's stream is told, and goes on: it hears a session created afterwards.
+    sessionary.create_session(APP, other)
+    told = []
+    Timeout.timeout(30) { told << everyone.pop until told.last&.event == "created" }
+    erased = told.select { |frame| frame.event == "erased" }
+    assert_equal [{"userId" => user}], erased.map { |frame| frame.data.to_h }
+    assert_equal other, told.last.data["userId"]
+  ensure
+    [watcher, apps].each { |thread| thread&.kill }
+    relay&.close
   end
 
   private
