@@ -260,3 +260,19 @@ async def test_an_import_past_its_limit_is_a_413_and_leaves_nothing(client, data
             f"/apps/{APP}/users/dave:import", content=exported + b"\n", headers=NDJSON
         )
         assert_problem(whole, 413, "payload_too_large")  # a Content-Length past it: at once
+
+
+async def test_a_memory_is_the_same_whatever_its_vectors(client, target):
+    """Each side's worker embeds in its own time: an export made before the source embedded
+    a memory and one made after are the same memory to an import."""
+    await ok(await client.post(M, json={"id": "tea", "text": "Takes her tea black."}))
+    exported = records(await export_user(client))
+    assert (await import_user(target, ndjson(exported))).status_code == 200
+    (memory,) = exported
+    embedded_elsewhere = {
+        **memory,
+        "embeddedModel": "elsewhere",
+        "vectors": [{"model": "elsewhere", "vector": [0.5, 0.5]}],
+    }
+    again = await ok(await import_user(target, ndjson([embedded_elsewhere])), 200)
+    assert again["unchanged"]["memories"] == 1

@@ -467,8 +467,8 @@ class PortabilityService:
     async def _import_memory(
         self, connection: asyncpg.Connection, owner: MemoryOwner, given: MemoryExport, number: int
     ) -> bool:
-        """The memory as its export gave it: True stored, False the same there already; a
-        different one under its id is a 409."""
+        """The memory as its export gave it: True stored, False the same there already (its
+        vectors aside); a different one under its id is a 409."""
         where = f"line {number}"
         if given.expire_time is not None and given.expire_time <= time.time():
             raise InvalidInput(
@@ -502,8 +502,16 @@ class PortabilityService:
                 "session comes before its memories).",
                 field=where,
             )
-        found = MemoryExport.model_validate_json(stored)
-        if found.model_copy(update={"app_name": given.app_name, "user_id": given.user_id}) != given:
+        # Its vectors are not compared: each side's worker embeds it in its own time.
+        found = MemoryExport.model_validate_json(stored).model_copy(
+            update={
+                "app_name": given.app_name,
+                "user_id": given.user_id,
+                "embedded_model": given.embedded_model,
+                "vectors": given.vectors,
+            }
+        )
+        if found != given:
             error = MemoryAlreadyExists(given.id)
             error.detail = (
                 f"Memory {given.id!r} already exists with different content; an import of the "
