@@ -171,14 +171,16 @@ async def test_an_app_is_erased_through_the_pooler_while_writers_race_it(http):
 async def test_a_user_is_exported_and_imported_through_the_pooler(http):
     """The export reads one snapshot and the import writes one transaction: both hold their
     server connection for a transaction, as a transaction pooler lends it."""
+    user = f"/apps/{APP}/users/exported"  # the module's tables are not emptied between tests
     for n in range(3):
         created = await http.post(
-            SESSIONS, json={"sessionId": f"x{n}", "events": [delta_event({"user:n": n})]}
+            f"{user}/sessions",
+            json={"sessionId": f"x{n}", "events": [delta_event({"user:n": n})]},
         )
         assert created.status_code == 201, created.text
-    memory = await http.post(f"/apps/{APP}/users/{USER}/memories", json={"text": "a fact"})
+    memory = await http.post(f"{user}/memories", json={"text": "a fact"})
     assert memory.status_code == 201, memory.text
-    exported = await http.get(f"/apps/{APP}/users/{USER}:export")
+    exported = await http.get(f"{user}:export")
     assert exported.status_code == 200, exported.text
     imported = await http.post(
         f"/apps/{APP}/users/moved:import",
